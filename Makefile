@@ -1,0 +1,31 @@
+# LocalAuth for Linux
+#   make deps    install the Debian packages (scripts/install-deps.sh)
+#   make build   swift build, and the tests
+#   make test    deps, then swift test (end-to-end tests start the rig themselves)
+#   make demo    deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
+#   make clean   remove build output
+
+SWIFT ?= swift
+export PATH := /opt/swift/usr/bin:$(PATH)
+SHELL := /bin/bash
+
+.PHONY: all deps build test demo clean
+
+all: build
+
+deps:
+	scripts/install-deps.sh
+
+build:
+	$(SWIFT) build
+	$(SWIFT) build --build-tests
+
+test: deps
+	$(SWIFT) test 2>&1
+
+demo: deps build
+	scripts/demo.sh
+
+clean:
+	$(SWIFT) package clean || true
+	rm -rf .build

@@ -1,0 +1,40 @@
+// swift-tools-version:6.0
+// LocalAuth for Linux: Apple's LocalAuthentication API over a D-Bus system service.
+import PackageDescription
+
+let package = Package(
+    name: "LocalAuth",
+    products: [
+        .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
+        .executable(name: "localauthd", targets: ["localauthd"]),
+        .executable(name: "localauthctl", targets: ["localauthctl"]),
+    ],
+    targets: [
+        // C libraries Debian ships, each behind a module map and a shim header.
+        .systemLibrary(name: "CDBus", pkgConfig: "dbus-1", providers: [.apt(["libdbus-1-dev"])]),
+        .systemLibrary(name: "CGLib", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
+        .systemLibrary(name: "CFprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev"])]),
+        .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
+        // Our own C shims.
+        .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
+        .target(name: "CLocalAuthInterface"),
+
+        // Our D-Bus layer over libdbus, shared by the service and the client.
+        .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib"]),
+        // Names, raw values and tables of the contract: pure Swift.
+        .target(name: "LocalAuthShared"),
+        // The service as a library: callers, polkit, sensor, store.
+        .target(name: "LocalAuthService", dependencies: [
+            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
+        ]),
+        .executableTarget(name: "localauthd", dependencies: ["LocalAuthService"]),
+        // The client library with Apple's API, and the tool over it.
+        .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
+        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
+
+        .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
+        .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

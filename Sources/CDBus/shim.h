@@ -1,0 +1,17 @@
+// CDBus: libdbus-1 for Swift.
+// Why this header exists: libdbus's type codes and constants are macros with
+// casts (e.g. `((int) 's')`), which Swift does not import. The few we need are
+// re-exported here as constants; everything else comes straight from <dbus/dbus.h>.
+#ifndef CDBUS_SHIM_H
+#define CDBUS_SHIM_H
+#include <dbus/dbus.h>
+
+static const int CDBUS_TIMEOUT_INFINITE = DBUS_TIMEOUT_INFINITE;
+static const int CDBUS_TIMEOUT_USE_DEFAULT = DBUS_TIMEOUT_USE_DEFAULT;
+static const unsigned int CDBUS_NAME_FLAG_DO_NOT_QUEUE = DBUS_NAME_FLAG_DO_NOT_QUEUE;
+static const int CDBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER = DBUS_REQUEST_NAME_REPLY_PRIMARY_OWNER;
+static const int CDBUS_REQUEST_NAME_REPLY_ALREADY_OWNER = DBUS_REQUEST_NAME_REPLY_ALREADY_OWNER;
+static const int CDBUS_MAXIMUM_NAME_LENGTH = DBUS_MAXIMUM_NAME_LENGTH;
+
+static inline dbus_bool_t cdbus_bool(int value) { return value ? TRUE : FALSE; }
+#endif

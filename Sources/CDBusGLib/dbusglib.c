@@ -1,0 +1,251 @@
+// See include/CDBusGLib.h for why this file exists.
+#include <dbus/dbus.h>
+#include <glib.h>
+#include "CDBusGLib.h"
+#include <glib-unix.h>
+
+typedef struct {
+    GMainContext *context;
+    DBusConnection *connection;   // not owned: the connection owns us
+    GSource *dispatch_source;     // pending idle dispatch, or NULL
+} Attachment;
+
+static dbus_int32_t attachment_slot = -1;
+
+// ---- watches: one GSource per enabled DBusWatch -------------------------
+
+typedef struct {
+    GSource *source;
+} WatchData;
+
+static gboolean watch_ready(gint fd, GIOCondition condition, gpointer user_data) {
+    (void)fd;
+    DBusWatch *watch = user_data;
+    unsigned int flags = 0;
+    if (condition & G_IO_IN) flags |= DBUS_WATCH_READABLE;
+    if (condition & G_IO_OUT) flags |= DBUS_WATCH_WRITABLE;
+    if (condition & G_IO_ERR) flags |= DBUS_WATCH_ERROR;
+    if (condition & G_IO_HUP) flags |= DBUS_WATCH_HANGUP;
+    dbus_watch_handle(watch, flags);
+    return G_SOURCE_CONTINUE;
+}
+
+static void watch_stop(DBusWatch *watch) {
+    WatchData *data = dbus_watch_get_data(watch);
+    if (data && data->source) {
+        g_source_destroy(data->source);
+        g_source_unref(data->source);
+        data->source = NULL;
+    }
+}
+
+static void watch_start(DBusWatch *watch, GMainContext *context) {
+    WatchData *data = dbus_watch_get_data(watch);
+    if (!data || data->source || !dbus_watch_get_enabled(watch)) return;
+    unsigned int flags = dbus_watch_get_flags(watch);
+    GIOCondition condition = G_IO_ERR | G_IO_HUP;
+    if (flags & DBUS_WATCH_READABLE) condition |= G_IO_IN;
+    if (flags & DBUS_WATCH_WRITABLE) condition |= G_IO_OUT;
+    GSource *source = g_unix_fd_source_new(dbus_watch_get_unix_fd(watch), condition);
+    g_source_set_callback(source, (GSourceFunc)(void (*)(void))watch_ready, watch, NULL);
+    g_source_attach(source, context);
+    data->source = source;
+}
+
+static void watch_data_free(void *memory) {
+    WatchData *data = memory;
+    if (data->source) {
+        g_source_destroy(data->source);
+        g_source_unref(data->source);
+    }
+    g_free(data);
+}
+
+static dbus_bool_t add_watch(DBusWatch *watch, void *user_data) {
+    Attachment *attachment = user_data;
+    dbus_watch_set_data(watch, g_new0(WatchData, 1), watch_data_free);
+    watch_start(watch, attachment->context);
+    return TRUE;
+}
+
+static void remove_watch(DBusWatch *watch, void *user_data) {
+    (void)user_data;
+    watch_stop(watch);
+}
+
+static void toggle_watch(DBusWatch *watch, void *user_data) {
+    Attachment *attachment = user_data;
+    watch_stop(watch);
+    watch_start(watch, attachment->context);
+}
+
+// ---- timeouts: one GSource per enabled DBusTimeout -----------------------
+
+static gboolean timeout_fired(gpointer user_data) {
+    dbus_timeout_handle((DBusTimeout *)user_data);
+    return G_SOURCE_CONTINUE;
+}
+
+static void timeout_stop(DBusTimeout *timeout) {
+    GSource *source = dbus_timeout_get_data(timeout);
+    if (source) {
+        g_source_destroy(source);
+        dbus_timeout_set_data(timeout, NULL, NULL);   // frees via g_source_unref
+    }
+}
+
+static void timeout_start(DBusTimeout *timeout, GMainContext *context) {
+    if (!dbus_timeout_get_enabled(timeout) || dbus_timeout_get_data(timeout)) return;
+    GSource *source = g_timeout_source_new((guint)dbus_timeout_get_interval(timeout));
+    g_source_set_callback(source, timeout_fired, timeout, NULL);
+    g_source_attach(source, context);
+    dbus_timeout_set_data(timeout, source, (DBusFreeFunction)g_source_unref);
+}
+
+static dbus_bool_t add_timeout(DBusTimeout *timeout, void *user_data) {
+    Attachment *attachment = user_data;
+    timeout_start(timeout, attachment->context);
+    return TRUE;
+}
+
+static void remove_timeout(DBusTimeout *timeout, void *user_data) {
+    (void)user_data;
+    timeout_stop(timeout);
+}
+
+static void toggle_timeout(DBusTimeout *timeout, void *user_data) {
+    Attachment *attachment = user_data;
+    timeout_stop(timeout);
+    timeout_start(timeout, attachment->context);
+}
+
+// ---- dispatching: drain incoming messages from an idle source ----------
+
+static gboolean dispatch_some(gpointer user_data) {
+    Attachment *attachment = user_data;
+    // One message per iteration keeps the sensor and polkit responsive while
+    // a burst of calls arrives.
+    if (dbus_connection_dispatch(attachment->connection) == DBUS_DISPATCH_DATA_REMAINS)
+        return G_SOURCE_CONTINUE;
+    g_source_unref(attachment->dispatch_source);
+    attachment->dispatch_source = NULL;
+    return G_SOURCE_REMOVE;
+}
+
+static void schedule_dispatch(Attachment *attachment) {
+    if (attachment->dispatch_source) return;
+    GSource *source = g_idle_source_new();
+    g_source_set_priority(source, G_PRIORITY_DEFAULT);
+    g_source_set_callback(source, dispatch_some, attachment, NULL);
+    attachment->dispatch_source = source;
+    g_source_attach(source, attachment->context);
+}
+
+static void dispatch_status_changed(DBusConnection *connection, DBusDispatchStatus status, void *user_data) {
+    (void)connection;
+    if (status == DBUS_DISPATCH_DATA_REMAINS) schedule_dispatch(user_data);
+}
+
+static void wakeup_main(void *user_data) {
+    Attachment *attachment = user_data;
+    g_main_context_wakeup(attachment->context);
+}
+
+static void attachment_free(void *memory) {
+    Attachment *attachment = memory;
+    if (attachment->dispatch_source) {
+        g_source_destroy(attachment->dispatch_source);
+        g_source_unref(attachment->dispatch_source);
+    }
+    g_main_context_unref(attachment->context);
+    g_free(attachment);
+}
+
+void cdbusglib_attach(DBusConnection *connection, GMainContext *context) {
+    if (!dbus_connection_allocate_data_slot(&attachment_slot)) g_error("out of memory");
+    Attachment *attachment = g_new0(Attachment, 1);
+    attachment->context = g_main_context_ref(context);
+    attachment->connection = connection;
+    dbus_connection_set_data(connection, attachment_slot, attachment, attachment_free);
+    dbus_connection_set_watch_functions(connection, add_watch, remove_watch, toggle_watch, attachment, NULL);
+    dbus_connection_set_timeout_functions(connection, add_timeout, remove_timeout, toggle_timeout, attachment, NULL);
+    dbus_connection_set_wakeup_main_function(connection, wakeup_main, attachment, NULL);
+    dbus_connection_set_dispatch_status_function(connection, dispatch_status_changed, attachment, NULL);
+    if (dbus_connection_get_dispatch_status(connection) == DBUS_DISPATCH_DATA_REMAINS)
+        schedule_dispatch(attachment);
+}
+
+void cdbusglib_detach(DBusConnection *connection) {
+    dbus_connection_set_watch_functions(connection, NULL, NULL, NULL, NULL, NULL);
+    dbus_connection_set_timeout_functions(connection, NULL, NULL, NULL, NULL, NULL);
+    dbus_connection_set_wakeup_main_function(connection, NULL, NULL, NULL);
+    dbus_connection_set_dispatch_status_function(connection, NULL, NULL, NULL);
+    dbus_connection_set_data(connection, attachment_slot, NULL, NULL);
+}
+
+// ---- running work on the context's thread -------------------------------
+
+typedef struct {
+    void (*function)(void *);
+    void *data;
+    void (*destroy)(void *);
+} Work;
+
+static gboolean work_run(gpointer user_data) {
+    Work *work = user_data;
+    work->function(work->data);
+    return G_SOURCE_REMOVE;
+}
+
+static void work_free(gpointer user_data) {
+    Work *work = user_data;
+    if (work->destroy) work->destroy(work->data);
+    g_free(work);
+}
+
+void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data) {
+    Work *work = g_new0(Work, 1);
+    work->function = function;
+    work->data = data;
+    GSource *source = g_idle_source_new();
+    g_source_set_priority(source, G_PRIORITY_DEFAULT);
+    g_source_set_callback(source, work_run, work, g_free);
+    g_source_attach(source, context);
+    g_source_unref(source);
+}
+
+guint cdbusglib_timer(GMainContext *context, guint milliseconds,
+                      void (*function)(void *), void *data, void (*destroy)(void *)) {
+    Work *work = g_new0(Work, 1);
+    work->function = function;
+    work->data = data;
+    work->destroy = destroy;
+    GSource *source = g_timeout_source_new(milliseconds);
+    g_source_set_callback(source, work_run, work, work_free);
+    guint id = g_source_attach(source, context);
+    g_source_unref(source);
+    return id;
+}
+
+void cdbusglib_cancel_timer(GMainContext *context, guint id) {
+    GSource *source = g_main_context_find_source_by_id(context, id);
+    if (source) g_source_destroy(source);
+}
+
+static gboolean signal_arrived(gpointer user_data) {
+    Work *work = user_data;
+    work->function(work->data);
+    return G_SOURCE_CONTINUE;
+}
+
+guint cdbusglib_on_signal(GMainContext *context, int signal_number,
+                          void (*function)(void *), void *data) {
+    Work *work = g_new0(Work, 1);
+    work->function = function;
+    work->data = data;
+    GSource *source = g_unix_signal_source_new(signal_number);
+    g_source_set_callback(source, signal_arrived, work, g_free);
+    guint id = g_source_attach(source, context);
+    g_source_unref(source);
+    return id;
+}

@@ -1,0 +1,41 @@
+// CDBusGLib: runs a libdbus connection inside a GLib main context.
+//
+// Why this shim exists: libfprint and polkit's GDBus proxy only make progress
+// while a GLib main context iterates, and libdbus has its own watch/timeout
+// model. Rather than two event loops (and locks between them), libdbus hands
+// its watches, timeouts and dispatching to the same GMainContext, so one thread
+// serves the bus, the sensor and polkit. The callbacks libdbus needs are C
+// function pointers that own GSources; that bookkeeping is simpler and safer
+// in C than through Swift closures.
+#ifndef CDBUSGLIB_H
+#define CDBUSGLIB_H
+// The C types are only declared here, not included: the Swift modules CDBus
+// and CGLib own those headers, and including them twice makes Clang see two
+// different definitions of GLib's inline helpers.
+typedef struct DBusConnection DBusConnection;
+typedef struct _GMainContext GMainContext;
+
+/// Attaches `connection`'s I/O, timeouts and message dispatch to `context`.
+/// From then on every libdbus callback (filters, object handlers, pending-call
+/// notifications) runs on the thread that iterates `context`.
+void cdbusglib_attach(DBusConnection *connection, GMainContext *context);
+
+/// Undoes cdbusglib_attach; call before closing the connection.
+void cdbusglib_detach(DBusConnection *connection);
+
+/// Runs `function(data)` on `context`'s thread at its next iteration; never
+/// re-entrantly from inside the caller, even when called on that thread.
+/// Safe to call from any thread.
+void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data);
+
+/// Runs `function(data)` once after `milliseconds` on `context`'s thread.
+/// Returns an id for cdbusglib_cancel_timer.
+unsigned int cdbusglib_timer(GMainContext *context, unsigned int milliseconds,
+                      void (*function)(void *), void *data, void (*destroy)(void *));
+void cdbusglib_cancel_timer(GMainContext *context, unsigned int id);
+
+/// Runs `function(data)` on `context`'s thread when `signal_number` arrives
+/// (SIGTERM, SIGINT, SIGHUP). Returns the source id.
+unsigned int cdbusglib_on_signal(GMainContext *context, int signal_number,
+                          void (*function)(void *), void *data);
+#endif

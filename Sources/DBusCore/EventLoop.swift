@@ -1,0 +1,130 @@
+internal import CGLib
+internal import CDBusGLib
+import Foundation
+
+/// A GLib main context and the one thread that iterates it, usable as a Swift
+/// serial executor.
+///
+/// Why one loop: libfprint and polkit's GDBus proxy only make progress while a
+/// GLib main context iterates, and libdbus can hand its I/O to the same context
+/// (see CDBusGLib). With the Swift code that drives them running on that
+/// thread too (actors whose executor is this loop), the C libraries are only
+/// ever touched from one thread and strict concurrency holds without locks.
+public final class EventLoop: SerialExecutor, @unchecked Sendable {
+    // GMainContext and GMainLoop are thread-safe objects in GLib.
+    let context: OpaquePointer
+    private let mainLoop: OpaquePointer
+
+    /// The process's default GLib context, for a program whose main thread
+    /// runs the loop (`run()`), as the service does.
+    public static let processDefault = EventLoop(context: g_main_context_default())
+
+    private init(context: OpaquePointer) {
+        self.context = context
+        g_main_context_ref(context)
+        mainLoop = g_main_loop_new(context, 0)
+    }
+
+    /// A loop with a private context on a new thread of its own. For a library
+    /// inside someone else's process: it never touches the app's own GLib context.
+    public static func startThread(name: String) -> EventLoop {
+        let loop = EventLoop(context: g_main_context_new())
+        let ready = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            g_main_context_push_thread_default(loop.context)
+            ready.signal()
+            g_main_loop_run(loop.mainLoop)
+            g_main_context_pop_thread_default(loop.context)
+        }
+        thread.name = name
+        thread.start()
+        ready.wait()
+        return loop
+    }
+
+    deinit {
+        g_main_loop_unref(mainLoop)
+        g_main_context_unref(context)
+    }
+
+    /// Iterates the context on the calling thread until `stop()`.
+    public func run() {
+        g_main_loop_run(mainLoop)
+    }
+
+    /// Makes `run()` return. Safe from any thread.
+    public func stop() {
+        g_main_loop_quit(mainLoop)
+        g_main_context_wakeup(context)
+    }
+
+    /// True on the thread that is iterating this loop now.
+    public var isCurrent: Bool { g_main_context_is_owner(context) != 0 }
+
+    /// Runs `work` on the loop's thread at its next iteration.
+    public func post(_ work: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
+        cdbusglib_post(context, { raw in
+            Unmanaged<WorkBox>.fromOpaque(raw!).takeRetainedValue().work()
+        }, box)
+    }
+
+    /// Runs `work` once after `seconds` on the loop's thread, unless cancelled.
+    public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) -> Timer {
+        let milliseconds = UInt32(clamping: Int((seconds * 1000).rounded(.up)))
+        let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
+        let id = cdbusglib_timer(context, milliseconds, { raw in
+            Unmanaged<WorkBox>.fromOpaque(raw!).takeUnretainedValue().work()
+        }, box, { raw in
+            Unmanaged<WorkBox>.fromOpaque(raw!).release()
+        })
+        return Timer(loop: self, id: id)
+    }
+
+    /// Runs `handler` on the loop's thread each time `signal` (e.g. SIGTERM) arrives.
+    public func onSignal(_ signal: Int32, _ handler: @escaping @Sendable () -> Void) {
+        let box = Unmanaged.passRetained(WorkBox(handler)).toOpaque()
+        _ = cdbusglib_on_signal(context, signal, { raw in
+            Unmanaged<WorkBox>.fromOpaque(raw!).takeUnretainedValue().work()
+        }, box)
+    }
+
+    /// A pending `schedule(after:)`; `cancel()` is idempotent.
+    public struct Timer: Sendable {
+        let loop: EventLoop
+        let id: UInt32
+        public func cancel() { cdbusglib_cancel_timer(loop.context, id) }
+    }
+
+    // MARK: SerialExecutor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let box = Unmanaged.passRetained(JobBox(job: UnownedJob(job), executor: self)).toOpaque()
+        cdbusglib_post(context, { raw in
+            let box = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
+            box.job.runSynchronously(on: box.executor.asUnownedSerialExecutor())
+        }, box)
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isCurrent, "not on the event loop's thread")
+    }
+}
+
+private final class WorkBox {
+    let work: @Sendable () -> Void
+    init(_ work: @escaping @Sendable () -> Void) { self.work = work }
+}
+
+private final class JobBox {
+    let job: UnownedJob
+    let executor: EventLoop
+    init(job: UnownedJob, executor: EventLoop) {
+        self.job = job
+        self.executor = executor
+    }
+}

@@ -1,0 +1,127 @@
+internal import CDBus
+
+/// A D-Bus message. Immutable once built or received, so it may cross threads
+/// (libdbus reference-counts messages atomically).
+public final class Message: @unchecked Sendable {
+    public enum Kind: Sendable, Equatable {
+        case methodCall, methodReturn, error, signal, invalid
+    }
+
+    let raw: OpaquePointer
+
+    /// Takes over one reference that the caller owns.
+    init(taking raw: OpaquePointer) { self.raw = raw }
+
+    /// Adds a reference of its own.
+    init(retaining raw: OpaquePointer) {
+        dbus_message_ref(raw)
+        self.raw = raw
+    }
+
+    deinit { dbus_message_unref(raw) }
+
+    // MARK: Building
+
+    public static func methodCall(
+        destination: String?, path: ObjectPath, interface: String?, member: String,
+        arguments: [DBusValue] = []
+    ) throws(DBusError) -> Message {
+        guard let raw = withOptionalCString(destination, { d in
+            withOptionalCString(interface, { i in
+                dbus_message_new_method_call(d, path.rawValue, i, member)
+            })
+        }) else { throw DBusError(.invalidArgs, "invalid destination, interface or member name") }
+        let message = Message(taking: raw)
+        try message.append(arguments)
+        return message
+    }
+
+    public static func signal(
+        path: ObjectPath, interface: String, member: String, arguments: [DBusValue] = [],
+        destination: String? = nil
+    ) throws(DBusError) -> Message {
+        guard let raw = dbus_message_new_signal(path.rawValue, interface, member) else {
+            throw DBusError(.invalidArgs, "invalid interface or member name")
+        }
+        let message = Message(taking: raw)
+        if let destination, dbus_message_set_destination(raw, destination) == 0 {
+            throw DBusError(.invalidArgs, "invalid destination \(destination)")
+        }
+        try message.append(arguments)
+        return message
+    }
+
+    /// The reply to this method call carrying `values`.
+    public func methodReturn(_ values: [DBusValue] = []) throws(DBusError) -> Message {
+        guard let raw = dbus_message_new_method_return(self.raw) else { throw DBusError.outOfMemory }
+        let reply = Message(taking: raw)
+        try reply.append(values)
+        return reply
+    }
+
+    /// The error reply to this method call.
+    public func errorReply(_ error: DBusError) -> Message? {
+        let text = error.message.replacingOccurrences(of: "\0", with: " ")
+        guard let raw = dbus_message_new_error(self.raw, error.name.rawValue, text) else { return nil }
+        return Message(taking: raw)
+    }
+
+    func append(_ values: [DBusValue]) throws(DBusError) {
+        guard !values.isEmpty else { return }
+        var iterator = DBusMessageIter()
+        dbus_message_iter_init_append(raw, &iterator)
+        for value in values { try value.append(to: &iterator) }
+    }
+
+    // MARK: Reading
+
+    public var kind: Kind {
+        switch dbus_message_get_type(raw) {
+        case 1: .methodCall
+        case 2: .methodReturn
+        case 3: .error
+        case 4: .signal
+        default: .invalid
+        }
+    }
+
+    public var sender: String? { dbus_message_get_sender(raw).map { String(cString: $0) } }
+    public var destination: String? { dbus_message_get_destination(raw).map { String(cString: $0) } }
+    public var path: String? { dbus_message_get_path(raw).map { String(cString: $0) } }
+    public var interface: String? { dbus_message_get_interface(raw).map { String(cString: $0) } }
+    public var member: String? { dbus_message_get_member(raw).map { String(cString: $0) } }
+    public var errorName: String? { dbus_message_get_error_name(raw).map { String(cString: $0) } }
+    public var signature: String { dbus_message_get_signature(raw).map { String(cString: $0) } ?? "" }
+    public var serial: UInt32 { dbus_message_get_serial(raw) }
+    public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
+    public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
+
+    /// The body's values in order.
+    public var arguments: [DBusValue] {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &iterator) != 0 else { return [] }
+        var values: [DBusValue] = []
+        repeat {
+            if let value = DBusValue.read(from: &iterator) { values.append(value) }
+        } while dbus_message_iter_next(&iterator) != 0
+        return values
+    }
+
+    /// For an error reply: the error it carries.
+    public var error: DBusError? {
+        guard kind == .error else { return nil }
+        let text = arguments.first?.string ?? ""
+        return DBusError(DBusError.Name(rawValue: errorName ?? DBusError.Name.failed.rawValue), text)
+    }
+
+    /// The reply's values, or its error thrown.
+    public func result() throws(DBusError) -> [DBusValue] {
+        if let error { throw error }
+        return arguments
+    }
+}
+
+func withOptionalCString<R>(_ text: String?, _ body: (UnsafePointer<CChar>?) -> R) -> R {
+    guard let text else { return body(nil) }
+    return text.withCString { body($0) }
+}

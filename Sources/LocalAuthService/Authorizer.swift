@@ -1,0 +1,63 @@
+internal import CGLib
+internal import CPolkit
+import LocalAuthShared
+
+/// Asks the real polkitd whether a bus caller may perform an action.
+///
+/// The subject is always the caller's bus name (`system-bus-name`), which
+/// polkit resolves itself, so sandboxed callers with foreign pids work too.
+/// Anything but a clear "yes" is "no": polkit unreachable, an error, a timeout.
+@ServiceActor
+final class Authorizer {
+    private var authority: GObjectRef?
+
+    enum Decision: Sendable, Equatable {
+        case authorized
+        case denied(String)
+    }
+
+    /// Connects to polkit lazily; a failure is retried at the next check.
+    private func currentAuthority() -> GObjectRef? {
+        if let authority { return authority }
+        do {
+            let raw = try GLibError.check { polkit_authority_get_sync(nil, $0) }
+            if let raw { authority = GObjectRef(taking: raw) }
+        } catch {
+            Log.warning("polkit authority unavailable: \(error)")
+        }
+        return authority
+    }
+
+    /// `interactive`: polkit may ask the person (through their agent) for a password.
+    func check(_ action: PolkitAction, busName: String, interactive: Bool,
+               timeout: Double = 25) async -> Decision {
+        guard let authority = currentAuthority() else {
+            return .denied("the authorization service (polkit) cannot be reached")
+        }
+        let authorityPointer = authority.pointer
+        let subject = GObjectRef(taking: polkit_system_bus_name_new(busName)!)
+        let subjectPointer = subject.pointer
+        let flags = interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE
+        let cancellable = Cancellable()
+        // polkit's own D-Bus timeout is long; a stuck polkitd must not hold a caller.
+        let timer = EventLoopTimers.after(timeout) { cancellable.cancel() }
+        defer { timer.cancel() }
+        do {
+            let authorized = try await glibAsync({ callback, data in
+                polkit_authority_check_authorization(authorityPointer, subjectPointer, action.rawValue, nil,
+                                                     flags, cancellable.raw, callback, data)
+            }, finish: { result -> Result<Bool, GLibError> in
+                Result { () throws(GLibError) in
+                    let answer = try GLibError.check { polkit_authority_check_authorization_finish(authorityPointer, result, $0) }
+                    guard let answer else { return false }
+                    defer { cglib_object_unref(UnsafeMutableRawPointer(answer)) }
+                    return polkit_authorization_result_get_is_authorized(answer) != 0
+                }
+            })
+            return authorized ? .authorized : .denied("polkit did not authorize \(action.rawValue)")
+        } catch {
+            Log.warning("polkit check of \(action.rawValue) failed: \(error)")
+            return .denied("the authorization service (polkit) did not answer: \(error)")
+        }
+    }
+}

@@ -1,0 +1,26 @@
+import Foundation
+
+/// How the service runs; parsed from the command line by `localauthd`.
+public struct Configuration: Sendable {
+    /// Where prints and lockout counts live.
+    public var stateDirectory: String
+    /// Exit after this many idle seconds; 0 means never.
+    public var idleTimeout: Double
+    /// Longest wait for a finger within one evaluation or enrollment.
+    public var scanTimeout: Double
+    /// fprintd's store, read-only (issue: fprintd compatibility).
+    public var fprintdStore: String
+    /// Failed matches allowed within one evaluation before AuthenticationFailed.
+    public var attemptsPerEvaluation: Int
+
+    public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
+                fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {
+        self.stateDirectory = stateDirectory
+            ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            ?? "/var/lib/localauth"
+        self.idleTimeout = idleTimeout
+        self.scanTimeout = scanTimeout
+        self.fprintdStore = fprintdStore
+        self.attemptsPerEvaluation = attemptsPerEvaluation
+    }
+}

@@ -1,0 +1,54 @@
+internal import CGLib
+internal import CFprint
+
+/// A GError as a Swift error: domain, code and message, copied out and freed.
+/// Every GLib-style `GError **` in the service goes through `GLibError.take`.
+struct GLibError: Error, Sendable, CustomStringConvertible {
+    let domain: UInt32
+    let code: Int32
+    let message: String
+
+    var description: String { message }
+
+    /// Copies and frees a GError set by a C call.
+    static func take(_ error: UnsafeMutablePointer<GError>?) -> GLibError {
+        guard let error else { return GLibError(domain: 0, code: 0, message: "unknown error") }
+        defer { g_error_free(error) }
+        return GLibError(domain: error.pointee.domain, code: error.pointee.code,
+                         message: error.pointee.message.map { String(cString: $0) } ?? "")
+    }
+
+    /// Runs `body` with a GError out-parameter and throws what it set.
+    static func check<T>(_ body: (UnsafeMutablePointer<UnsafeMutablePointer<GError>?>) -> T) throws(GLibError) -> T {
+        var error: UnsafeMutablePointer<GError>? = nil
+        let result = body(&error)
+        if error != nil { throw take(error) }
+        return result
+    }
+
+    var isCancelled: Bool { domain == cglib_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
+    var isRetry: Bool { domain == cfprint_device_retry_quark() }
+    var isDeviceError: Bool { domain == cfprint_device_error_quark() }
+    func isDevice(_ error: FpDeviceError) -> Bool { isDeviceError && code == Int32(error.rawValue) }
+
+    /// For a retry error: what the person should do.
+    var retryKind: RetryKind {
+        switch code {
+        case Int32(FP_DEVICE_RETRY_TOO_SHORT.rawValue): .tooShort
+        case Int32(FP_DEVICE_RETRY_CENTER_FINGER.rawValue): .centerFinger
+        case Int32(FP_DEVICE_RETRY_REMOVE_FINGER.rawValue): .removeFinger
+        default: .general
+        }
+    }
+}
+
+/// Why a scan has to be repeated (libfprint's FpDeviceRetry).
+enum RetryKind: Sendable {
+    case general, tooShort, centerFinger, removeFinger
+}
+
+// libfprint's device errors, named for the checks the service makes.
+let FP_DEVICE_ERROR_REMOVED_VALUE = FP_DEVICE_ERROR_REMOVED
+let FP_DEVICE_ERROR_TOO_HOT_VALUE = FP_DEVICE_ERROR_TOO_HOT
+let FP_DEVICE_ERROR_DATA_FULL_VALUE = FP_DEVICE_ERROR_DATA_FULL
+let FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE = FP_DEVICE_ERROR_DATA_DUPLICATE

@@ -1,0 +1,15 @@
+import Foundation
+
+/// Log lines on stderr with journald's priority prefixes (`<3>` error,
+/// `<4>` warning, `<6>` info, `<7>` debug): one line per event. Never pass
+/// biometric data or secrets here.
+enum Log {
+    static func error(_ message: String) { write(3, message) }
+    static func warning(_ message: String) { write(4, message) }
+    static func info(_ message: String) { write(6, message) }
+
+    private static func write(_ priority: Int, _ message: String) {
+        let line = "<\(priority)>" + message.replacingOccurrences(of: "\n", with: " ") + "\n"
+        FileHandle.standardError.write(Data(line.utf8))
+    }
+}

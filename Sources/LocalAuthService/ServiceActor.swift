@@ -1,0 +1,28 @@
+import DBusCore
+
+/// The isolation domain of the whole service: one thread, the one that runs
+/// the process's default GLib main context.
+///
+/// libfprint, polkit's GDBus proxy and our libdbus connection all deliver their
+/// callbacks on that thread (see `EventLoop`), so service state is only ever
+/// touched there: no locks, and C callbacks re-enter Swift with `assumeIsolated`.
+@globalActor
+public actor ServiceActor {
+    public static let shared = ServiceActor()
+    public nonisolated var unownedExecutor: UnownedSerialExecutor {
+        EventLoop.processDefault.asUnownedSerialExecutor()
+    }
+}
+
+extension ServiceActor {
+    /// Runs `body` as service-isolated code from a C callback that libfprint,
+    /// polkit or libdbus invoked on the loop thread. Traps anywhere else.
+    public static func assumeIsolated<T>(_ body: @ServiceActor () throws -> T) rethrows -> T {
+        shared.preconditionIsolated()
+        // The check above proves we are on the actor's executor, which is what
+        // the isolation annotation promises; strip it to call synchronously.
+        return try withoutActuallyEscaping(body) { isolatedBody in
+            try unsafeBitCast(isolatedBody, to: (() throws -> T).self)()
+        }
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import Glibc
+
+/// Crash-safe file writes: temporary file, fsync, rename over the old file,
+/// fsync of the directory. A crash at any moment leaves the old content or
+/// the new one, never a mix.
+enum AtomicFile {
+    struct Failure: Error, CustomStringConvertible {
+        let path: String
+        let operation: String
+        let errno: Int32
+        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
+    }
+
+    static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(Failure) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let temporary = path + ".tmp-\(getpid())"
+        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
+        guard fd >= 0 else { throw Failure(path: temporary, operation: "create", errno: errno) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
+            if result < 0 {
+                if errno == EINTR { continue }
+                let saved = errno
+                close(fd)
+                unlink(temporary)
+                throw Failure(path: temporary, operation: "write", errno: saved)
+            }
+            written += result
+        }
+        guard fsync(fd) == 0 else {
+            let saved = errno
+            close(fd)
+            unlink(temporary)
+            throw Failure(path: temporary, operation: "fsync", errno: saved)
+        }
+        close(fd)
+        guard rename(temporary, path) == 0 else {
+            let saved = errno
+            unlink(temporary)
+            throw Failure(path: path, operation: "rename", errno: saved)
+        }
+        try syncDirectory(directory)
+    }
+
+    static func remove(_ path: String) throws(Failure) {
+        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", errno: errno) }
+        try syncDirectory((path as NSString).deletingLastPathComponent)
+    }
+
+    static func syncDirectory(_ directory: String) throws(Failure) {
+        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { throw Failure(path: directory, operation: "open", errno: errno) }
+        defer { close(fd) }
+        guard fsync(fd) == 0 else { throw Failure(path: directory, operation: "fsync", errno: errno) }
+    }
+
+    /// Creates `path` (and parents) with `mode`, and tightens the mode of an existing one.
+    static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(Failure) {
+        var current = ""
+        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
+            current += "/" + component
+            if mkdir(current, mode) != 0 && errno != EEXIST {
+                throw Failure(path: current, operation: "mkdir", errno: errno)
+            }
+        }
+        guard chmod(path, mode) == 0 else { throw Failure(path: path, operation: "chmod", errno: errno) }
+    }
+
+    static func read(_ path: String) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return [UInt8](data)
+    }
+}
+
+/// The consecutive failed matches of each user, on disk so that a restart
+/// does not reset a lockout. Five in a row lock biometrics (Apple's rule).
+@ServiceActor
+final class LockoutStore {
+    static let limit = 5
+    private let directory: String
+    private var cache: [UInt32: Int] = [:]
+
+    init(stateDirectory: String) {
+        directory = stateDirectory + "/lockout"
+    }
+
+    func failures(of uid: UInt32) -> Int {
+        if let cached = cache[uid] { return cached }
+        let path = "\(directory)/\(uid)"
+        var count = 0
+        if let bytes = AtomicFile.read(path) {
+            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            if let parsed = Int(text), parsed >= 0 {
+                count = parsed
+            } else {
+                // Fail closed: a damaged counter must not unlock biometrics.
+                Log.error("lockout file \(path) is corrupt; treating user \(uid) as locked out")
+                count = LockoutStore.limit
+            }
+        }
+        cache[uid] = count
+        return count
+    }
+
+    func isLockedOut(_ uid: UInt32) -> Bool { failures(of: uid) >= LockoutStore.limit }
+
+    /// Records one failed match; returns true if the user is now locked out.
+    func recordFailure(_ uid: UInt32) -> Bool {
+        let count = failures(of: uid) + 1
+        store(count, for: uid)
+        return count >= LockoutStore.limit
+    }
+
+    func reset(_ uid: UInt32) {
+        guard failures(of: uid) != 0 else { return }
+        store(0, for: uid)
+    }
+
+    private func store(_ count: Int, for uid: UInt32) {
+        cache[uid] = count
+        do {
+            try AtomicFile.makeDirectory(directory)
+            try AtomicFile.write(Array("\(count)\n".utf8), to: "\(directory)/\(uid)")
+        } catch {
+            Log.error("could not save lockout count: \(error)")
+        }
+    }
+}

@@ -1,0 +1,109 @@
+/// The names of the D-Bus contract (dbus/org.example.LocalAuth.xml): stable,
+/// because tests, scripts and other implementations depend on them.
+public enum LocalAuthBus {
+    public static let serviceName = "org.example.LocalAuth"
+    public static let interface = "org.example.LocalAuth"
+    public static let objectPath = "/org/example/LocalAuth"
+    public static let errorPrefix = "org.example.LocalAuth.Error."
+
+    public enum Method {
+        public static let canEvaluatePolicy = "CanEvaluatePolicy"
+        public static let evaluatePolicy = "EvaluatePolicy"
+        public static let cancel = "Cancel"
+        public static let getDomainState = "GetDomainState"
+        public static let enroll = "Enroll"
+        public static let listEnrolledFingers = "ListEnrolledFingers"
+        public static let deleteEnrolledFinger = "DeleteEnrolledFinger"
+        public static let deleteEnrolledFingers = "DeleteEnrolledFingers"
+    }
+
+    public enum Signal {
+        public static let evaluationStatus = "EvaluationStatus"
+        public static let enrollStatus = "EnrollStatus"
+    }
+
+    public enum Property {
+        public static let biometryType = "BiometryType"
+    }
+
+    /// Keys of EvaluatePolicy's `a{sv}` options.
+    public enum Option {
+        public static let requestID = "request-id"
+        public static let fallbackTitle = "fallback-title"
+        public static let cancelTitle = "cancel-title"
+        public static let reuseDuration = "reuse-duration"
+        public static let interactionNotAllowed = "interaction-not-allowed"
+    }
+
+    /// Longest localized reason, request id or title accepted, in UTF-8 bytes.
+    public static let maximumTextLength = 1024
+    /// Apple's LATouchIDAuthenticationMaximumAllowableReuseDuration.
+    public static let maximumReuseDuration = 300.0
+}
+
+/// Apple's LAPolicy raw values, as the service receives them.
+public enum PolicyValue: UInt32, Sendable, CaseIterable {
+    case deviceOwnerAuthenticationWithBiometrics = 1
+    case deviceOwnerAuthentication = 2
+}
+
+/// Apple's LABiometryType raw values, as BiometryType reports them.
+public enum BiometryKind: UInt32, Sendable {
+    case none = 0
+    case touchID = 1
+    case faceID = 2
+    case opticID = 4
+}
+
+/// Values of EvaluationStatus's `status` argument: what a prompt should say now.
+public enum EvaluationProgress: String, Sendable, CaseIterable {
+    case placeFinger = "place-finger"
+    case retryScan = "retry-scan"
+    case swipeTooShort = "swipe-too-short"
+    case fingerNotCentered = "finger-not-centered"
+    case removeAndRetry = "remove-and-retry"
+    case noMatch = "no-match"
+}
+
+/// Values of EnrollStatus's `status` argument.
+public enum EnrollProgress: String, Sendable, CaseIterable {
+    case stagePassed = "enroll-stage-passed"
+    case retryScan = "enroll-retry-scan"
+    case swipeTooShort = "enroll-swipe-too-short"
+    case fingerNotCentered = "enroll-finger-not-centered"
+    case removeAndRetry = "enroll-remove-and-retry"
+    case completed = "enroll-completed"
+    case failed = "enroll-failed"
+    case duplicate = "enroll-duplicate"
+    case dataFull = "enroll-data-full"
+}
+
+/// The polkit actions (polkit/org.example.LocalAuth.policy).
+public enum PolkitAction: String, Sendable, CaseIterable {
+    case evaluate = "org.example.LocalAuth.evaluate"
+    case authenticateOwner = "org.example.LocalAuth.authenticate-owner"
+    case enroll = "org.example.LocalAuth.enroll"
+    case manage = "org.example.LocalAuth.manage"
+}
+
+/// Finger names as fprintd spells them, in libfprint's FpFinger order (1…10).
+public enum FingerName: String, Sendable, CaseIterable {
+    case leftThumb = "left-thumb"
+    case leftIndex = "left-index-finger"
+    case leftMiddle = "left-middle-finger"
+    case leftRing = "left-ring-finger"
+    case leftLittle = "left-little-finger"
+    case rightThumb = "right-thumb"
+    case rightIndex = "right-index-finger"
+    case rightMiddle = "right-middle-finger"
+    case rightRing = "right-ring-finger"
+    case rightLittle = "right-little-finger"
+
+    /// libfprint's FpFinger value.
+    public var fpFinger: UInt32 { UInt32(FingerName.allCases.firstIndex(of: self)! + 1) }
+
+    public init?(fpFinger: UInt32) {
+        guard fpFinger >= 1, fpFinger <= 10 else { return nil }
+        self = FingerName.allCases[Int(fpFinger) - 1]
+    }
+}

@@ -1,0 +1,72 @@
+// localauthd: the LocalAuth system service. Parses options, wires the real
+// parts together and runs the GLib loop on the main thread until stopped.
+import DBusCore
+import Foundation
+import LocalAuthService
+
+let usage = """
+    Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
+                      [--fprintd-store DIR]
+
+    Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
+    points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
+    /var/lib/localauth; an idle timeout of 0 means never exit when idle
+    (default 30); the scan timeout bounds each wait for a finger (default 30).
+
+    """
+
+func fail(_ message: String) -> Never {
+    FileHandle.standardError.write(Data("localauthd: \(message)\n\n\(usage)".utf8))
+    exit(2)
+}
+
+func parse(_ commandLine: [String]) -> Configuration {
+    var configuration = Configuration()
+    var arguments = commandLine[...]
+    func value(after option: String) -> String {
+        guard let value = arguments.popFirst() else { fail("\(option) needs a value") }
+        return value
+    }
+    func seconds(after option: String) -> Double {
+        let text = value(after: option)
+        guard let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
+            fail("\(option): not a number of seconds: \(text)")
+        }
+        return seconds
+    }
+    while let argument = arguments.popFirst() {
+        switch argument {
+        case "--state-dir": configuration.stateDirectory = value(after: argument)
+        case "--idle-timeout": configuration.idleTimeout = seconds(after: argument)
+        case "--scan-timeout":
+            configuration.scanTimeout = seconds(after: argument)
+            if configuration.scanTimeout == 0 { fail("--scan-timeout must be more than 0") }
+        case "--fprintd-store": configuration.fprintdStore = value(after: argument)
+        case "-h", "--help":
+            print(usage, terminator: "")
+            exit(0)
+        default: fail("unknown option \(argument)")
+        }
+    }
+    return configuration
+}
+
+let loop = EventLoop.processDefault
+let configured = parse(Array(CommandLine.arguments.dropFirst()))
+nonisolated(unsafe) var exitStatus: Int32 = 0
+
+Task { @ServiceActor in
+    do {
+        let service = try await LocalAuthService.start(configured)
+        for signal in [SIGTERM, SIGINT, SIGHUP] {
+            loop.onSignal(signal) { ServiceActor.assumeIsolated { service.stop() } }
+        }
+        await service.waitUntilStopped()
+    } catch {
+        FileHandle.standardError.write(Data("<3>localauthd: \(error)\n".utf8))
+        exitStatus = 1
+    }
+    loop.stop()
+}
+loop.run()
+exit(exitStatus)

@@ -22,7 +22,10 @@ public struct Signature: RawRepresentable, Hashable, Sendable, CustomStringConve
 
     static func isValid(_ text: String) -> Bool {
         if text.isEmpty { return true }
-        return text.withCString { dbus_signature_validate($0, nil) } != 0
+        // A dictionary entry `{kv}` is valid only as an array's element type,
+        // which is where this type also names it.
+        let checked = text.hasPrefix("{") ? "a" + text : text
+        return checked.withCString { dbus_signature_validate($0, nil) } != 0
     }
 
     /// True for a signature of exactly one complete type.

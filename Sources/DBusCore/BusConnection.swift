@@ -215,13 +215,7 @@ public final class BusConnection: Sendable {
     public func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
                           extraMatch: String = "", addMatchRule: Bool = true,
                           handler: @escaping SignalHandler) async throws(DBusError) -> UInt64 {
-        let id = state.withLock { state in
-            let id = state.nextSubscription
-            state.nextSubscription += 1
-            state.subscriptions[id] = Subscription(sender: sender, interface: interface, member: member,
-                                                   path: path, handler: handler)
-            return id
-        }
+        let id = register(Subscription(sender: sender, interface: interface, member: member, path: path, handler: handler))
         guard addMatchRule else { return id }
         var rule = "type='signal',interface='\(interface)'"
         if let sender { rule += ",sender='\(sender)'" }
@@ -231,6 +225,22 @@ public final class BusConnection: Sendable {
         _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                            interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)])
         return id
+    }
+
+    /// Calls `handler` for signals addressed to this connection (unicast), which
+    /// the bus delivers without a match rule. Takes effect at once.
+    @discardableResult
+    public func subscribeUnicast(interface: String, member: String?, handler: @escaping SignalHandler) -> UInt64 {
+        register(Subscription(sender: nil, interface: interface, member: member, path: nil, handler: handler))
+    }
+
+    private func register(_ subscription: Subscription) -> UInt64 {
+        state.withLock { state in
+            let id = state.nextSubscription
+            state.nextSubscription += 1
+            state.subscriptions[id] = subscription
+            return id
+        }
     }
 
     /// Routes one incoming message; runs on the loop's thread inside libdbus's dispatch.

@@ -1,1 +1,209 @@
 import DBusCore
+import Foundation
+import LocalAuthShared
+import Synchronization
+
+/// A context for authenticating the person at this machine as its owner
+/// (Apple's `LAContext`). Create one per authentication flow; it is safe to
+/// use from any thread.
+open class LAContext: NSObject, @unchecked Sendable {
+    private struct State {
+        var biometryType: LABiometryType = .none
+        var localizedReason = ""
+        var localizedFallbackTitle: String?
+        var localizedCancelTitle: String?
+        var reuseDuration: Double = 0
+        var interactionNotAllowed = false
+        var invalidated = false
+        var pendingRequests: Set<String> = []
+        var statusHandler: (@Sendable (LAEvaluationStatus) -> Void)?
+        var domainState: Data?
+    }
+
+    private let state = Mutex(State())
+
+    public override init() { super.init() }
+
+    /// The biometry this device has; known after `canEvaluatePolicy` was called.
+    open var biometryType: LABiometryType { state.withLock { $0.biometryType } }
+
+    /// The reason shown when this context asks for the password (policy 2).
+    open var localizedReason: String {
+        get { state.withLock { $0.localizedReason } }
+        set { state.withLock { $0.localizedReason = newValue } }
+    }
+
+    /// The fallback button's title: nil for the default, empty for no fallback.
+    open var localizedFallbackTitle: String? {
+        get { state.withLock { $0.localizedFallbackTitle } }
+        set { state.withLock { $0.localizedFallbackTitle = newValue } }
+    }
+
+    open var localizedCancelTitle: String? {
+        get { state.withLock { $0.localizedCancelTitle } }
+        set { state.withLock { $0.localizedCancelTitle = newValue } }
+    }
+
+    /// Seconds within which a recent fingerprint success is accepted again
+    /// without a scan; at most `LATouchIDAuthenticationMaximumAllowableReuseDuration`.
+    open var touchIDAuthenticationAllowableReuseDuration: TimeInterval {
+        get { state.withLock { $0.reuseDuration } }
+        set { state.withLock { $0.reuseDuration = min(max(0, newValue), LATouchIDAuthenticationMaximumAllowableReuseDuration) } }
+    }
+
+    /// When true, an evaluation that would need the person fails with `notInteractive`.
+    open var interactionNotAllowed: Bool {
+        get { state.withLock { $0.interactionNotAllowed } }
+        set { state.withLock { $0.interactionNotAllowed = newValue } }
+    }
+
+    /// Progress of this context's evaluations, for the app's own prompt
+    /// ("place your finger", "try again"). Called on a private thread.
+    /// A Linux addition: Apple shows a system sheet instead.
+    open var evaluationStatusHandler: (@Sendable (LAEvaluationStatus) -> Void)? {
+        get { state.withLock { $0.statusHandler } }
+        set { state.withLock { $0.statusHandler = newValue } }
+    }
+
+    // MARK: Preflight
+
+    /// Whether `policy` can be evaluated now; if not, `error` says why.
+    /// Pass `&error` (a `NSError?` variable) or nil.
+    open func canEvaluatePolicy(_ policy: LAPolicy, error: UnsafeMutablePointer<NSError?>?) -> Bool {
+        do {
+            try preflight(policy)
+            error?.pointee = nil
+            return true
+        } catch let failure {
+            error?.pointee = failure._nsError
+            return false
+        }
+    }
+
+    /// Throwing form of the preflight, for Swift code.
+    open func preflight(_ policy: LAPolicy) throws(LAError) {
+        try checkValid()
+        guard let value = PolicyValue(rawValue: UInt32(policy.rawValue)) else {
+            throw LAError(.watchNotAvailable)
+        }
+        do {
+            let type = try ServiceClient.shared.callBlocking(
+                "Get", [.string(LocalAuthBus.interface), .string(LocalAuthBus.Property.biometryType)],
+                interface: "org.freedesktop.DBus.Properties")
+            let raw = type.first?.unwrapped.uint32 ?? 0
+            state.withLock { $0.biometryType = LABiometryType(rawValue: Int(raw)) ?? .none }
+            _ = try ServiceClient.shared.callBlocking(LocalAuthBus.Method.canEvaluatePolicy, [.uint32(value.rawValue)])
+        } catch {
+            throw LAError(error)
+        }
+    }
+
+    // MARK: Evaluation
+
+    /// Asks the service to verify the owner; `reply` runs on a private queue.
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
+                             reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
+        Task {
+            do {
+                let success = try await self.evaluatePolicy(policy, localizedReason: localizedReason)
+                reply(success, nil)
+            } catch {
+                reply(false, error)
+            }
+        }
+    }
+
+    /// Verifies the owner; returns true or throws an `LAError`.
+    open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
+        try await evaluate(policy, localizedReason: localizedReason)
+    }
+
+    private func evaluate(_ policy: LAPolicy, localizedReason: String) async throws(LAError) -> Bool {
+        try checkValid()
+        guard let value = PolicyValue(rawValue: UInt32(policy.rawValue)) else {
+            throw LAError(.watchNotAvailable)
+        }
+        let requestID = UUID().uuidString
+        let snapshot = state.withLock { state in
+            state.pendingRequests.insert(requestID)
+            return state
+        }
+        defer {
+            state.withLock { _ = $0.pendingRequests.remove(requestID) }
+            ServiceClient.shared.stopListening(to: requestID)
+        }
+        var options: [String: DBusValue] = [LocalAuthBus.Option.requestID: .string(requestID)]
+        if snapshot.reuseDuration > 0 { options[LocalAuthBus.Option.reuseDuration] = .double(snapshot.reuseDuration) }
+        if snapshot.interactionNotAllowed { options[LocalAuthBus.Option.interactionNotAllowed] = .boolean(true) }
+        if let title = snapshot.localizedFallbackTitle { options[LocalAuthBus.Option.fallbackTitle] = .string(title) }
+        if let title = snapshot.localizedCancelTitle { options[LocalAuthBus.Option.cancelTitle] = .string(title) }
+
+        ServiceClient.shared.listen(to: requestID) { [weak self] status in
+            guard let handler = self?.evaluationStatusHandler else { return }
+            handler(LAEvaluationStatus(rawValue: status))
+        }
+        do {
+            // The service bounds the wait (its scan timeout); the call waits as long as the person takes.
+            let reply = try await ServiceClient.shared.call(
+                LocalAuthBus.Method.evaluatePolicy,
+                [.uint32(value.rawValue), .string(localizedReason), .dictionary(options)],
+                timeout: .infinity)
+            return reply.first?.bool ?? false
+        } catch {
+            throw LAError(error)
+        }
+    }
+
+    /// Cancels this context's pending evaluations (they fail with `appCancel`);
+    /// afterwards every call fails with `invalidContext`.
+    open func invalidate() {
+        let pending = state.withLock { state in
+            state.invalidated = true
+            return state.pendingRequests
+        }
+        for requestID in pending {
+            Task { _ = try? await ServiceClient.shared.call(LocalAuthBus.Method.cancel, [.string(requestID)]) }
+        }
+    }
+
+    private func checkValid() throws(LAError) {
+        if state.withLock({ $0.invalidated }) { throw LAError(.invalidContext) }
+    }
+
+    // MARK: Domain state
+
+    /// Opaque bytes that change when the set of enrolled fingers changes;
+    /// nil until a `canEvaluatePolicy` for biometrics succeeded.
+    open var evaluatedPolicyDomainState: Data? {
+        guard let bytes = try? ServiceClient.shared.callBlocking(LocalAuthBus.Method.getDomainState).first?.byteArray else {
+            return nil
+        }
+        return Data(bytes)
+    }
+}
+
+/// What an app's prompt should say during an evaluation (a Linux addition).
+public struct LAEvaluationStatus: RawRepresentable, Hashable, Sendable {
+    public let rawValue: String
+    public init(rawValue: String) { self.rawValue = rawValue }
+
+    public static let placeFinger = LAEvaluationStatus(rawValue: EvaluationProgress.placeFinger.rawValue)
+    public static let retryScan = LAEvaluationStatus(rawValue: EvaluationProgress.retryScan.rawValue)
+    public static let swipeTooShort = LAEvaluationStatus(rawValue: EvaluationProgress.swipeTooShort.rawValue)
+    public static let fingerNotCentered = LAEvaluationStatus(rawValue: EvaluationProgress.fingerNotCentered.rawValue)
+    public static let removeAndRetry = LAEvaluationStatus(rawValue: EvaluationProgress.removeAndRetry.rawValue)
+    public static let noMatch = LAEvaluationStatus(rawValue: EvaluationProgress.noMatch.rawValue)
+
+    /// A sentence for a prompt.
+    public var message: String {
+        switch self {
+        case .placeFinger: "Place your finger on the reader."
+        case .retryScan: "Scan not clear; try again."
+        case .swipeTooShort: "Swipe was too short; try again."
+        case .fingerNotCentered: "Finger not centered; try again."
+        case .removeAndRetry: "Remove your finger and try again."
+        case .noMatch: "Not recognized; try again."
+        default: rawValue
+        }
+    }
+}

@@ -1,0 +1,88 @@
+import DBusCore
+import Foundation
+import LocalAuthShared
+import Synchronization
+
+/// The process's one connection to localauthd, on a private event loop thread
+/// (never the app's own GLib context or main thread). Connects at first use and
+/// again after the bus or the service went away.
+final class ServiceClient: Sendable {
+    static let shared = ServiceClient()
+
+    private let loop = EventLoop.startThread(name: "LocalAuthentication")
+    private let connection = Mutex<BusConnection?>(nil)
+    /// EvaluationStatus listeners by request id.
+    private let statusListeners = Mutex<[String: @Sendable (String) -> Void]>([:])
+    /// EnrollStatus listener of the enrollment in progress (one per caller).
+    private let enrollListener = Mutex<(@Sendable (String, Int, Int) -> Void)?>(nil)
+
+    /// The live connection, made on demand.
+    func bus() throws(DBusError) -> BusConnection {
+        try connection.withLock { current throws(DBusError) -> BusConnection in
+            if let current, current.isConnected { return current }
+            let fresh = try BusConnection.connect(to: .system, loop: loop)
+            fresh.subscribeUnicast(interface: LocalAuthBus.interface, member: LocalAuthBus.Signal.evaluationStatus) { [self] message in
+                let arguments = message.arguments
+                guard arguments.count == 2, let id = arguments[0].string, let status = arguments[1].string else { return }
+                statusListeners.withLock { $0[id] }?(status)
+            }
+            fresh.subscribeUnicast(interface: LocalAuthBus.interface, member: LocalAuthBus.Signal.enrollStatus) { [self] message in
+                let arguments = message.arguments
+                guard arguments.count == 3, let status = arguments[0].string,
+                      let stage = arguments[1].uint32, let stages = arguments[2].uint32 else { return }
+                enrollListener.withLock { $0 }?(status, Int(stage), Int(stages))
+            }
+            current = fresh
+            return fresh
+        }
+    }
+
+    func call(_ member: String, _ arguments: [DBusValue] = [], timeout: Double? = nil) async throws(DBusError) -> [DBusValue] {
+        try await bus().call(destination: LocalAuthBus.serviceName, path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+                             interface: LocalAuthBus.interface, member: member, arguments: arguments, timeout: timeout)
+    }
+
+    func callBlocking(_ member: String, _ arguments: [DBusValue] = [], interface: String = LocalAuthBus.interface) throws(DBusError) -> [DBusValue] {
+        try bus().callBlocking(destination: LocalAuthBus.serviceName, path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+                               interface: interface, member: member, arguments: arguments)
+    }
+
+    func listen(to requestID: String, _ listener: @escaping @Sendable (String) -> Void) {
+        statusListeners.withLock { $0[requestID] = listener }
+    }
+
+    func listenForEnrollment(_ listener: (@Sendable (String, Int, Int) -> Void)?) {
+        enrollListener.withLock { $0 = listener }
+    }
+
+    func stopListening(to requestID: String) {
+        _ = statusListeners.withLock { $0.removeValue(forKey: requestID) }
+    }
+}
+
+extension LAError {
+    /// The LAError for an error from the service or the bus.
+    init(_ error: DBusError) {
+        if let code = LocalAuthErrorCode(dbusName: error.name.rawValue), let laCode = LAError.Code(rawValue: code.rawValue) {
+            self.init(laCode, message: error.message, dbusErrorName: error.name.rawValue)
+            return
+        }
+        let code: LAError.Code
+        switch error.name {
+        case DBusError.Name(rawValue: LocalAuthServiceError.permissionDenied):
+            // Not allowed to use biometrics here: to the app, biometry is unavailable.
+            code = .biometryNotAvailable
+        case .serviceUnknown, .nameHasNoOwner, .noServer, .disconnected, .noReply, .timeout, .timedOut, .ioError:
+            // No service, no authentication.
+            code = .biometryNotAvailable
+        case .invalidArgs:
+            code = .invalidContext
+        default:
+            code = .systemCancel
+        }
+        self.init(code, message: error.message, dbusErrorName: error.name.rawValue)
+    }
+
+    /// The D-Bus error name behind this error, if the service or the bus sent it.
+    public var dbusErrorName: String? { _nsError.userInfo[LAError.dbusErrorNameKey] as? String }
+}

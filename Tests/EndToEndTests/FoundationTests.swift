@@ -1,0 +1,147 @@
+import Foundation
+import LocalAuthentication
+import XCTest
+
+/// The foundation's end-to-end behaviour, through the client library and
+/// through busctl/gdbus, against the real bus, polkitd and virtual sensor.
+final class FoundationTests: RigTestCase, @unchecked Sendable {
+
+    func testPreflightBeforeEnrollmentSaysNotEnrolled() throws {
+        let context = LAContext()
+        var error: NSError?
+        XCTAssertFalse(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotEnrolled.rawValue)
+        XCTAssertEqual(error?.domain, LAErrorDomain)
+        XCTAssertEqual(context.biometryType, .touchID, "a reader is present, so biometryType is known after preflight")
+
+        let busctl = try callService("CanEvaluatePolicy", "u", ["1"])
+        XCTAssertNotEqual(busctl.status, 0)
+        XCTAssertTrue(busctl.stderr.contains("no fingerprints are enrolled"), busctl.output)
+        let gdbus = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertTrue(gdbus.stderr.contains("org.example.LocalAuth.Error.BiometryNotEnrolled"), gdbus.output)
+    }
+
+    func testEnrollThenPreflightAndEvaluate() async throws {
+        try await enroll("right-index-finger", as: "owner-finger")
+        let fingers = try await LAFingerprints.enrolledFingers()
+        XCTAssertEqual(fingers, ["right-index-finger"])
+
+        let context = LAContext()
+        var error: NSError?
+        XCTAssertTrue(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error), "\(String(describing: error))")
+        XCTAssertNil(error)
+        let busctl = try callService("CanEvaluatePolicy", "u", ["1"])
+        XCTAssertEqual(busctl.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "b true", busctl.output)
+
+        present("owner-finger")
+        let result = await evaluate(context: context)
+        XCTAssertTrue(result.succeeded, "\(result)")
+
+        present("owner-finger")
+        let viaBusctl = try callService("EvaluatePolicy", "usa{sv}", ["1", "Unlock", "0"])
+        XCTAssertEqual(viaBusctl.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "b true", viaBusctl.output)
+    }
+
+    func testNonMatchingScansFailWithAuthenticationFailed() async throws {
+        try await enroll(as: "owner-finger")
+        let statuses = StatusRecorder()
+        let context = LAContext()
+        context.evaluationStatusHandler = { statuses.append($0) }
+        present("someone-else", after: 0.2, times: 3)
+        let result = await evaluate(context: context)
+        XCTAssertEqual(result.code, .authenticationFailed, "\(result)")
+        // The person was told to try again between the failed scans.
+        XCTAssertEqual(statuses.values.filter { $0 == .noMatch }.count, 2, "\(statuses.values)")
+        XCTAssertEqual(statuses.values.first, .placeFinger)
+    }
+
+    func testNoReaderMeansBiometryNotAvailable() throws {
+        service.stop()
+        service = try ServiceProcess(bus: rig, withReader: false)
+        let context = LAContext()
+        var error: NSError?
+        XCTAssertFalse(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryNotAvailable.rawValue)
+        XCTAssertEqual(context.biometryType, LABiometryType.none)
+        let property = try busctl(["get-property", "org.example.LocalAuth", "/org/example/LocalAuth",
+                                   "org.example.LocalAuth", "BiometryType"])
+        XCTAssertEqual(property.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "u 0")
+        let gdbus = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"])
+        XCTAssertTrue(gdbus.stderr.contains("org.example.LocalAuth.Error.BiometryNotAvailable"), gdbus.output)
+    }
+
+    func testCallerRefusedByPolkitGetsPermissionDenied() throws {
+        try rig.polkit("org.example.LocalAuth.evaluate", "no")
+        let refused = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"], asNobody: true)
+        XCTAssertTrue(refused.stderr.contains("org.example.LocalAuth.Error.PermissionDenied"), refused.output)
+        // With polkit's yes, the same caller gets past authorization (and has no prints).
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        let allowed = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"], asNobody: true)
+        XCTAssertTrue(allowed.stderr.contains("org.example.LocalAuth.Error.BiometryNotEnrolled"), allowed.output)
+    }
+
+    func testCallerOfAnotherUidCannotSeeRootsPrints() async throws {
+        try await enroll(as: "owner-finger")
+        let list = try callService("ListEnrolledFingers", "", asNobody: true)
+        XCTAssertEqual(list.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "as 0", list.output)
+    }
+
+    func testCallerThatDisconnectsMidScanFreesTheSensor() async throws {
+        try await enroll(as: "owner-finger")
+        // A busctl evaluation that is killed while it waits for a finger.
+        let waiting = try Child("/usr/bin/busctl", ["--address=\(rig.address)", "--timeout=60", "call", "org.example.LocalAuth",
+                                                   "/org/example/LocalAuth", "org.example.LocalAuth", "EvaluatePolicy",
+                                                   "usa{sv}", "1", "Unlock", "0"],
+                                stdoutPath: "/dev/null", stderrPath: "/dev/null")
+        try await Task.sleep(for: .milliseconds(500))
+        XCTAssertTrue(waiting.isRunning, "the evaluation should be waiting for a finger")
+        waiting.signal(SIGTERM)
+        waiting.wait()
+
+        let started = Date()
+        present("owner-finger", after: 0.1)
+        let result = await evaluate()
+        XCTAssertTrue(result.succeeded, "\(result)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the next caller must not wait for the scan timeout")
+    }
+
+    func testUnknownPolicyAndEmptyReasonAreInvalidArgs() throws {
+        for (member, signature, values) in [("CanEvaluatePolicy", "u", ["7"]), ("EvaluatePolicy", "usa{sv}", ["9", "Unlock", "0"]),
+                                            ("EvaluatePolicy", "usa{sv}", ["1", "", "0"]),
+                                            ("EvaluatePolicy", "usa{sv}", ["1", "   ", "0"])] {
+            let outcome = try gdbus(member, values.map { $0 == "0" ? "{}" : ($0.isEmpty || $0 == "   " ? "'\($0)'" : $0) })
+            XCTAssertTrue(outcome.stderr.contains("org.freedesktop.DBus.Error.InvalidArgs"), "\(member) \(signature) \(values): \(outcome.output)")
+        }
+        let wrongType = try callService("CanEvaluatePolicy", "s", ["1"])
+        XCTAssertTrue(wrongType.stderr.contains("takes (u)"), wrongType.output)
+        let huge = String(repeating: "x", count: 5000)
+        let tooLong = try callService("EvaluatePolicy", "usa{sv}", ["1", huge, "0"])
+        XCTAssertTrue(tooLong.stderr.contains("longer than"), tooLong.output)
+        let badOption = try callService("EvaluatePolicy", "usa{sv}", ["1", "Unlock", "1", "reuse-duration", "s", "x"])
+        XCTAssertTrue(badOption.stderr.contains("reuse-duration"), badOption.output)
+        // And the service is still there.
+        XCTAssertEqual(try callService("CanEvaluatePolicy", "u", ["1"]).status != 0, true)
+        XCTAssertTrue(service.isRunning)
+    }
+
+    func testIntrospectionIsTheContractFile() throws {
+        let outcome = try busctl(["call", "org.example.LocalAuth", "/org/example/LocalAuth",
+                                  "org.freedesktop.DBus.Introspectable", "Introspect", "--json=short"])
+        let contract = try String(contentsOfFile: Paths.root + "/dbus/org.example.LocalAuth.xml", encoding: .utf8)
+        let json = try JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+        let data = (json?["data"] as? [Any])?.first as? String
+        XCTAssertEqual(data, contract)
+        let unknown = try busctl(["call", "org.example.LocalAuth", "/org/example/LocalAuth", "org.example.LocalAuth", "Nope"])
+        XCTAssertTrue(unknown.stderr.contains("no method Nope"), unknown.output)
+        let tree = try busctl(["tree", "org.example.LocalAuth"])
+        XCTAssertTrue(tree.stdout.contains("/org/example/LocalAuth"), tree.output)
+    }
+}
+
+/// Collects EvaluationStatus values delivered on the library's thread.
+final class StatusRecorder: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [LAEvaluationStatus] = []
+    func append(_ status: LAEvaluationStatus) { lock.withLock { stored.append(status) } }
+    var values: [LAEvaluationStatus] { lock.withLock { stored } }
+}

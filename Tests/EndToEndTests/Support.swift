@@ -1,0 +1,125 @@
+import Foundation
+import LocalAuthentication
+import XCTest
+
+/// Base class: one bus rig per test class, one fresh service per test.
+class RigTestCase: XCTestCase, @unchecked Sendable {
+    nonisolated(unsafe) static var sharedRig: BusRig?
+    var rig: BusRig { Self.sharedRig! }
+    var service: ServiceProcess!
+
+    override class func setUp() {
+        super.setUp()
+        do {
+            sharedRig = try BusRig()
+        } catch {
+            fatalError("cannot start the test rig: \(error)")
+        }
+    }
+
+    override class func tearDown() {
+        sharedRig?.stop()
+        sharedRig = nil
+        super.tearDown()
+    }
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        for action in ["org.example.LocalAuth.evaluate", "org.example.LocalAuth.enroll"] { try rig.polkit(action, nil) }
+        service = try ServiceProcess(bus: rig)
+    }
+
+    override func tearDown() {
+        if let service {
+            service.stop()
+            if testRun?.hasSucceeded == false { print("localauthd log:\n\(service.log)") }
+        }
+        service = nil
+        super.tearDown()
+    }
+
+    // MARK: Tools
+
+    /// busctl on the rig's bus.
+    func busctl(_ arguments: [String], timeout: Double = 60, asNobody: Bool = false) throws -> Outcome {
+        let busctlArguments = ["--address=\(rig.address)"] + arguments
+        if asNobody {
+            return try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/busctl"] + busctlArguments,
+                           timeout: timeout)
+        }
+        return try runProgram("/usr/bin/busctl", busctlArguments, timeout: timeout)
+    }
+
+    /// A call to our object with busctl.
+    func callService(_ member: String, _ signature: String, _ values: [String] = [], asNobody: Bool = false,
+                     timeout: Double = 60) throws -> Outcome {
+        var arguments = ["call", "org.example.LocalAuth", "/org/example/LocalAuth", "org.example.LocalAuth", member]
+        if !signature.isEmpty { arguments += [signature] + values }
+        return try busctl(arguments, timeout: timeout, asNobody: asNobody)
+    }
+
+    /// gdbus prints the D-Bus error *name*, which busctl does not.
+    func gdbus(_ member: String, _ values: [String], asNobody: Bool = false) throws -> Outcome {
+        let arguments = ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path", "/org/example/LocalAuth",
+                         "--method", "org.example.LocalAuth.\(member)"] + values
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
+        if asNobody {
+            return try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/gdbus"] + arguments,
+                           environment: environment)
+        }
+        return try runProgram("/usr/bin/gdbus", arguments, environment: environment)
+    }
+
+    /// Enrolls `finger` for root through the client library, feeding the
+    /// virtual sensor one scan of `id` per enroll stage.
+    func enroll(_ finger: String = "right-index-finger", as id: String = "owner-finger") async throws {
+        let service = self.service!
+        let feeder = Task.detached {
+            for _ in 0..<5 {
+                try service.sensor("SCAN \(id)")
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        try await LAFingerprints.enroll(finger)
+        try await feeder.value
+    }
+
+    /// Presents `id` to the sensor `delay` seconds from now (in the background).
+    @discardableResult
+    func present(_ id: String, after delay: Double = 0.2, times: Int = 1) -> Task<Void, Error> {
+        let service = self.service!
+        return Task.detached {
+            for _ in 0..<times {
+                try await Task.sleep(for: .seconds(delay))
+                try service.sensor("SCAN \(id)")
+            }
+        }
+    }
+
+    /// Evaluates through the library; the LAError code on failure.
+    func evaluate(_ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics, reason: String = "Unlock the test",
+                  context: LAContext = LAContext()) async -> Result<Bool, LAError> {
+        do {
+            return .success(try await context.evaluatePolicy(policy, localizedReason: reason))
+        } catch let error as LAError {
+            return .failure(error)
+        } catch {
+            return .failure(LAError(.systemCancel, message: "unexpected error \(error)"))
+        }
+    }
+}
+
+extension Result where Success == Bool, Failure == LAError {
+    var code: LAError.Code? {
+        switch self {
+        case .failure(let error): error.code
+        case .success: nil
+        }
+    }
+    var succeeded: Bool {
+        switch self {
+        case .success(let value): value
+        case .failure: false
+        }
+    }
+}

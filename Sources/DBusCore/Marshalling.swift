@@ -71,8 +71,16 @@ extension DBusValue {
         case .double(let v): try basic(TypeCode.double, v)
         case .string(let v): try text(TypeCode.string, v)
         case .objectPath(let v): try text(TypeCode.objectPath, v.rawValue)
-        case .signature(let v): try text(TypeCode.signature, v.rawValue)
+        case .signature(let v):
+            // A signature value must be a list of complete types; `{sv}` alone is not.
+            guard v.rawValue.withCString({ dbus_signature_validate($0, nil) }) != 0 else {
+                throw DBusError(.invalidArgs, "\(v) is not a complete D-Bus signature")
+            }
+            try text(TypeCode.signature, v.rawValue)
         case .array(let element, let items):
+            guard ("a" + element.rawValue).withCString({ dbus_signature_validate_single($0, nil) }) != 0 else {
+                throw DBusError(.invalidArgs, "\(element) is not a single type for an array's elements")
+            }
             for item in items where item.signatureText != element.rawValue {
                 throw DBusError(.invalidArgs, "array of \(element) holds a value of type \(item.signatureText)")
             }
@@ -89,6 +97,9 @@ extension DBusValue {
                 for field in fields { try field.append(to: sub) }
             }
         case .variant(let inner):
+            guard inner.signatureText.withCString({ dbus_signature_validate_single($0, nil) }) != 0 else {
+                throw DBusError(.invalidArgs, "a variant cannot hold a value of type \(inner.signatureText)")
+            }
             try container(TypeCode.variant, inner.signatureText) { sub throws(DBusError) in
                 try inner.append(to: sub)
             }

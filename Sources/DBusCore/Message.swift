@@ -26,6 +26,9 @@ public final class Message: @unchecked Sendable {
         destination: String?, path: ObjectPath, interface: String?, member: String,
         arguments: [DBusValue] = []
     ) throws(DBusError) -> Message {
+        try NameCheck.busName(destination)
+        try NameCheck.interface(interface)
+        try NameCheck.member(member)
         guard let raw = withOptionalCString(destination, { d in
             withOptionalCString(interface, { i in
                 dbus_message_new_method_call(d, path.rawValue, i, member)
@@ -40,6 +43,9 @@ public final class Message: @unchecked Sendable {
         path: ObjectPath, interface: String, member: String, arguments: [DBusValue] = [],
         destination: String? = nil
     ) throws(DBusError) -> Message {
+        try NameCheck.interface(interface)
+        try NameCheck.member(member)
+        try NameCheck.busName(destination)
         guard let raw = dbus_message_new_signal(path.rawValue, interface, member) else {
             throw DBusError(.invalidArgs, "invalid interface or member name")
         }
@@ -53,6 +59,7 @@ public final class Message: @unchecked Sendable {
 
     /// The reply to this method call carrying `values`.
     public func methodReturn(_ values: [DBusValue] = []) throws(DBusError) -> Message {
+        try checkReplyable()
         guard let raw = dbus_message_new_method_return(self.raw) else { throw DBusError.outOfMemory }
         let reply = Message(taking: raw)
         try reply.append(values)
@@ -60,14 +67,30 @@ public final class Message: @unchecked Sendable {
     }
 
     /// The error reply to this method call.
+    /// An invalid error name is replaced by org.freedesktop.DBus.Error.Failed.
     public func errorReply(_ error: DBusError) -> Message? {
+        guard (try? checkReplyable()) != nil else { return nil }
         let text = error.message.replacingOccurrences(of: "\0", with: " ")
-        guard let raw = dbus_message_new_error(self.raw, error.name.rawValue, text) else { return nil }
+        let name = NameCheck.errorName(error.name.rawValue) ? error.name.rawValue : DBusError.Name.failed.rawValue
+        guard let raw = dbus_message_new_error(self.raw, name, text) else { return nil }
         return Message(taking: raw)
+    }
+
+    /// libdbus can only reply to a method call that went over a connection.
+    private func checkReplyable() throws(DBusError) {
+        guard kind == .methodCall, serial != 0 else {
+            throw DBusError(.invalidArgs, "only a received method call can be replied to")
+        }
     }
 
     func append(_ values: [DBusValue]) throws(DBusError) {
         guard !values.isEmpty else { return }
+        // Check the whole body's type first: libdbus aborts on a malformed one
+        // (an empty struct, a dict entry outside an array, too deep nesting).
+        let body = values.signature.rawValue
+        guard body.withCString({ dbus_signature_validate($0, nil) }) != 0 else {
+            throw DBusError(.invalidArgs, "values of type \(body) cannot be sent over D-Bus")
+        }
         var iterator = DBusMessageIter()
         dbus_message_iter_init_append(raw, &iterator)
         for value in values { try value.append(to: &iterator) }

@@ -24,8 +24,10 @@ public struct Signature: RawRepresentable, Hashable, Sendable, CustomStringConve
         if text.isEmpty { return true }
         // A dictionary entry `{kv}` is valid only as an array's element type,
         // which is where this type also names it.
-        let checked = text.hasPrefix("{") ? "a" + text : text
-        return checked.withCString { dbus_signature_validate($0, nil) } != 0
+        if text.hasPrefix("{") {
+            return ("a" + text).withCString { dbus_signature_validate_single($0, nil) } != 0
+        }
+        return text.withCString { dbus_signature_validate($0, nil) } != 0
     }
 
     /// True for a signature of exactly one complete type.

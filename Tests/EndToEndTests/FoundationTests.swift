@@ -96,7 +96,7 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         try await Task.sleep(for: .milliseconds(500))
         XCTAssertTrue(waiting.isRunning, "the evaluation should be waiting for a finger")
         waiting.signal(SIGTERM)
-        waiting.wait()
+        XCTAssertEqual(waiting.wait(timeout: 5), 128 + SIGTERM, "busctl should die of SIGTERM while it waits")
 
         let started = Date()
         present("owner-finger", after: 0.1)

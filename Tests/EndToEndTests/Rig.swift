@@ -62,8 +62,19 @@ final class Child: @unchecked Sendable {
             argv.forEach { free($0) }
             envp.forEach { free($0) }
         }
+        // The test runner blocks some signals in its threads; a child must
+        // start with none blocked and default handlers, as from a shell.
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var noSignals = sigset_t(), allSignals = sigset_t()
+        sigemptyset(&noSignals)
+        sigfillset(&allSignals)
+        posix_spawnattr_setsigmask(&attributes, &noSignals)
+        posix_spawnattr_setsigdefault(&attributes, &allSignals)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
         var child: pid_t = 0
-        let result = posix_spawn(&child, program, &actions, nil, argv, envp)
+        let result = posix_spawn(&child, program, &actions, &attributes, argv, envp)
         guard result == 0 else { throw RigError("cannot start \(program): \(String(cString: strerror(result)))") }
         pid = child
     }

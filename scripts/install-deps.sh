@@ -17,7 +17,8 @@ PACKAGES=(
     dbus-bin                 # dbus-send (rig readiness checks)
     polkitd                  # /usr/lib/polkit-1/polkitd, pkcheck, pkaction
     fprintd                  # /usr/libexec/fprintd, fprintd-enroll/-verify, its bus policy
-    libglib2.0-bin           # gdbus (handy for poking the bus by hand)
+    libglib2.0-bin           # gdbus (tests read D-Bus error names from it)
+    systemd                  # busctl (tests and README drive the service with it)
     util-linux               # setpriv, setsid
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection

@@ -31,6 +31,8 @@ let package = Package(
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
+        // Benchmarks beside fprintd, over the same D-Bus layer for both.
+        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared"]),
 
         .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),

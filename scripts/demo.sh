@@ -77,49 +77,24 @@ while True:
 EOF
 }
 
-# vfp_feed SOCK CMD PID: send CMD every 250 ms for as long as PID runs.
-# The virtual device queues commands and fails a scan that waits more than
-# 500 ms for one, so the pace keeps a scan available without piling up many;
-# it stops the moment PID has exited so no stale scan leaks into the next step.
+# vfp_feed SOCK CMD COUNT: send CMD COUNT times, 300 ms apart, in the
+# background. Exactly as many scans as the step needs: the virtual device
+# queues commands, and a spare scan would be eaten by the next step.
 vfp_feed() {
-    "$PY" - "$1" "$2" "$3" <<'EOF' &
-import os, socket, sys, time
-path, cmd, pid = sys.argv[1], sys.argv[2], int(sys.argv[3])
-def alive():
-    try:
-        with open("/proc/%d/stat" % pid) as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-sent = 0
-while alive():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(path)
-        if not alive():
-            break
-        s.sendall(cmd.encode())
-        sent += 1
-        wait = 0.25
-    except OSError:
-        wait = 0.02
-    finally:
-        s.close()
-    time.sleep(wait)
-print("  (sensor: sent %r %d time(s))" % (cmd, sent), flush=True)
-EOF
+    ( for _ in $(seq 1 "$3"); do sleep 0.3; vfp_send "$1" "$2" || exit 1; done
+      echo "  (sensor: sent '$2' $3 time(s))" ) &
     FEED_PID=$!
 }
 
-# run_step EXPECT(ok|fail) FEED_CMD|- ARGS...: runs localauthctl ARGS (feeding
-# the sensor with FEED_CMD while it runs), prints its output and exit code.
+# run_step EXPECT(ok|fail) FEED_CMD|- COUNT ARGS...: runs localauthctl ARGS
+# (feeding the sensor COUNT times FEED_CMD), prints its output and exit code.
 FAILURES=0
 run_step() {
-    local expect="$1" feed="$2"; shift 2
+    local expect="$1" feed="$2" count="$3"; shift 3
     printf '$ localauthctl'; printf ' %q' "$@"; printf '\n'
     timeout "$STEP_TIMEOUT" "$LOCALAUTHCTL" "$@" &
     local pid=$!
-    [ "$feed" != - ] && vfp_feed "$VFP" "$feed" "$pid"
+    [ "$feed" != - ] && vfp_feed "$VFP" "$feed" "$count"
     wait "$pid"; local rc=$?
     if [ -n "$FEED_PID" ]; then wait "$FEED_PID" 2>/dev/null; FEED_PID=""; fi
     local verdict
@@ -157,19 +132,19 @@ fi
 echo "localauthd (pid $DAEMON_PID) owns org.example.LocalAuth on $DBUS_SYSTEM_BUS_ADDRESS"
 
 heading "1. Status"
-run_step ok - status
+run_step ok - 0 status
 
-heading "2. Enroll $FINGER (the sensor is fed 'SCAN demo-finger' until enrollment completes)"
-run_step ok "SCAN demo-finger" enroll "$FINGER"
+heading "2. Enroll $FINGER (the virtual sensor gets 'SCAN demo-finger' once per stage)"
+run_step ok "SCAN demo-finger" 5 enroll "$FINGER"
 
 heading "3. List enrolled fingers"
-run_step ok - list
+run_step ok - 0 list
 
 heading "4. Evaluate with the enrolled finger (expect success)"
-run_step ok "SCAN demo-finger" evaluate --reason "Unlock the demo"
+run_step ok "SCAN demo-finger" 1 evaluate --reason "Unlock the demo"
 
-heading "5. Evaluate with someone else's finger (expect failure after a few tries)"
-run_step fail "SCAN someone-else" evaluate --reason "Unlock the demo"
+heading "5. Evaluate with someone else's finger (expect failure after three tries)"
+run_step fail "SCAN someone-else" 3 evaluate --reason "Unlock the demo"
 
 heading "Summary"
 if [ "$FAILURES" -eq 0 ]; then

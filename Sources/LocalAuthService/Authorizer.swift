@@ -13,6 +13,8 @@ final class Authorizer {
 
     enum Decision: Sendable, Equatable {
         case authorized
+        /// The person closed the agent's password prompt.
+        case dismissed
         case denied(String)
     }
 
@@ -30,7 +32,7 @@ final class Authorizer {
 
     /// `interactive`: polkit may ask the person (through their agent) for a password.
     func check(_ action: PolkitAction, busName: String, interactive: Bool,
-               timeout: Double = 25) async -> Decision {
+               timeout: Double = 25, cancellable: Cancellable = Cancellable()) async -> Decision {
         guard let authority = currentAuthority() else {
             return .denied("the authorization service (polkit) cannot be reached")
         }
@@ -38,23 +40,24 @@ final class Authorizer {
         let subject = GObjectRef(taking: polkit_system_bus_name_new(busName)!)
         let subjectPointer = subject.pointer
         let flags = interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE
-        let cancellable = Cancellable()
         // polkit's own D-Bus timeout is long; a stuck polkitd must not hold a caller.
         let timer = EventLoopTimers.after(timeout) { cancellable.cancel() }
         defer { timer.cancel() }
         do {
-            let authorized = try await glibAsync({ callback, data in
+            let answer = try await glibAsync({ callback, data in
                 polkit_authority_check_authorization(authorityPointer, subjectPointer, action.rawValue, nil,
                                                      flags, cancellable.raw, callback, data)
-            }, finish: { result -> Result<Bool, GLibError> in
+            }, finish: { result -> Result<Decision, GLibError> in
                 Result { () throws(GLibError) in
                     let answer = try GLibError.check { polkit_authority_check_authorization_finish(authorityPointer, result, $0) }
-                    guard let answer else { return false }
+                    guard let answer else { return .denied("polkit gave no answer") }
                     defer { cglib_object_unref(UnsafeMutableRawPointer(answer)) }
-                    return polkit_authorization_result_get_is_authorized(answer) != 0
+                    if polkit_authorization_result_get_is_authorized(answer) != 0 { return .authorized }
+                    if polkit_authorization_result_get_dismissed(answer) != 0 { return .dismissed }
+                    return .denied("polkit did not authorize \(action.rawValue)")
                 }
             })
-            return authorized ? .authorized : .denied("polkit did not authorize \(action.rawValue)")
+            return answer
         } catch {
             Log.warning("polkit check of \(action.rawValue) failed: \(error)")
             return .denied("the authorization service (polkit) did not answer: \(error)")

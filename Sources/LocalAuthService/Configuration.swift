@@ -12,6 +12,9 @@ public struct Configuration: Sendable {
     public var fprintdStore: String
     /// Failed matches allowed within one evaluation before AuthenticationFailed.
     public var attemptsPerEvaluation: Int
+    /// Longest wait for the password of policy 2 (the person types it into
+    /// their polkit agent).
+    public var passwordTimeout: Double = 120
 
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
                 fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {

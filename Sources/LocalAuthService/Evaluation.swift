@@ -7,6 +7,9 @@ final class Evaluation {
     /// Why an evaluation ended early, and the error the caller gets for it.
     enum Interruption: Sendable {
         case appCancelled       // Cancel(request-id): AppCancel
+        case userCancelled      // the person cancelled in the app's prompt: UserCancel
+        case userFallback       // the person chose the app's fallback: UserFallback
+        case superseded         // policy 2: the password succeeded first
         case callerVanished     // the caller left the bus: nobody to answer
         case timedOut           // no finger in time: SystemCancel
         case serviceStopping    // SIGTERM: SystemCancel
@@ -15,6 +18,9 @@ final class Evaluation {
         var error: DBusError {
             switch self {
             case .appCancelled: ServiceErrors.la(.appCancel, "the app cancelled the evaluation")
+            case .userCancelled: ServiceErrors.la(.userCancel, "the user cancelled the evaluation")
+            case .userFallback: ServiceErrors.la(.userFallback, "the user chose the fallback")
+            case .superseded: ServiceErrors.la(.systemCancel, "another way of authenticating succeeded first")
             case .callerVanished: ServiceErrors.la(.systemCancel, "the caller left the bus")
             case .timedOut: ServiceErrors.la(.systemCancel, "no finger was presented in time")
             case .serviceStopping: ServiceErrors.la(.systemCancel, "the authentication service is stopping")
@@ -26,9 +32,15 @@ final class Evaluation {
     let requestID: String
     let sender: String
     let uid: UInt32
+    /// Cancels the fingerprint scan.
     let cancellable = Cancellable()
+    /// Cancels the password check of policy 2.
+    let passwordCancellable = Cancellable()
     let ticket = SensorQueue.Ticket()
+    /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?
+    /// Why only the fingerprint part ended early (its timeout; policy 2's password won).
+    private(set) var biometricStop: Interruption?
     private weak var queue: SensorQueue?
 
     init(requestID: String, sender: String, uid: UInt32, queue: SensorQueue) {
@@ -43,8 +55,20 @@ final class Evaluation {
         guard interruption == nil else { return }
         interruption = reason
         cancellable.cancel()
+        passwordCancellable.cancel()
         queue?.withdraw(ticket)
     }
+
+    /// Ends only the fingerprint part (policy 2 may still take the password).
+    func stopBiometrics(_ reason: Interruption) {
+        guard biometricStop == nil else { return }
+        biometricStop = reason
+        cancellable.cancel()
+        queue?.withdraw(ticket)
+    }
+
+    /// Why the fingerprint part ended early, if it did.
+    var biometricInterruption: Interruption? { interruption ?? biometricStop }
 }
 
 /// The contract's errors as `DBusError`s.

@@ -234,8 +234,15 @@ public final class LocalAuthService {
     }
 
     func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        _ = try Self.policy(request.arguments[0])
-        _ = try usablePrints(for: request.uid)
+        switch try Self.policy(request.arguments[0]) {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            _ = try usablePrints(for: request.uid)
+        case .deviceOwnerAuthentication:
+            // Biometrics, or else the account password.
+            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+                throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
+            }
+        }
         return [.boolean(true)]
     }
 
@@ -280,7 +287,7 @@ public final class LocalAuthService {
 
     func evaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let arguments = request.arguments
-        _ = try Self.policy(arguments[0])
+        let policy = try Self.policy(arguments[0])
         guard let reason = arguments[1].string, !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
             throw ServiceErrors.invalidArgs("the localized reason must not be empty")
         }
@@ -293,9 +300,20 @@ public final class LocalAuthService {
            ContinuousClock.now - last <= .seconds(options.reuseDuration), !lockout.isLockedOut(uid) {
             return [.boolean(true)]
         }
-        _ = try usablePrints(for: uid)
+        // What this evaluation can use, decided before anything waits.
+        let biometrics: DBusError?
+        do {
+            _ = try usablePrints(for: uid)
+            biometrics = nil
+        } catch {
+            biometrics = error
+        }
+        if policy == .deviceOwnerAuthenticationWithBiometrics, let biometrics { throw biometrics }
+        if policy == .deviceOwnerAuthentication, biometrics != nil, !Accounts.hasPassword(uid: uid) {
+            throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
+        }
         if options.interactionNotAllowed {
-            throw ServiceErrors.la(.notInteractive, "a fingerprint scan is needed but interaction is not allowed")
+            throw ServiceErrors.la(.notInteractive, "authentication needs the user but interaction is not allowed")
         }
 
         let evaluation = Evaluation(requestID: options.requestID ?? UUID().uuidString, sender: request.sender,
@@ -303,17 +321,84 @@ public final class LocalAuthService {
         evaluations.append(evaluation)
         defer { evaluations.removeAll { $0 === evaluation } }
 
+        let verified: Bool
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            verified = try await fingerprint(evaluation)
+        case .deviceOwnerAuthentication:
+            verified = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+        }
+        if verified { lastSuccess[uid] = .now }
+        return [.boolean(verified)]
+    }
+
+    /// Waits for the reader, then scans.
+    private func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
         guard await queue.acquire(evaluation.ticket) else {
-            throw evaluation.interruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
+            throw evaluation.biometricInterruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
         }
         defer { queue.release() }
-        return [.boolean(try await scan(evaluation))]
+        return try await scan(evaluation)
+    }
+
+    /// Policy 2: the fingerprint and the account password (through polkit's
+    /// agent) are offered at the same time; the first to succeed wins, so nobody
+    /// waits for a fingerprint timeout to type a password. The evaluation fails
+    /// only when both ways have failed.
+    private func fingerprintOrPassword(_ evaluation: Evaluation, biometrics: Bool) async throws(DBusError) -> Bool {
+        let race = FirstSuccess(ways: biometrics ? 2 : 1)
+        let outcome: Result<FirstSuccess.Way, DBusError> = await withCheckedContinuation { continuation in
+            race.continuation = continuation
+            if biometrics {
+                Task {
+                    do throws(DBusError) {
+                        _ = try await self.fingerprint(evaluation)
+                        race.report(.fingerprint, nil)
+                    } catch {
+                        race.report(.fingerprint, error)
+                    }
+                }
+            }
+            Task { race.report(.password, await self.password(evaluation)) }
+        }
+        if case .success = outcome {
+            // The other way is no longer needed.
+            evaluation.stopBiometrics(.superseded)
+            evaluation.passwordCancellable.cancel()
+        }
+        switch outcome {
+        case .success(.password):
+            // The account password unlocks biometrics after a lockout (Apple's rule).
+            lockout.reset(evaluation.uid)
+            return true
+        case .success(.fingerprint):
+            return true
+        case .failure(let error):
+            throw evaluation.interruption?.error ?? error
+        }
+    }
+
+    /// Policy 2's password, asked by the caller's polkit agent; nil on success.
+    private func password(_ evaluation: Evaluation) async -> DBusError? {
+        guard Accounts.hasPassword(uid: evaluation.uid) else {
+            return ServiceErrors.la(.passcodeNotSet, "the account has no password")
+        }
+        let decision = await authorizer.check(.authenticateOwner, busName: evaluation.sender, interactive: true,
+                                              timeout: configuration.passwordTimeout,
+                                              cancellable: evaluation.passwordCancellable)
+        switch decision {
+        case .authorized: return nil
+        case .dismissed: return ServiceErrors.la(.userCancel, "the user dismissed the password prompt")
+        case .denied(let why):
+            if let interruption = evaluation.interruption { return interruption.error }
+            return ServiceErrors.la(.authenticationFailed, "the password was not accepted: \(why)")
+        }
     }
 
     /// Holds the reader: scans until a match, too many failures, or an interruption.
     private func scan(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
-        if let interruption = evaluation.interruption { throw interruption.error }
-        let timeout = EventLoopTimers.after(configuration.scanTimeout) { evaluation.interrupt(.timedOut) }
+        if let interruption = evaluation.biometricInterruption { throw interruption.error }
+        let timeout = EventLoopTimers.after(configuration.scanTimeout) { evaluation.stopBiometrics(.timedOut) }
         defer { timeout.cancel() }
         var failures = 0
         status(evaluation, .placeFinger)
@@ -329,7 +414,6 @@ public final class LocalAuthService {
             switch result {
             case .match:
                 lockout.reset(evaluation.uid)
-                lastSuccess[evaluation.uid] = .now
                 return true
             case .noMatch:
                 failures += 1
@@ -347,7 +431,7 @@ public final class LocalAuthService {
     }
 
     private func scanError(_ error: GLibError, _ evaluation: Evaluation) -> DBusError {
-        if let interruption = evaluation.interruption { return interruption.error }
+        if let interruption = evaluation.biometricInterruption { return interruption.error }
         if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
             sensor.forget()
             return Evaluation.Interruption.readerRemoved.error
@@ -368,12 +452,59 @@ public final class LocalAuthService {
 
     func cancel(_ request: Request) throws(DBusError) -> [DBusValue] {
         guard let id = request.arguments[0].string else { throw ServiceErrors.invalidArgs("request id must be a string") }
-        for evaluation in evaluations where evaluation.sender == request.sender && evaluation.requestID == id {
-            evaluation.interrupt(.appCancelled)
-        }
+        end(id, of: request.sender, .appCancelled)
         return []
     }
 
+    /// EndEvaluation: the app ends an evaluation as the person's cancel or fallback.
+    func endEvaluation(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let id = request.arguments[0].string, let reason = request.arguments[1].string else {
+            throw ServiceErrors.invalidArgs("EndEvaluation takes (ss)")
+        }
+        let interruption: Evaluation.Interruption
+        switch reason {
+        case "user-cancel": interruption = .userCancelled
+        case "user-fallback": interruption = .userFallback
+        case "app-cancel": interruption = .appCancelled
+        default: throw ServiceErrors.invalidArgs("unknown reason \(reason); use user-cancel, user-fallback or app-cancel")
+        }
+        end(id, of: request.sender, interruption)
+        return []
+    }
+
+    /// Only the caller's own evaluations can be ended.
+    private func end(_ requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
+        for evaluation in evaluations where evaluation.sender == sender && evaluation.requestID == requestID {
+            evaluation.interrupt(reason)
+        }
+    }
+
+}
+
+/// The first of several ways to succeed, or all their failures.
+@ServiceActor
+private final class FirstSuccess {
+    enum Way { case fingerprint, password }
+    private var pending: Int
+    private var failures: [Way: DBusError] = [:]
+    var continuation: CheckedContinuation<Result<Way, DBusError>, Never>?
+
+    init(ways: Int) { pending = ways }
+
+    func report(_ way: Way, _ failure: DBusError?) {
+        pending -= 1
+        guard let continuation else { return }
+        if failure == nil {
+            self.continuation = nil
+            continuation.resume(returning: .success(way))
+            return
+        }
+        failures[way] = failure
+        guard pending == 0 else { return }
+        self.continuation = nil
+        // Both failed: the password's verdict is the evaluation's.
+        continuation.resume(returning: .failure(failures[.password] ?? failures[.fingerprint]!))
+    }
 }
 
 extension RetryKind {

@@ -28,6 +28,8 @@ extension LocalAuthService {
             signature: "usa{sv}", action: .evaluate, interactive: false, handler: { service, request throws(DBusError) in try await service.evaluatePolicy(request) }),
         LocalAuthBus.Method.cancel: MethodSpec(
             signature: "s", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.cancel(request) }),
+        LocalAuthBus.Method.endEvaluation: MethodSpec(
+            signature: "ss", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.endEvaluation(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.domainState(request) }),
         LocalAuthBus.Method.enroll: MethodSpec(

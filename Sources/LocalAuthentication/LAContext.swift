@@ -21,8 +21,19 @@ open class LAContext: NSObject, @unchecked Sendable {
     }
 
     private let state = Mutex(State())
+    private let statusContinuation: AsyncStream<LAEvaluationStatus>.Continuation
 
-    public override init() { super.init() }
+    /// Progress of this context's evaluations as an async sequence, for the
+    /// app's own prompt (a Linux addition; it ends when the context is invalidated).
+    public let evaluationStatusUpdates: AsyncStream<LAEvaluationStatus>
+
+    public override init() {
+        (evaluationStatusUpdates, statusContinuation) = AsyncStream.makeStream(of: LAEvaluationStatus.self,
+                                                                              bufferingPolicy: .bufferingNewest(32))
+        super.init()
+    }
+
+    deinit { statusContinuation.finish() }
 
     /// The biometry this device has; known after `canEvaluatePolicy` was called.
     open var biometryType: LABiometryType { state.withLock { $0.biometryType } }
@@ -93,6 +104,11 @@ open class LAContext: NSObject, @unchecked Sendable {
             let raw = type.first?.unwrapped.uint32 ?? 0
             state.withLock { $0.biometryType = LABiometryType(rawValue: Int(raw)) ?? .none }
             _ = try ServiceClient.shared.callBlocking(LocalAuthBus.Method.canEvaluatePolicy, [.uint32(value.rawValue)])
+            // Apple sets the domain state after a successful biometric preflight.
+            if policy == .deviceOwnerAuthenticationWithBiometrics || policy == .deviceOwnerAuthentication,
+               let bytes = try? ServiceClient.shared.callBlocking(LocalAuthBus.Method.getDomainState).first?.byteArray {
+                state.withLock { $0.domainState = Data(bytes) }
+            }
         } catch {
             throw LAError(error)
         }
@@ -138,9 +154,11 @@ open class LAContext: NSObject, @unchecked Sendable {
         if let title = snapshot.localizedFallbackTitle { options[LocalAuthBus.Option.fallbackTitle] = .string(title) }
         if let title = snapshot.localizedCancelTitle { options[LocalAuthBus.Option.cancelTitle] = .string(title) }
 
-        ServiceClient.shared.listen(to: requestID) { [weak self] status in
-            guard let handler = self?.evaluationStatusHandler else { return }
-            handler(LAEvaluationStatus(rawValue: status))
+        let continuation = statusContinuation
+        ServiceClient.shared.listen(to: requestID) { [weak self] raw in
+            let status = LAEvaluationStatus(rawValue: raw)
+            continuation.yield(status)
+            self?.evaluationStatusHandler?(status)
         }
         do {
             // The service bounds the wait (its scan timeout); the call waits as long as the person takes.
@@ -161,8 +179,26 @@ open class LAContext: NSObject, @unchecked Sendable {
             state.invalidated = true
             return state.pendingRequests
         }
+        statusContinuation.finish()
         for requestID in pending {
             Task { _ = try? await ServiceClient.shared.call(LocalAuthBus.Method.cancel, [.string(requestID)]) }
+        }
+    }
+
+    /// Ends this context's pending evaluations as the person chose in the app's
+    /// own prompt: `.userCancel` (the cancel button), `.userFallback` (the
+    /// fallback button) or `.appCancel`. The evaluation then fails with that
+    /// code. A Linux addition: Apple's system sheet has these buttons itself.
+    open func endEvaluation(as code: LAError.Code) {
+        let reason: String
+        switch code {
+        case .userCancel: reason = "user-cancel"
+        case .userFallback: reason = "user-fallback"
+        default: reason = "app-cancel"
+        }
+        let pending = state.withLock { $0.pendingRequests }
+        for requestID in pending {
+            Task { _ = try? await ServiceClient.shared.call(LocalAuthBus.Method.endEvaluation, [.string(requestID), .string(reason)]) }
         }
     }
 
@@ -173,12 +209,37 @@ open class LAContext: NSObject, @unchecked Sendable {
     // MARK: Domain state
 
     /// Opaque bytes that change when the set of enrolled fingers changes;
-    /// nil until a `canEvaluatePolicy` for biometrics succeeded.
-    open var evaluatedPolicyDomainState: Data? {
-        guard let bytes = try? ServiceClient.shared.callBlocking(LocalAuthBus.Method.getDomainState).first?.byteArray else {
-            return nil
-        }
-        return Data(bytes)
+    /// nil until a `canEvaluatePolicy` succeeded (as on Apple's platforms).
+    open var evaluatedPolicyDomainState: Data? { state.withLock { $0.domainState } }
+
+    /// The state of the authentication domains, as of the last successful preflight.
+    open var domainState: LADomainState {
+        let snapshot = state.withLock { ($0.biometryType, $0.domainState) }
+        return LADomainState(biometry: LADomainStateBiometry(biometryType: snapshot.0, stateHash: snapshot.1))
+    }
+}
+
+/// Apple's `LADomainState`: what the preflight saw of each domain.
+open class LADomainState: NSObject, @unchecked Sendable {
+    /// The biometric domain: the kind of biometry and a hash of the enrolled set.
+    public let biometry: LADomainStateBiometry
+    /// A hash over all domains; here the biometric one is the only domain.
+    open var stateHash: Data? { biometry.stateHash }
+
+    init(biometry: LADomainStateBiometry) {
+        self.biometry = biometry
+    }
+}
+
+/// Apple's `LADomainStateBiometry`.
+open class LADomainStateBiometry: NSObject, @unchecked Sendable {
+    public let biometryType: LABiometryType
+    /// Changes when a fingerprint is added, replaced or removed.
+    public let stateHash: Data?
+
+    init(biometryType: LABiometryType, stateHash: Data?) {
+        self.biometryType = biometryType
+        self.stateHash = stateHash
     }
 }
 

@@ -75,6 +75,27 @@ public struct LAError: _BridgedStoredNSError, Sendable, Hashable {
     public static var touchIDLockout: Code { .biometryLockout }
 }
 
+// Casting an `NSError` (e.g. the one `canEvaluatePolicy(_:error:)` hands out)
+// to `LAError` with `as?`/`as!` works as on Apple's platforms: the Swift runtime
+// on Linux bridges through `_ObjectiveCBridgeable` when Foundation is present.
+extension LAError: _ObjectiveCBridgeable {
+    public func _bridgeToObjectiveC() -> NSError { _nsError }
+
+    public static func _forceBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) {
+        result = LAError(_nsError: source)
+    }
+
+    public static func _conditionallyBridgeFromObjectiveC(_ source: NSError, result: inout LAError?) -> Bool {
+        guard source.domain == LAErrorDomain else { return false }
+        result = LAError(_nsError: source)
+        return true
+    }
+
+    public static func _unconditionallyBridgeFromObjectiveC(_ source: NSError?) -> LAError {
+        LAError(_nsError: source ?? NSError(domain: LAErrorDomain, code: LAError.Code.systemCancel.rawValue))
+    }
+}
+
 extension LAError.Code {
     /// What the error means, in words a person can read.
     public var defaultDescription: String {

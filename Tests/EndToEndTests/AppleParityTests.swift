@@ -1,0 +1,257 @@
+import Foundation
+import LocalAuthentication
+import XCTest
+
+/// One test per row of Apple's documented behaviour (shared/DESIGN.md and the
+/// Apple-parity issue), against the real service, polkitd and virtual sensor.
+final class AppleParityTests: RigTestCase, @unchecked Sendable {
+
+    func testBiometryTypeIsKnownOnlyAfterPreflight() throws {
+        let context = LAContext()
+        XCTAssertEqual(context.biometryType, LABiometryType.none, "unknown before canEvaluatePolicy")
+        _ = context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil)
+        XCTAssertEqual(context.biometryType, .touchID)
+    }
+
+    func testWatchPoliciesFailWithWatchNotAvailable() throws {
+        let context = LAContext()
+        var error: NSError?
+        XCTAssertFalse(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometricsOrWatch, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.watchNotAvailable.rawValue)
+    }
+
+    func testEmptyReasonIsRefused() async throws {
+        try await enroll(as: "owner-finger")
+        let result = await evaluate(reason: "")
+        XCTAssertEqual(result.code, .invalidContext, "\(result)")
+        if case .failure(let error) = result {
+            XCTAssertEqual(error.dbusErrorName, "org.freedesktop.DBus.Error.InvalidArgs")
+        }
+    }
+
+    func testFiveFailedMatchesLockBiometricsAcrossRestarts() async throws {
+        try await enroll(as: "owner-finger")
+        present("someone-else", after: 0.2, times: 3)
+        let awaited1 = await evaluate()
+        XCTAssertEqual(awaited1.code, .authenticationFailed)
+        present("someone-else", after: 0.2, times: 2)
+        let awaited2 = await evaluate()
+        XCTAssertEqual(awaited2.code, .biometryLockout, "the fifth failure in a row locks")
+
+        var error: NSError?
+        XCTAssertFalse(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryLockout.rawValue)
+
+        // The count is on disk: a restarted service still refuses.
+        let state = service.stateDirectory
+        XCTAssertEqual(service.stop(), 0)
+        service = try ServiceProcess(bus: rig, stateDirectory: state)
+        error = nil
+        XCTAssertFalse(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryLockout.rawValue)
+        present("owner-finger")
+        let awaited3 = await evaluate()
+        XCTAssertEqual(awaited3.code, .biometryLockout, "even the right finger is refused while locked")
+    }
+
+    func testSuccessfulMatchResetsTheFailureCount() async throws {
+        try await enroll(as: "owner-finger")
+        present("someone-else", after: 0.2, times: 3)
+        let awaited4 = await evaluate()
+        XCTAssertEqual(awaited4.code, .authenticationFailed)
+        present("owner-finger")
+        let awaited5 = await evaluate()
+        XCTAssertTrue(awaited5.succeeded)
+        present("someone-else", after: 0.2, times: 3)
+        let awaited6 = await evaluate()
+        XCTAssertEqual(awaited6.code, .authenticationFailed, "three more failures do not lock: the count restarted")
+    }
+
+    func testInvalidateCancelsWithAppCancelThenInvalidContext() async throws {
+        try await enroll(as: "owner-finger")
+        let context = LAContext()
+        let pending = Task { await self.evaluate(context: context) }
+        try await Task.sleep(for: .milliseconds(400))
+        context.invalidate()
+        let result = await pending.value
+        XCTAssertEqual(result.code, .appCancel, "\(result)")
+        var error: NSError?
+        XCTAssertFalse(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.invalidContext.rawValue)
+        let awaited7 = await evaluate(context: context)
+        XCTAssertEqual(awaited7.code, .invalidContext)
+    }
+
+    func testPromptCancelAndFallbackEndTheEvaluation() async throws {
+        try await enroll(as: "owner-finger")
+        for code in [LAError.Code.userCancel, .userFallback] {
+            let context = LAContext()
+            let pending = Task { await self.evaluate(context: context) }
+            try await Task.sleep(for: .milliseconds(400))
+            context.endEvaluation(as: code)
+            let result = await pending.value
+            XCTAssertEqual(result.code, code, "\(result)")
+        }
+    }
+
+    func testInteractionNotAllowedGivesNotInteractive() async throws {
+        try await enroll(as: "owner-finger")
+        let context = LAContext()
+        context.interactionNotAllowed = true
+        let awaited8 = await evaluate(context: context)
+        XCTAssertEqual(awaited8.code, .notInteractive)
+    }
+
+    func testReuseDurationAcceptsARecentSuccessWithoutAScan() async throws {
+        try await enroll(as: "owner-finger")
+        present("owner-finger")
+        let awaited9 = await evaluate()
+        XCTAssertTrue(awaited9.succeeded)
+
+        // No scan is possible here (interaction not allowed), so success proves reuse.
+        let reusing = LAContext()
+        reusing.interactionNotAllowed = true
+        reusing.touchIDAuthenticationAllowableReuseDuration = 60
+        let awaited10 = await evaluate(context: reusing)
+        XCTAssertTrue(awaited10.succeeded)
+
+        let notReusing = LAContext()
+        notReusing.interactionNotAllowed = true
+        let awaited11 = await evaluate(context: notReusing)
+        XCTAssertEqual(awaited11.code, .notInteractive)
+
+        reusing.touchIDAuthenticationAllowableReuseDuration = 10_000
+        XCTAssertEqual(reusing.touchIDAuthenticationAllowableReuseDuration, LATouchIDAuthenticationMaximumAllowableReuseDuration)
+    }
+
+    func testScanTimeoutGivesSystemCancelAndFreesTheSensor() async throws {
+        try await enroll(as: "owner-finger")
+        let state = service.stateDirectory
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--scan-timeout", "1"])
+        let started = Date()
+        let awaited12 = await evaluate()
+        XCTAssertEqual(awaited12.code, .systemCancel)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 15)
+        present("owner-finger")
+        let awaited13 = await evaluate()
+        XCTAssertTrue(awaited13.succeeded, "the sensor serves the next evaluation")
+    }
+
+    func testReaderUnpluggedMidScanGivesSystemCancel() async throws {
+        try await enroll(as: "owner-finger")
+        let service = self.service!
+        Task.detached {
+            try await Task.sleep(for: .milliseconds(400))
+            try service.sensor("UNPLUG")
+        }
+        let awaited14 = await evaluate()
+        XCTAssertEqual(awaited14.code, .systemCancel)
+    }
+
+    func testSigtermDuringEvaluationAnswersSystemCancelAndExitsZero() async throws {
+        try await enroll(as: "owner-finger")
+        let pending = Task { await self.evaluate() }
+        try await Task.sleep(for: .milliseconds(400))
+        XCTAssertEqual(service.stop(), 0)
+        let awaited15 = await pending.value.code
+        XCTAssertEqual(awaited15, .systemCancel)
+    }
+
+    func testEvaluationsWaitTheirTurnForTheSensor() async throws {
+        try await enroll(as: "owner-finger")
+        let first = Task { await self.evaluate() }
+        let second = Task { await self.evaluate() }
+        present("owner-finger", after: 0.5, times: 2)
+        let results = await [first.value, second.value]
+        XCTAssertTrue(results.allSatisfy(\.succeeded), "\(results)")
+    }
+
+    func testStatusUpdatesReachTheApp() async throws {
+        try await enroll(as: "owner-finger")
+        let context = LAContext()
+        let collected = Task { () -> [LAEvaluationStatus] in
+            var seen: [LAEvaluationStatus] = []
+            for await status in context.evaluationStatusUpdates {
+                seen.append(status)
+                if seen.count == 2 { break }
+            }
+            return seen
+        }
+        let service = self.service!
+        Task.detached {
+            try await Task.sleep(for: .milliseconds(300))
+            try service.sensor("RETRY 1")
+            try await Task.sleep(for: .milliseconds(300))
+            try service.sensor("SCAN owner-finger")
+        }
+        let awaited16 = await evaluate(context: context)
+        XCTAssertTrue(awaited16.succeeded)
+        let awaited17 = await collected.value
+        XCTAssertEqual(awaited17, [.placeFinger, .swipeTooShort])
+    }
+
+    func testDomainStateChangesWhenTheEnrolledSetChanges() async throws {
+        try await enroll("right-index-finger", as: "owner-finger")
+        let first = LAContext()
+        XCTAssertTrue(first.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        let before = try XCTUnwrap(first.domainState.biometry.stateHash)
+        XCTAssertEqual(first.evaluatedPolicyDomainState, before)
+
+        let again = LAContext()
+        XCTAssertTrue(again.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertEqual(again.domainState.biometry.stateHash, before, "stable while nothing changes")
+
+        try await enroll("left-index-finger", as: "second-finger")
+        let after = LAContext()
+        XCTAssertTrue(after.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertNotEqual(after.domainState.biometry.stateHash, before)
+        XCTAssertNil(LAContext().domainState.biometry.stateHash, "nil before a preflight")
+    }
+
+    // MARK: Policy 2: fingerprint or the account password, through polkit's agent and PAM
+
+    func testOwnerPolicyWithoutPrintsTakesTheRealPassword() throws {
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        let right = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: TestAccount.password)
+        XCTAssertEqual(right.status, 0, right.output)
+        XCTAssertTrue(right.output.contains("Authenticating as: \(TestAccount.name)"), right.output)
+        let wrong = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: "not-the-password")
+        XCTAssertEqual(wrong.status, 1, wrong.output)
+        XCTAssertTrue(wrong.output.contains("AuthenticationFailed"), wrong.output)
+    }
+
+    func testOwnerPolicyAcceptsTheFingerWhileThePasswordPromptWaits() throws {
+        try enrollOwner(as: "owner-finger")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        present("owner-finger", after: 0.6)
+        let started = Date()
+        let outcome = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: "-")
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20, "the finger wins without waiting for the password")
+    }
+
+    func testOwnerPolicyAcceptsThePasswordWithoutWaitingForTheFinger() throws {
+        try enrollOwner(as: "owner-finger")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        let started = Date()
+        let outcome = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: TestAccount.password)
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 20, "no wait for the 30 s scan timeout")
+    }
+
+    func testThePasswordLiftsABiometryLockout() throws {
+        try enrollOwner(as: "owner-finger")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        present("someone-else", after: 0.6, times: 5)
+        _ = try localauthctlAsOwner(["evaluate"])
+        _ = try localauthctlAsOwner(["evaluate"])
+        let locked = try localauthctlAsOwner(["status"])
+        XCTAssertTrue(locked.output.contains("BiometryLockout"), locked.output)
+
+        let unlocked = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: TestAccount.password)
+        XCTAssertEqual(unlocked.status, 0, unlocked.output)
+        let status = try localauthctlAsOwner(["status"])
+        XCTAssertTrue(status.output.contains("biometrics:  ready"), status.output)
+    }
+}

@@ -34,8 +34,16 @@ let package = Package(
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
         .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared"]),
 
+        // Apple-style sample code, built and run against the rig by the tests.
+        .executableTarget(name: "BiometricPreflight", dependencies: ["LocalAuthentication"],
+                          path: "Examples/BiometricPreflight", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "BiometricAuthManager", dependencies: ["LocalAuthentication"],
+                          path: "Examples/BiometricAuthManager", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(name: "AsyncUnlock", dependencies: ["LocalAuthentication"], path: "Examples/AsyncUnlock"),
+
         .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
+        .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared"]),
     ],
     swiftLanguageModes: [.v6]

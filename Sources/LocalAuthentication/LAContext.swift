@@ -129,7 +129,9 @@ open class LAContext: NSObject, @unchecked Sendable {
         }
     }
 
-    /// Verifies the owner; returns true or throws an `LAError`.
+    /// Verifies the owner; returns true or throws an `LAError`. Discardable, as
+    /// Apple's (imported from Objective-C) is: code often only awaits it.
+    @discardableResult
     open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String) async throws -> Bool {
         try await evaluate(policy, localizedReason: localizedReason)
     }

@@ -1,0 +1,5 @@
+// Driver.
+import LocalAuthentication
+let result = await unlock()
+print("\(result)")
+exit(result == .unlocked ? 0 : 1)

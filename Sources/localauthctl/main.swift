@@ -139,13 +139,42 @@ func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
     let context = LAContext()
     context.evaluationStatusHandler = { status in say(status.message) }
     say("\(reason): place your finger on the reader…")
+    if isatty(0) != 0 {
+        // The keyboard is this prompt's cancel and fallback buttons.
+        say("(type c and Enter to cancel, p and Enter to use your password instead)")
+        listenForKeys(context)
+    }
     do {
-        _ = try await context.evaluatePolicy(policy, localizedReason: reason)
+        try await context.evaluatePolicy(policy, localizedReason: reason)
         say("Verified.")
         return Exit.success
+    } catch let error as LAError where error.code == .userFallback {
+        say("Using your password instead.")
+        do {
+            try await LAContext().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: reason)
+            say("Verified.")
+            return Exit.success
+        } catch {
+            return report(error)
+        }
     } catch {
         return report(error)
     }
+}
+
+/// Reads the terminal on a thread of its own and ends the evaluation as the
+/// person's cancel (c) or fallback (p).
+func listenForKeys(_ context: LAContext) {
+    let thread = Thread {
+        while let line = readLine() {
+            switch line.trimmingCharacters(in: .whitespaces).lowercased() {
+            case "c": context.endEvaluation(as: .userCancel)
+            case "p": context.endEvaluation(as: .userFallback)
+            default: continue
+            }
+        }
+    }
+    thread.start()
 }
 
 func run() async -> Int32 {

@@ -255,3 +255,15 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(status.output.contains("biometrics:  ready"), status.output)
     }
 }
+
+/// localauthctl's prompt: the keyboard is its cancel button.
+final class LocalauthctlPromptTests: RigTestCase, @unchecked Sendable {
+    func testTypingCCancelsTheEvaluationAsTheUser() async throws {
+        try await enroll(as: "owner-finger")
+        let outcome = try runProgram("/usr/bin/python3", [Paths.root + "/scripts/pty-answer.py", "(type c", "c",
+                                                          Paths.localauthctl, "evaluate"],
+                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertEqual(outcome.status, 5, outcome.output)
+        XCTAssertTrue(outcome.output.contains("UserCancel"), outcome.output)
+    }
+}

@@ -14,6 +14,15 @@ enum Accounts {
         return String(cString: name)
     }
 
+    /// The uid of the user called `name`.
+    static func uid(of name: String) -> UInt32? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>? = nil
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard !name.isEmpty, getpwnam_r(name, &entry, &buffer, buffer.count, &result) == 0, let result else { return nil }
+        return result.pointee.pw_uid
+    }
+
     /// Whether the account has a usable password (Apple's "passcode set"): a
     /// shadow entry that is neither empty nor locked (`!`, `*`). The service
     /// runs as root, so it can read /etc/shadow; accounts it cannot see there

@@ -472,6 +472,21 @@ public final class LocalAuthService {
         return []
     }
 
+    /// ResetLockout: an administrator lifts a user's biometry lockout.
+    func resetLockout(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let name = request.arguments[0].string else { throw ServiceErrors.invalidArgs("ResetLockout takes (s)") }
+        let uid: UInt32
+        if name.isEmpty {
+            uid = request.uid
+        } else {
+            guard let found = Accounts.uid(of: name) else { throw ServiceErrors.invalidArgs("no user named \(name)") }
+            uid = found
+        }
+        lockout.reset(uid)
+        Log.info("biometry lockout of uid \(uid) reset by uid \(request.uid)")
+        return []
+    }
+
     /// Only the caller's own evaluations can be ended.
     private func end(_ requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
         for evaluation in evaluations where evaluation.sender == sender && evaluation.requestID == requestID {

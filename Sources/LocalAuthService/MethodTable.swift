@@ -30,6 +30,8 @@ extension LocalAuthService {
             signature: "s", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.cancel(request) }),
         LocalAuthBus.Method.endEvaluation: MethodSpec(
             signature: "ss", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.endEvaluation(request) }),
+        LocalAuthBus.Method.resetLockout: MethodSpec(
+            signature: "s", action: .manage, interactive: true, handler: { service, request throws(DBusError) in try service.resetLockout(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.domainState(request) }),
         LocalAuthBus.Method.enroll: MethodSpec(

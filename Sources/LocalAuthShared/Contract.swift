@@ -11,6 +11,7 @@ public enum LocalAuthBus {
         public static let evaluatePolicy = "EvaluatePolicy"
         public static let cancel = "Cancel"
         public static let endEvaluation = "EndEvaluation"
+        public static let resetLockout = "ResetLockout"
         public static let getDomainState = "GetDomainState"
         public static let enroll = "Enroll"
         public static let listEnrolledFingers = "ListEnrolledFingers"

@@ -267,3 +267,25 @@ final class LocalauthctlPromptTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(outcome.output.contains("UserCancel"), outcome.output)
     }
 }
+
+/// An administrator lifts a lockout; nobody else can.
+final class LockoutResetTests: RigTestCase, @unchecked Sendable {
+    func testOnlyAnAdministratorResetsALockout() throws {
+        try enrollOwner(as: "owner-finger")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        present("someone-else", after: 0.6, times: 5)
+        _ = try localauthctlAsOwner(["evaluate"])
+        _ = try localauthctlAsOwner(["evaluate"])
+        XCTAssertTrue(try localauthctlAsOwner(["status"]).output.contains("BiometryLockout"))
+
+        try rig.polkit("org.example.LocalAuth.manage", "no")
+        let refused = try gdbus("ResetLockout", [TestAccount.name], asNobody: true)
+        XCTAssertTrue(refused.stderr.contains("org.example.LocalAuth.Error.PermissionDenied"), refused.output)
+        XCTAssertTrue(try localauthctlAsOwner(["status"]).output.contains("BiometryLockout"), "unchanged after a refusal")
+
+        // Root is an administrator (polkit always authorizes it).
+        let reset = try callService("ResetLockout", "s", [TestAccount.name])
+        XCTAssertEqual(reset.status, 0, reset.output)
+        XCTAssertTrue(try localauthctlAsOwner(["status"]).output.contains("biometrics:  ready"))
+    }
+}

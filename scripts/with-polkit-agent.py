@@ -56,6 +56,9 @@ def main():
             sys.stdout.flush()
             seen += data
             if not answered and password != "-" and b"assword" in seen.split(b"\n")[-1]:
+                # pkttyagent turns echo off with TCSAFLUSH after printing the
+                # prompt, which discards anything typed before: let it settle.
+                time.sleep(0.5)
                 os.write(fd, password.encode() + b"\n")
                 answered = True
         done, status = os.waitpid(pid, os.WNOHANG)

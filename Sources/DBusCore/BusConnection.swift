@@ -1,6 +1,6 @@
 internal import CDBus
 internal import CDBusGLib
-import Foundation
+import Dispatch
 import Synchronization
 
 /// A connection to a message bus, served by an `EventLoop`.

@@ -1,6 +1,7 @@
 internal import CGLib
 internal import CDBusGLib
-import Foundation
+import Dispatch
+import Glibc
 
 /// A GLib main context and the one thread that iterates it, usable as a Swift
 /// serial executor.
@@ -27,18 +28,22 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
 
     /// A loop with a private context on a new thread of its own. For a library
     /// inside someone else's process: it never touches the app's own GLib context.
+    /// (`name` documents the thread's purpose at the call site.)
     public static func startThread(name: String) -> EventLoop {
         let loop = EventLoop(context: g_main_context_new())
-        let ready = DispatchSemaphore(value: 0)
-        let thread = Thread {
-            g_main_context_push_thread_default(loop.context)
-            ready.signal()
-            g_main_loop_run(loop.mainLoop)
-            g_main_context_pop_thread_default(loop.context)
-        }
-        thread.name = name
-        thread.start()
-        ready.wait()
+        let start = ThreadStart(loop: loop)
+        var thread = pthread_t()
+        let created = pthread_create(&thread, nil, { raw in
+            let start = Unmanaged<ThreadStart>.fromOpaque(raw!).takeRetainedValue()
+            g_main_context_push_thread_default(start.loop.context)
+            start.ready.signal()
+            g_main_loop_run(start.loop.mainLoop)
+            g_main_context_pop_thread_default(start.loop.context)
+            return nil
+        }, Unmanaged.passRetained(start).toOpaque())
+        precondition(created == 0, "cannot start the event loop thread")
+        pthread_detach(thread)
+        start.ready.wait()
         return loop
     }
 
@@ -113,6 +118,12 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
     public func checkIsolated() {
         precondition(isCurrent, "not on the event loop's thread")
     }
+}
+
+private final class ThreadStart: @unchecked Sendable {
+    let loop: EventLoop
+    let ready = DispatchSemaphore(value: 0)
+    init(loop: EventLoop) { self.loop = loop }
 }
 
 private final class WorkBox {

@@ -70,7 +70,7 @@ public final class Message: @unchecked Sendable {
     /// An invalid error name is replaced by org.freedesktop.DBus.Error.Failed.
     public func errorReply(_ error: DBusError) -> Message? {
         guard (try? checkReplyable()) != nil else { return nil }
-        let text = error.message.replacingOccurrences(of: "\0", with: " ")
+        let text = String(error.message.map { $0 == "\0" ? " " : $0 })
         let name = NameCheck.errorName(error.name.rawValue) ? error.name.rawValue : DBusError.Name.failed.rawValue
         guard let raw = dbus_message_new_error(self.raw, name, text) else { return nil }
         return Message(taking: raw)

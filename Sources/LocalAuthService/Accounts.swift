@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// Facts about local accounts that policy 2 needs.
@@ -29,7 +28,8 @@ enum Accounts {
     /// (network accounts through NSS) are assumed to have one, and PAM decides.
     static func hasPassword(uid: UInt32) -> Bool {
         guard let name = name(of: uid) else { return false }
-        guard let shadow = try? String(contentsOfFile: "/etc/shadow", encoding: .utf8) else { return true }
+        guard let bytes = Posix.readFile("/etc/shadow") else { return true }
+        let shadow = String(decoding: bytes, as: UTF8.self)
         for line in shadow.split(separator: "\n") {
             let fields = line.split(separator: ":", omittingEmptySubsequences: false)
             guard fields.count >= 2, fields[0] == name else { continue }

@@ -1,4 +1,3 @@
-import Foundation
 
 /// How the service runs; parsed from the command line by `localauthd`.
 public struct Configuration: Sendable {
@@ -19,7 +18,7 @@ public struct Configuration: Sendable {
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
                 fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {
         self.stateDirectory = stateDirectory
-            ?? ProcessInfo.processInfo.environment["STATE_DIRECTORY"]?.split(separator: ":").first.map(String.init)
+            ?? Posix.environment("STATE_DIRECTORY")?.split(separator: ":").first.map(String.init)
             ?? "/var/lib/localauth"
         self.idleTimeout = idleTimeout
         self.scanTimeout = scanTimeout

@@ -1,5 +1,4 @@
 import DBusCore
-import Foundation
 import LocalAuthShared
 
 // Enrollment, listing and deletion of prints, and the domain state that

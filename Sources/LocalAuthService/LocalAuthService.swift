@@ -1,7 +1,6 @@
 internal import CGLib
 internal import CLocalAuthInterface
 import DBusCore
-import Foundation
 import LocalAuthShared
 
 /// localauthd: the org.example.LocalAuth service.
@@ -288,7 +287,7 @@ public final class LocalAuthService {
     func evaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let arguments = request.arguments
         let policy = try Self.policy(arguments[0])
-        guard let reason = arguments[1].string, !reason.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty else {
+        guard let reason = arguments[1].string, !reason.trimmed.isEmpty else {
             throw ServiceErrors.invalidArgs("the localized reason must not be empty")
         }
         guard reason.utf8.count <= LocalAuthBus.maximumTextLength else {
@@ -316,7 +315,7 @@ public final class LocalAuthService {
             throw ServiceErrors.la(.notInteractive, "authentication needs the user but interaction is not allowed")
         }
 
-        let evaluation = Evaluation(requestID: options.requestID ?? UUID().uuidString, sender: request.sender,
+        let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
                                     uid: uid, queue: queue)
         evaluations.append(evaluation)
         defer { evaluations.removeAll { $0 === evaluation } }

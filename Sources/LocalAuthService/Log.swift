@@ -1,4 +1,3 @@
-import Foundation
 
 /// Log lines on stderr with journald's priority prefixes (`<3>` error,
 /// `<4>` warning, `<6>` info, `<7>` debug): one line per event. Never pass
@@ -9,7 +8,7 @@ enum Log {
     static func info(_ message: String) { write(6, message) }
 
     private static func write(_ priority: Int, _ message: String) {
-        let line = "<\(priority)>" + message.replacingOccurrences(of: "\n", with: " ") + "\n"
-        FileHandle.standardError.write(Data(line.utf8))
+        let oneLine = String(message.map { $0 == "\n" ? " " : $0 })
+        Posix.writeError("<\(priority)>" + oneLine + "\n")
     }
 }

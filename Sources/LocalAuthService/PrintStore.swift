@@ -1,4 +1,3 @@
-import Foundation
 import LocalAuthShared
 
 /// Enrolled prints, one file per finger: `<state>/prints/<uid>/<finger-name>`,
@@ -24,7 +23,7 @@ final class PrintStore {
     /// are logged by name and skipped so that the others still work.
     func prints(of uid: UInt32, for reader: Sensor.Identity) -> [StoredPrint] {
         let directory = directory(of: uid)
-        guard let names = try? FileManager.default.contentsOfDirectory(atPath: directory) else { return [] }
+        guard let names = Posix.listDirectory(directory) else { return [] }
         var result: [StoredPrint] = []
         for name in names.sorted() {
             guard let finger = FingerName(rawValue: name) else { continue }   // temporary files, strays
@@ -54,7 +53,7 @@ final class PrintStore {
 
     func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
         let path = "\(directory(of: uid))/\(finger.rawValue)"
-        guard FileManager.default.fileExists(atPath: path) else { return false }
+        guard Posix.exists(path) else { return false }
         try AtomicFile.remove(path)
         return true
     }

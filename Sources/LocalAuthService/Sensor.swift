@@ -1,6 +1,5 @@
 internal import CGLib
 internal import CFprint
-import Foundation
 
 /// The fingerprint reader, through libfprint: the first device that can verify.
 ///

@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// Crash-safe file writes: temporary file, fsync, rename over the old file,
@@ -13,7 +12,7 @@ enum AtomicFile {
     }
 
     static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(Failure) {
-        let directory = (path as NSString).deletingLastPathComponent
+        let directory = Posix.directory(of: path)
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create", errno: errno) }
@@ -46,7 +45,7 @@ enum AtomicFile {
 
     static func remove(_ path: String) throws(Failure) {
         guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", errno: errno) }
-        try syncDirectory((path as NSString).deletingLastPathComponent)
+        try syncDirectory(Posix.directory(of: path))
     }
 
     static func syncDirectory(_ directory: String) throws(Failure) {
@@ -69,8 +68,7 @@ enum AtomicFile {
     }
 
     static func read(_ path: String) -> [UInt8]? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return [UInt8](data)
+        Posix.readFile(path)
     }
 }
 
@@ -91,7 +89,7 @@ final class LockoutStore {
         let path = "\(directory)/\(uid)"
         var count = 0
         if let bytes = AtomicFile.read(path) {
-            let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let text = String(decoding: bytes, as: UTF8.self).trimmed
             if let parsed = Int(text), parsed >= 0 {
                 count = parsed
             } else {

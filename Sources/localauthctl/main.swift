@@ -3,6 +3,7 @@
 // stderr and the status says what kind of failure it was (see --help).
 import Foundation
 import LocalAuthentication
+import Synchronization
 
 let help = """
     Usage: localauthctl COMMAND [OPTIONS]
@@ -139,16 +140,18 @@ func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
     let context = LAContext()
     context.evaluationStatusHandler = { status in say(status.message) }
     say("\(reason): place your finger on the reader…")
-    if isatty(0) != 0 {
-        // The keyboard is this prompt's cancel and fallback buttons.
-        say("(type c and Enter to cancel, p and Enter to use your password instead)")
-        listenForKeys(context)
-    }
+    // The keyboard is this prompt's cancel and fallback buttons, but only while
+    // nothing else may ask on this terminal: with the password policy, polkit's
+    // text agent may prompt here, and its password must not reach us.
+    let keys = isatty(0) != 0 && policy == .deviceOwnerAuthenticationWithBiometrics ? KeyListener(context) : nil
+    if keys != nil { say("(type c and Enter to cancel, p and Enter to use your password instead)") }
     do {
         try await context.evaluatePolicy(policy, localizedReason: reason)
+        keys?.stop()
         say("Verified.")
         return Exit.success
     } catch let error as LAError where error.code == .userFallback {
+        keys?.stop()
         say("Using your password instead.")
         do {
             try await LAContext().evaluatePolicy(.deviceOwnerAuthentication, localizedReason: reason)
@@ -158,23 +161,45 @@ func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
             return report(error)
         }
     } catch {
+        keys?.stop()
         return report(error)
     }
 }
 
 /// Reads the terminal on a thread of its own and ends the evaluation as the
-/// person's cancel (c) or fallback (p).
-func listenForKeys(_ context: LAContext) {
-    let thread = Thread {
-        while let line = readLine() {
-            switch line.trimmingCharacters(in: .whitespaces).lowercased() {
-            case "c": context.endEvaluation(as: .userCancel)
-            case "p": context.endEvaluation(as: .userFallback)
-            default: continue
+/// person's cancel (c) or fallback (p). `stop()` returns only once the thread
+/// has stopped reading, so that a password typed next goes to whoever asks.
+final class KeyListener: Sendable {
+    private let stopped = Atomic<Bool>(false)
+    private let finished = DispatchSemaphore(value: 0)
+
+    init(_ context: LAContext) {
+        Thread { [self] in
+            defer { finished.signal() }
+            var line: [UInt8] = []
+            while !stopped.load(ordering: .acquiring) {
+                var descriptor = pollfd(fd: 0, events: Int16(POLLIN), revents: 0)
+                guard poll(&descriptor, 1, 100) > 0 else { continue }
+                var byte: UInt8 = 0
+                guard read(0, &byte, 1) == 1 else { return }
+                guard byte == UInt8(ascii: "\n") else {
+                    line.append(byte)
+                    continue
+                }
+                switch String(decoding: line, as: UTF8.self).trimmingCharacters(in: .whitespaces).lowercased() {
+                case "c": context.endEvaluation(as: .userCancel)
+                case "p": context.endEvaluation(as: .userFallback)
+                default: break
+                }
+                line.removeAll()
             }
-        }
+        }.start()
     }
-    thread.start()
+
+    func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        finished.wait()
+    }
 }
 
 func run() async -> Int32 {

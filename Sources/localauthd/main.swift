@@ -1,7 +1,7 @@
 // localauthd: the LocalAuth system service. Parses options, wires the real
 // parts together and runs the GLib loop on the main thread until stopped.
 import DBusCore
-import Foundation
+import Glibc
 import LocalAuthService
 
 let usage = """
@@ -15,8 +15,13 @@ let usage = """
 
     """
 
+func writeError(_ text: String) {
+    let bytes = Array(text.utf8)
+    _ = bytes.withUnsafeBytes { write(2, $0.baseAddress, $0.count) }
+}
+
 func fail(_ message: String) -> Never {
-    FileHandle.standardError.write(Data("localauthd: \(message)\n\n\(usage)".utf8))
+    writeError("localauthd: \(message)\n\n\(usage)")
     exit(2)
 }
 
@@ -63,7 +68,7 @@ Task { @ServiceActor in
         }
         await service.waitUntilStopped()
     } catch {
-        FileHandle.standardError.write(Data("<3>localauthd: \(error)\n".utf8))
+        writeError("<3>localauthd: \(error)\n")
         exitStatus = 1
     }
     loop.stop()

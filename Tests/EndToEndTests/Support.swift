@@ -2,26 +2,23 @@ import Foundation
 import LocalAuthentication
 import XCTest
 
-/// Base class: one bus rig per test class, one fresh service per test.
+/// The one bus rig of this test process. One, because libdbus reads
+/// DBUS_SYSTEM_BUS_ADDRESS once per process: the client library in this
+/// process stays on the first rig's bus. Stopped when the process exits.
+let processRig: BusRig = {
+    do {
+        let rig = try BusRig()
+        atexit { processRig.stop() }
+        return rig
+    } catch {
+        fatalError("cannot start the test rig: \(error)")
+    }
+}()
+
+/// Base class: the process's bus rig, one fresh service per test.
 class RigTestCase: XCTestCase, @unchecked Sendable {
-    nonisolated(unsafe) static var sharedRig: BusRig?
-    var rig: BusRig { Self.sharedRig! }
+    var rig: BusRig { processRig }
     var service: ServiceProcess!
-
-    override class func setUp() {
-        super.setUp()
-        do {
-            sharedRig = try BusRig()
-        } catch {
-            fatalError("cannot start the test rig: \(error)")
-        }
-    }
-
-    override class func tearDown() {
-        sharedRig?.stop()
-        sharedRig = nil
-        super.tearDown()
-    }
 
     override func setUpWithError() throws {
         try super.setUpWithError()

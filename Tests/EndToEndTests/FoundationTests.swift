@@ -145,3 +145,33 @@ final class StatusRecorder: @unchecked Sendable {
     func append(_ status: LAEvaluationStatus) { lock.withLock { stored.append(status) } }
     var values: [LAEvaluationStatus] { lock.withLock { stored } }
 }
+
+/// "polkit unreachable" is "no", and the service keeps serving.
+final class PolkitGoneTests: XCTestCase, @unchecked Sendable {
+    func testPolkitUnreachableMeansPermissionDenied() throws {
+        // A rig of its own: this test kills its polkitd.
+        let rig = try BusRig(exportAddress: false)
+        defer { rig.stop() }
+        let service = try ServiceProcess(bus: rig)
+        defer { service.stop() }
+        func evaluate() throws -> Outcome {
+            try runProgram("/usr/bin/gdbus", ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
+                                              "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EvaluatePolicy",
+                                              "1", "Unlock", "{}"],
+                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        }
+        // With polkit there, root passes authorization and meets the next check.
+        XCTAssertTrue(try evaluate().stderr.contains("BiometryNotEnrolled"))
+
+        let polkitd = try String(contentsOfFile: rig.directory + "/polkitd.pid", encoding: .utf8)
+        XCTAssertEqual(kill(pid_t(polkitd.trimmingCharacters(in: .whitespacesAndNewlines))!, SIGKILL), 0)
+        usleep(300_000)
+        let refused = try evaluate()
+        XCTAssertTrue(refused.stderr.contains("org.example.LocalAuth.Error.PermissionDenied"), refused.output)
+        XCTAssertTrue(service.isRunning)
+        let preflight = try runProgram("/usr/bin/busctl", ["--address=\(rig.address)", "call", "org.example.LocalAuth",
+                                                           "/org/example/LocalAuth", "org.example.LocalAuth",
+                                                           "CanEvaluatePolicy", "u", "1"])
+        XCTAssertTrue(preflight.stderr.contains("no fingerprints are enrolled"), "the service still answers: \(preflight.output)")
+    }
+}

@@ -135,7 +135,8 @@ final class BusRig: @unchecked Sendable {
     let address: String
     let polkitAnswers: String
 
-    init() throws {
+    /// `exportAddress`: point this process's system bus (the client library) at it.
+    init(exportAddress: Bool = true) throws {
         directory = "/tmp/localauth-rig-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
         let outcome = try runProgram(Paths.root + "/scripts/rig.sh", ["start", directory])
         guard outcome.status == 0 else { throw RigError("rig.sh start failed: \(outcome.output)") }
@@ -151,7 +152,7 @@ final class BusRig: @unchecked Sendable {
         self.address = address
         polkitAnswers = answers
         // The client library in this process uses the system bus: this one.
-        setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1)
+        if exportAddress { setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1) }
     }
 
     /// Forces polkit's answer for `action` (yes, no, auth_self, …; nil: the action's defaults).

@@ -54,6 +54,21 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(awaited3.code, .biometryLockout, "even the right finger is refused while locked")
     }
 
+    func testADamagedLockoutFileFailsClosed() async throws {
+        try await enroll(as: "owner-finger")
+        let state = service.stateDirectory
+        service.stop()
+        try FileManager.default.createDirectory(atPath: state + "/lockout", withIntermediateDirectories: true)
+        try Data("garbage\u{0}\u{7}".utf8).write(to: URL(fileURLWithPath: state + "/lockout/0"))
+        service = try ServiceProcess(bus: rig, stateDirectory: state)
+        var error: NSError?
+        XCTAssertFalse(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
+        XCTAssertEqual(error?.code, LAError.Code.biometryLockout.rawValue, "a damaged count must not unlock")
+        XCTAssertTrue(service.log.contains("lockout file \(state)/lockout/0 is corrupt"), service.log)
+        let fingers = try await LAFingerprints.enrolledFingers()
+        XCTAssertEqual(fingers, ["right-index-finger"], "the prints are untouched")
+    }
+
     func testSuccessfulMatchResetsTheFailureCount() async throws {
         try await enroll(as: "owner-finger")
         present("someone-else", after: 0.2, times: 3)

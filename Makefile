@@ -3,7 +3,8 @@
 #   make build       swift build, and the tests
 #   make test        deps, then swift test (end-to-end tests start the rig themselves)
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
-#   make release     swift build -c release --static-swift-stdlib (no Swift runtime needed to run)
+#   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
+#                    (binaries that need no Swift runtime and search no private library path)
 #   make install     release, then install (PREFIX=/usr/local, DESTDIR=; see scripts/install.sh)
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
@@ -26,8 +27,9 @@ SHELL := /bin/bash
 PREFIX ?= /usr/local
 DESTDIR ?=
 BUILD ?= release
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
 ifeq ($(BUILD),release)
-SWIFT_BUILD_FLAGS := -c release --static-swift-stdlib
+SWIFT_BUILD_FLAGS := $(RELEASE_FLAGS)
 else ifeq ($(BUILD),debug)
 SWIFT_BUILD_FLAGS :=
 else
@@ -63,7 +65,7 @@ demo: deps build
 	scripts/demo.sh
 
 release:
-	$(SWIFT) build -c release --static-swift-stdlib
+	$(SWIFT) build $(RELEASE_FLAGS)
 
 binaries:
 ifndef NO_BUILD

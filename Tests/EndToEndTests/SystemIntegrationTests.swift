@@ -163,6 +163,21 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// The .deb's maintainer scripts are valid POSIX sh (dash), and only the
+    /// whitelisted systemctl daemon-reload is called directly (lintian).
+    func testMaintainerScriptsParse() throws {
+        for script in ["postinst", "prerm", "postrm"] {
+            let path = Paths.root + "/packaging/deb/" + script
+            let check = try runProgram("/bin/dash", ["-n", path])
+            XCTAssertEqual(check.status, 0, "\(script): \(check.output)")
+            let text = try contents(path)
+            XCTAssertTrue(text.hasPrefix("#!/bin/sh\n"), script)
+            for line in text.split(separator: "\n") where line.contains("systemctl ") && !line.trimmingCharacters(in: .whitespaces).hasPrefix("#") {
+                XCTAssertTrue(line.contains("systemctl --system daemon-reload"), "\(script): \(line)")
+            }
+        }
+    }
+
     /// `systemd-analyze security --offline=yes` on the installed unit: a
     /// property of the file, not of timing. fprintd's number is printed beside.
     func testInstalledUnitExposureIsAtMostTwo() throws {

@@ -163,6 +163,19 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Examples/UnlockApp uses the package as any SwiftPM user would (a
+    /// dependency by path), which SwiftPM refuses if the root package has
+    /// unsafeFlags. Building it is `make example` (a second full build, too
+    /// slow for this suite); here, the two manifests.
+    func testPackageCanBeUsedAsADependency() throws {
+        let root = try contents(Paths.root + "/Package.swift")
+        XCTAssertFalse(root.contains("unsafeFlags"), "a package with unsafeFlags cannot be a dependency")
+        let example = try contents(Paths.root + "/Examples/UnlockApp/Package.swift")
+        XCTAssertTrue(example.contains(#".package(name: "LocalAuth", path: "../..")"#), example)
+        XCTAssertTrue(example.contains(#".product(name: "LocalAuthentication", package: "LocalAuth")"#), example)
+        XCTAssertTrue(root.contains(#".library(name: "LocalAuthentication""#), root)
+    }
+
     /// The .deb's maintainer scripts are valid POSIX sh (dash), and only the
     /// whitelisted systemctl daemon-reload is called directly (lintian).
     func testMaintainerScriptsParse() throws {

@@ -137,7 +137,7 @@ notes() {
         /usr/share/dbus-1/system-services|/usr/local/share/dbus-1/system-services|/lib/dbus-1/system-services) ;;
         *) echo "note: $DBUS_SERVICEDIR is not one of the system bus's activation directories" >&2 ;;
     esac
-    echo "note: reload the bus (systemctl reload dbus) and restart polkit to pick up new policies" >&2
+    echo "note: reload the system bus (systemctl reload dbus) for the bus policy; polkitd loads new actions by itself" >&2
 }
 
 cmd_uninstall() {

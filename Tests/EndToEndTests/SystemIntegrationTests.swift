@@ -206,7 +206,8 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
             }
             return value
         }
-        let ours = try exposure(destdir + "/lib/systemd/system/localauthd.service")
+        let unit = destdir + "/lib/systemd/system/localauthd.service"
+        let ours = try exposure(unit)
         print("systemd-analyze security --offline=yes: localauthd.service \(ours)")
         XCTAssertLessThanOrEqual(ours, 2.0)
         let fprintd = "/lib/systemd/system/fprintd.service"
@@ -215,6 +216,14 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
             print("systemd-analyze security --offline=yes: fprintd.service \(theirs)")
             XCTAssertLessThan(ours, theirs)
         }
+
+        // systemd accepts the unit as a whole (ExecStart= must exist: install
+        // for real under a scratch prefix).
+        let prefix = scratch + "/prefix/usr"
+        try make("install", ["PREFIX": prefix])
+        let verify = try runProgram("/usr/bin/systemd-analyze", ["verify", "--man=no", prefix + "/lib/systemd/system/localauthd.service"])
+        XCTAssertEqual(verify.status, 0, verify.output)
+        XCTAssertEqual(verify.output, "", "systemd-analyze verify")
     }
 
     /// A system-type bus whose <servicedir> holds the installed activation

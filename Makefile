@@ -1,15 +1,53 @@
 # LocalAuth for Linux
-#   make deps    install the Debian packages (scripts/install-deps.sh)
-#   make build   swift build, and the tests
-#   make test    deps, then swift test (end-to-end tests start the rig themselves)
-#   make demo    deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
-#   make clean   remove build output
+#   make deps        install the Debian packages (scripts/install-deps.sh)
+#   make build       swift build, and the tests
+#   make test        deps, then swift test (end-to-end tests start the rig themselves)
+#   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
+#   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
+#                    (binaries that need no Swift runtime and search no private library path)
+#   make install     release, then install (PREFIX=/usr/local, DESTDIR=; see scripts/install.sh)
+#   make uninstall   remove exactly what `make install` installed (its manifest)
+#   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
+#   make example     build Examples/UnlockApp, which uses the package by path
+#   make clean       remove build output
+#
+# Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR
+# DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST.
+# BUILD=release (default) or debug picks the binaries; NO_BUILD=1 installs
+# what is already built (BINARIES=DIR: binaries from elsewhere, no build).
+# dbus-daemon reads bus policies only from /usr/share/dbus-1/system.d and
+# /etc/dbus-1/system.d, polkitd actions only from /usr/share/polkit-1/actions:
+# with PREFIX=/usr/local add DBUS_POLICYDIR=/etc/dbus-1/system.d
+# POLKIT_ACTIONDIR=/usr/share/polkit-1/actions, or use PREFIX=/usr (the .deb does).
 
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 SHELL := /bin/bash
 
-.PHONY: all deps build test demo clean
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD ?= release
+RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now
+ifeq ($(BUILD),release)
+SWIFT_BUILD_FLAGS := $(RELEASE_FLAGS)
+else ifeq ($(BUILD),debug)
+SWIFT_BUILD_FLAGS :=
+else
+$(error BUILD must be release or debug)
+endif
+ifdef BINARIES
+NO_BUILD := 1
+else
+BINARIES := $(CURDIR)/.build/$(BUILD)
+endif
+VERSION ?= 0.1.0
+
+# Passed to scripts/install.sh only when set (it has the defaults).
+INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR \
+	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
+INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
+
+.PHONY: all deps build test demo release binaries install uninstall install-list deb example clean
 
 all: build
 
@@ -26,6 +64,29 @@ test: deps
 demo: deps build
 	scripts/demo.sh
 
+release:
+	$(SWIFT) build $(RELEASE_FLAGS)
+
+binaries:
+ifndef NO_BUILD
+	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+endif
+
+install: binaries
+	$(INSTALL_ENV) scripts/install.sh install
+
+uninstall:
+	$(INSTALL_ENV) scripts/install.sh uninstall
+
+install-list:
+	@$(INSTALL_ENV) scripts/install.sh list
+
+deb: binaries
+	BINARIES='$(BINARIES)' VERSION='$(VERSION)' scripts/make-deb.sh
+
+example:
+	cd Examples/UnlockApp && $(SWIFT) build
+
 clean:
 	$(SWIFT) package clean || true
-	rm -rf .build
+	rm -rf .build out Examples/UnlockApp/.build

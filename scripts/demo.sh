@@ -7,14 +7,16 @@
 # Walks through: status, enroll (feeding the virtual sensor), list, a matching
 # evaluate, and a non-matching one. Prints each step's exit code; exits 0 when
 # every step behaved as expected. Everything it started is stopped on exit.
-# BUILD_DIR overrides where the binaries are (default .build/debug).
+# BUILD_DIR overrides where the binaries are (default .build/debug);
+# LOCALAUTHD / LOCALAUTHCTL name the programs themselves, e.g. the installed
+# package's: LOCALAUTHD=/usr/libexec/localauthd LOCALAUTHCTL=/usr/bin/localauthctl.
 
 set -uo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${BUILD_DIR:-$REPO/.build/debug}"
-LOCALAUTHD="$BUILD_DIR/localauthd"
-LOCALAUTHCTL="$BUILD_DIR/localauthctl"
+LOCALAUTHD="${LOCALAUTHD:-$BUILD_DIR/localauthd}"
+LOCALAUTHCTL="${LOCALAUTHCTL:-$BUILD_DIR/localauthctl}"
 RIG="$REPO/scripts/rig.sh"
 PY=/usr/bin/python3
 [ -x "$PY" ] || PY=python3

@@ -181,9 +181,10 @@ final class ServiceProcess: @unchecked Sendable {
     let logPath: String
     let bus: BusRig
 
-    /// `withReader: false` starts the service with no reader at all.
+    /// `withReader: false` starts the service with no reader at all;
+    /// `launcher` runs it through another program (e.g. setpriv).
     init(bus: BusRig, stateDirectory: String? = nil, withReader: Bool = true,
-         arguments: [String] = []) throws {
+         arguments: [String] = [], launcher: [String] = []) throws {
         self.bus = bus
         let base = bus.directory + "/service-\(UInt32.random(in: 0...UInt32.max))"
         try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
@@ -193,7 +194,8 @@ final class ServiceProcess: @unchecked Sendable {
         var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "FP_DRIVERS_WHITELIST": "virtual_device"]
         // An empty value is dropped from the child's environment: no reader at all.
         environment["FP_VIRTUAL_DEVICE"] = withReader ? sensorSocket : ""
-        child = try Child(Paths.localauthd, ["--state-dir", self.stateDirectory, "--idle-timeout", "0"] + arguments,
+        let command = launcher + [Paths.localauthd, "--state-dir", self.stateDirectory, "--idle-timeout", "0"] + arguments
+        child = try Child(command[0], Array(command.dropFirst()),
                           environment: environment, stdoutPath: logPath, stderrPath: logPath)
         try waitForName()
     }

@@ -181,7 +181,11 @@ final class ServiceProcess: @unchecked Sendable {
     let bus: BusRig
 
     /// `withReader: false` starts the service with no reader at all.
+    /// `fprintdStore`: fprintd's store to read (default: an empty directory of
+    /// this service, so that the machine's /var/lib/fprint never leaks in).
+    /// `environment`: more variables (a second virtual reader, say).
     init(bus: BusRig, stateDirectory: String? = nil, withReader: Bool = true,
+         fprintdStore: String? = nil, environment extra: [String: String] = [:],
          arguments: [String] = []) throws {
         self.bus = bus
         let base = bus.directory + "/service-\(UInt32.random(in: 0...UInt32.max))"
@@ -192,7 +196,9 @@ final class ServiceProcess: @unchecked Sendable {
         var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "FP_DRIVERS_WHITELIST": "virtual_device"]
         // An empty value is dropped from the child's environment: no reader at all.
         environment["FP_VIRTUAL_DEVICE"] = withReader ? sensorSocket : ""
-        child = try Child(Paths.localauthd, ["--state-dir", self.stateDirectory, "--idle-timeout", "0"] + arguments,
+        environment.merge(extra) { $1 }
+        let store = ["--fprintd-store", fprintdStore ?? base + "/fprintd-store"]
+        child = try Child(Paths.localauthd, ["--state-dir", self.stateDirectory, "--idle-timeout", "0"] + store + arguments,
                           environment: environment, stdoutPath: logPath, stderrPath: logPath)
         try waitForName()
     }
@@ -216,6 +222,11 @@ final class ServiceProcess: @unchecked Sendable {
     /// Sends one command to the virtual sensor (one connection per command),
     /// retrying the connect until the service has the device open.
     func sensor(_ command: String) throws {
+        try ServiceProcess.send(command, to: sensorSocket)
+    }
+
+    /// Sends one command to the virtual sensor listening at `socketPath`.
+    static func send(_ command: String, to sensorSocket: String) throws {
         let deadline = Date().addingTimeInterval(10)
         while true {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -204,7 +204,8 @@ func list(_ options: PrintCommandOptions) async -> Int32 {
         }
         rows.append([print.finger, source, print.reader, created, note])
     }
-    let widths = (0..<5).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    if rows.dropFirst().allSatisfy({ $0[4].isEmpty }) { rows = rows.map { Array($0.prefix(4)) } }
+    let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
     for row in rows {
         let line = row.enumerated().map { index, cell in
             index == row.count - 1 ? cell : cell.padding(toLength: widths[index] + 2, withPad: " ", startingAt: 0)

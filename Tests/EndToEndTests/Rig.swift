@@ -225,9 +225,10 @@ final class ServiceProcess: @unchecked Sendable {
         try ServiceProcess.send(command, to: sensorSocket)
     }
 
-    /// Sends one command to the virtual sensor listening at `socketPath`.
-    static func send(_ command: String, to sensorSocket: String) throws {
-        let deadline = Date().addingTimeInterval(10)
+    /// Sends one command to the virtual sensor listening at `sensorSocket`,
+    /// retrying the connect for `retryFor` seconds (0: one attempt).
+    static func send(_ command: String, to sensorSocket: String, retryFor: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(retryFor)
         while true {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw RigError("socket: \(errno)") }
@@ -246,6 +247,12 @@ final class ServiceProcess: @unchecked Sendable {
             if connected == 0 {
                 let data = Array(command.utf8)
                 _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                // The driver closes the connection once it has taken the
+                // command; a next connection before that would drop it.
+                var timeout = timeval(tv_sec: 2, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var scratch = [UInt8](repeating: 0, count: 256)
+                while scratch.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
                 close(fd)
                 return
             }

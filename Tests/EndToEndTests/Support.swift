@@ -2,25 +2,25 @@ import Foundation
 import LocalAuthentication
 import XCTest
 
-/// Base class: one bus rig per test class, one fresh service per test.
+/// Base class: one bus rig for the whole test process, one fresh service per test.
+///
+/// One rig, not one per class: libdbus reads DBUS_SYSTEM_BUS_ADDRESS once per
+/// process and keeps it, so the client library in this process can only ever
+/// reach the first rig's bus. The rig stops when the test bundle finishes.
 class RigTestCase: XCTestCase, @unchecked Sendable {
     nonisolated(unsafe) static var sharedRig: BusRig?
-    var rig: BusRig { Self.sharedRig! }
+    var rig: BusRig { RigTestCase.sharedRig! }
     var service: ServiceProcess!
 
     override class func setUp() {
         super.setUp()
+        guard RigTestCase.sharedRig == nil else { return }
         do {
-            sharedRig = try BusRig()
+            RigTestCase.sharedRig = try BusRig()
         } catch {
             fatalError("cannot start the test rig: \(error)")
         }
-    }
-
-    override class func tearDown() {
-        sharedRig?.stop()
-        sharedRig = nil
-        super.tearDown()
+        XCTestObservationCenter.shared.addTestObserver(RigStopper())
     }
 
     override func setUpWithError() throws {
@@ -121,5 +121,13 @@ extension Result where Success == Bool, Failure == LAError {
         case .success(let value): value
         case .failure: false
         }
+    }
+}
+
+/// Stops the process's rig once every test has run.
+final class RigStopper: NSObject, XCTestObservation {
+    func testBundleDidFinish(_ testBundle: Bundle) {
+        RigTestCase.sharedRig?.stop()
+        RigTestCase.sharedRig = nil
     }
 }

@@ -169,7 +169,9 @@ func enroll(_ options: PrintCommandOptions) async -> Int32 {
         return Exit.success
     } catch let error as LAFingerprints.ServiceError where error.shortName == "AlreadyEnrolled" {
         let status = report(error)
-        complain("use `localauthctl enroll \(name) --replace` to enroll it again, or `localauthctl delete \(name)` first")
+        let user = options.user.map { " --user \($0)" } ?? ""
+        complain("use `localauthctl enroll \(name) --replace\(user)` to enroll it again"
+                 + (error.message.contains("fprintd") ? "" : ", or `localauthctl delete \(name)\(user)` first"))
         return status
     } catch {
         return report(error)

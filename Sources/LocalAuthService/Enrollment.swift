@@ -76,7 +76,8 @@ extension LocalAuthService {
         sensor.onChange = { [weak self] in
             guard let self else { return }
             let now: BiometryKind = self.sensor.isPresent ? .touchID : .none
-            Log.info("readers now: \(self.sensor.usableReaders.map(\.description).joined(separator: ", "))")
+            let names = self.sensor.usableReaders.map(\.description)
+            Log.info("readers now: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
             guard now != announced.value else { return }
             announced.value = now
             try? self.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),

@@ -246,7 +246,8 @@ final class ServiceProcess: @unchecked Sendable {
             }
             if connected == 0 {
                 let data = Array(command.utf8)
-                _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                // MSG_NOSIGNAL: a service killed meanwhile must not SIGPIPE the tests.
+                _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
                 // The driver closes the connection once it has taken the
                 // command; a next connection before that would drop it.
                 var timeout = timeval(tv_sec: 2, tv_usec: 0)

@@ -38,7 +38,7 @@ struct Request {
 }
 
 extension LocalAuthService {
-    static let methods: [String: MethodSpec] = [
+    nonisolated static let methods: [String: MethodSpec] = [
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
             signature: "u", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.canEvaluatePolicy(request) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(

@@ -44,6 +44,8 @@ let package = Package(
         .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
+        // The service's pure parts (the print file format), without a bus.
+        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared"]),
     ],
     swiftLanguageModes: [.v6]

@@ -8,4 +8,18 @@
 static inline GQuark cfprint_device_error_quark(void) { return FP_DEVICE_ERROR; }
 static inline GQuark cfprint_device_retry_quark(void) { return FP_DEVICE_RETRY; }
 static inline void *cfprint_ptr_array_index(GPtrArray *array, guint index) { return g_ptr_array_index(array, index); }
+
+// g_signal_connect is a macro, and GCallback erases the handler's type: these
+// helpers connect typed handlers to the signals the service follows
+// (hotplug: FpContext::device-added / ::device-removed, FpDevice::removed).
+typedef void (*cfprint_context_device_cb)(FpContext *context, FpDevice *device, gpointer data);
+typedef void (*cfprint_device_cb)(FpDevice *device, gpointer data);
+static inline gulong cfprint_connect_context_device(FpContext *context, const char *signal,
+                                                    cfprint_context_device_cb handler, gpointer data) {
+    return g_signal_connect(context, signal, G_CALLBACK(handler), data);
+}
+static inline gulong cfprint_connect_device(FpDevice *device, const char *signal,
+                                            cfprint_device_cb handler, gpointer data) {
+    return g_signal_connect(device, signal, G_CALLBACK(handler), data);
+}
 #endif

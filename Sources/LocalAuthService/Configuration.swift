@@ -14,6 +14,9 @@ public struct Configuration: Sendable {
     /// Longest wait for the password of policy 2 (the person types it into
     /// their polkit agent).
     public var passwordTimeout: Double = 120
+    /// The one reader to use (`--reader DRIVER[/DEVICE_ID]`); nil: the first
+    /// reader with prints of the user, else the first reader.
+    public var reader: ReaderSelector?
 
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
                 fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {
@@ -24,5 +27,23 @@ public struct Configuration: Sendable {
         self.scanTimeout = scanTimeout
         self.fprintdStore = fprintdStore
         self.attemptsPerEvaluation = attemptsPerEvaluation
+    }
+}
+
+/// `DRIVER` or `DRIVER/DEVICE_ID`: libfprint's driver id and device id.
+public struct ReaderSelector: Sendable, Equatable {
+    public let driver: String
+    public let deviceID: String?
+
+    public init?(_ text: String) {
+        let parts = text.split(separator: "/", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        guard let driver = parts.first, !driver.isEmpty else { return nil }
+        if parts.count == 2 && parts[1].isEmpty { return nil }
+        self.driver = driver
+        deviceID = parts.count == 2 ? parts[1] : nil
+    }
+
+    public func matches(_ driver: String, _ deviceID: String) -> Bool {
+        driver == self.driver && (self.deviceID == nil || self.deviceID == deviceID)
     }
 }

@@ -1,16 +1,104 @@
 import DBusCore
 import LocalAuthShared
 
-// Enrollment, listing and deletion of prints, and the domain state that
-// changes with them.
+// Enrollment, listing and deletion of prints, whose they are and who may touch
+// them, the reader each user is served by, and the domain state that changes
+// with the enrolled set.
 extension LocalAuthService {
+    // MARK: Whose prints, and may the caller touch them
+
+    /// The options of EnrollWithOptions, ListEnrolledPrints and Delete…WithOptions.
+    struct PrintOptions {
+        /// Another user, by name (nil: the caller).
+        var user: String?
+        var replace = false
+    }
+
+    static func printOptions(_ value: DBusValue) throws(DBusError) -> PrintOptions {
+        guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
+        var options = PrintOptions()
+        for (key, value) in entries {
+            switch key {
+            case LocalAuthBus.EnrollOption.user:
+                guard let name = value.string else { throw ServiceErrors.invalidArgs("user must be a string (a user name)") }
+                guard !name.isEmpty, name.utf8.count <= 256 else { throw ServiceErrors.invalidArgs("user must be 1 to 256 bytes") }
+                options.user = name
+            case LocalAuthBus.EnrollOption.replace:
+                guard let flag = value.bool else { throw ServiceErrors.invalidArgs("replace must be a boolean") }
+                options.replace = flag
+            default:
+                continue   // forward compatibility, as for EvaluatePolicy
+            }
+        }
+        return options
+    }
+
+    /// Checks the method's polkit action before anything happens, and says
+    /// whose prints the call is about. A `user` option naming someone other
+    /// than the caller needs `manage` instead of the method's own action, and
+    /// is checked before the name is even looked up (so a refused caller
+    /// cannot probe which accounts exist).
+    func authorize(_ call: IncomingCall, _ spec: MethodSpec, uid: UInt32) async throws(DBusError) -> Request {
+        var action = spec.action
+        var otherUser: String?
+        if let index = spec.userOptions, let name = try Self.printOptions(call.arguments[index]).user,
+           name != Users.name(of: uid) {
+            otherUser = name
+            action = .manage
+        }
+        if let action {
+            let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive)
+            if case .denied(let why) = decision { throw ServiceErrors.permissionDenied(why) }
+        }
+        guard let otherUser else { return Request(call: call, uid: uid) }
+        guard let target = Users.uid(of: otherUser) else { throw ServiceErrors.invalidArgs("there is no user named \(otherUser)") }
+        return Request(call: call, uid: uid, target: target)
+    }
+
+    // MARK: Readers
+
+    /// The reader that serves `uid`: the configured one (`--reader`), else the
+    /// first usable reader with prints of the user, else the first usable one.
+    func reader(for uid: UInt32) -> Sensor.Identity? {
+        let usable = sensor.usableReaders
+        if let wanted = configuration.reader { return usable.first { wanted.matches($0.driver, $0.deviceID) } }
+        guard usable.count > 1 else { return usable.first }
+        let withPrints = prints.readers(withPrintsOf: uid)
+        return usable.first { withPrints.contains($0) } ?? usable.first
+    }
+
+    /// At start: clears what interrupted writes left, and follows reader
+    /// hotplug so that BiometryType (PropertiesChanged) and preflight follow.
+    func prepareStoreAndReaders() {
+        prints.removeTemporaries()
+        let announced = Announced(sensor.isPresent ? .touchID : .none)
+        sensor.onChange = { [weak self] in
+            guard let self else { return }
+            let now: BiometryKind = self.sensor.isPresent ? .touchID : .none
+            let names = self.sensor.usableReaders.map(\.description)
+            Log.info("readers now: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
+            guard now != announced.value else { return }
+            announced.value = now
+            try? self.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+                               interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                               arguments: [.string(LocalAuthBus.interface),
+                                           .dictionary([LocalAuthBus.Property.biometryType: .uint32(now.rawValue)]),
+                                           .strings([])])
+        }
+    }
+
     // MARK: Domain state
 
+    /// A hash of the caller's enrolled set on the reader that serves them:
+    /// which fingers, from which source, and which enrollment of each (a new
+    /// enrollment of the same finger has a new id, so replacing changes it).
+    /// Made only of what is on disk, so it is the same across restarts.
     func domainState(_ request: Request) throws(DBusError) -> [DBusValue] {
-        guard sensor.isPresent, let identity = sensor.identity else { throw ServiceErrors.noReader }
-        var material = Array("\(identity.driver)/\(identity.deviceID)".utf8)
-        for stored in prints.prints(of: request.uid, for: identity) {
-            material += Array("\n\(stored.finger.rawValue)\n".utf8) + stored.bytes
+        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
+        var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
+        for stored in prints.prints(of: request.uid, for: reader) {
+            material += Array("\(stored.finger.rawValue)\n\(stored.source.rawValue)\n".utf8)
+            material += Checksum.sha256(stored.stamp) + Checksum.sha256(stored.bytes)
         }
         return [.bytes(Checksum.sha256(material))]
     }
@@ -25,12 +113,22 @@ extension LocalAuthService {
         return finger
     }
 
+    /// Enroll(s finger): the caller's own finger, never replacing.
     func enroll(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        try await enroll(request, finger: try Self.finger(request.arguments[0]), replace: false)
+    }
+
+    /// EnrollWithOptions(s finger, a{sv} options): `user`, `replace`.
+    func enrollWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let finger = try Self.finger(request.arguments[0])
-        guard sensor.isPresent, let identity = sensor.identity else { throw ServiceErrors.noReader }
-        guard !prints.prints(of: request.uid, for: identity).contains(where: { $0.finger == finger }) else {
-            throw ServiceErrors.named(LocalAuthServiceError.alreadyEnrolled, "\(finger.rawValue) is already enrolled")
-        }
+        let options = try Self.printOptions(request.arguments[1])
+        return try await enroll(request, finger: finger, replace: options.replace)
+    }
+
+    private func enroll(_ request: Request, finger: FingerName, replace: Bool) async throws(DBusError) -> [DBusValue] {
+        let uid = request.target
+        guard let reader = reader(for: uid) else { throw ServiceErrors.noReader }
+        if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
         guard enrollments[request.sender] == nil else {
             throw ServiceErrors.named(LocalAuthServiceError.busy, "this caller is already enrolling")
         }
@@ -44,27 +142,43 @@ extension LocalAuthService {
         guard await queue.acquire(ticket) else { throw ServiceErrors.la(.systemCancel, "cancelled") }
         defer { queue.release() }
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
+        // While this caller waited, the reader may have gone.
+        guard sensor.usableReaders.contains(reader) else { throw ServiceErrors.noReader }
 
-        let stages = UInt32(sensor.enrollStages)
+        let stages = UInt32(sensor.enrollStages(on: reader))
         let sender = request.sender
-        let timeout = EventLoopTimers.after(configuration.scanTimeout * 2) { cancellable.cancel() }
-        defer { timeout.cancel() }
+        // Each scan has the scan timeout; every stage or retry restarts it.
+        let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
+        defer { timer.stop() }
+        let username = Users.name(of: uid) ?? String(uid)
+        enrollStatus(sender, .placeFinger, 0, stages)
         do {
-            let print = try await sensor.enroll(finger: finger.fpFinger, username: String(request.uid),
+            let print = try await sensor.enroll(finger: finger.fpFinger, username: username, on: reader,
                                                 cancellable: cancellable) { [weak self] stage, retry in
+                timer.restart()
                 let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
                 self?.enrollStatus(sender, progress, UInt32(stage), stages)
             }
-            // The reader or prints may have changed while the person scanned.
-            guard sensor.identity == identity else { throw ServiceErrors.noReader }
+            timer.stop()
+            // Someone else may have enrolled this finger meanwhile.
+            if !replace {
+                do throws(DBusError) {
+                    try refuseEnrolled(finger, uid: uid, reader: reader)
+                } catch {
+                    enrollStatus(sender, .failed, stages, stages)
+                    throw error
+                }
+            }
+            let stored: PrintFile
             do {
-                try prints.save(print, finger: finger, uid: request.uid)
+                stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
             } catch {
-                enrollStatus(sender, .failed, 0, stages)
+                enrollStatus(sender, .failed, stages, stages)
                 throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not store the print: \(error)")
             }
             enrollStatus(sender, .completed, stages, stages)
-            Log.info("enrolled \(finger.rawValue) for uid \(request.uid)")
+            Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
+                     + (request.target != request.uid ? " for uid \(request.uid)" : ""))
             return []
         } catch let error as DBusError {
             throw error
@@ -72,9 +186,25 @@ extension LocalAuthService {
             let failure = error as! GLibError
             enrollStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
                          : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
+            if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
+            if failure.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+                sensor.forget()
+                throw ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
+            }
+            if failure.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
+                throw ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
+            }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
         }
+    }
+
+    /// AlreadyEnrolled if `finger` of `uid` is offered on `reader`, from either source.
+    private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Sensor.Identity) throws(DBusError) {
+        guard let existing = prints.prints(of: uid, for: reader).first(where: { $0.finger == finger }) else { return }
+        throw ServiceErrors.named(LocalAuthServiceError.alreadyEnrolled,
+            "\(finger.rawValue) is already enrolled on \(reader)"
+            + (existing.source == .fprintd ? " (with fprintd)" : "") + "; ask to replace it to enroll it again")
     }
 
     func enrollStatus(_ destination: String, _ progress: EnrollProgress, _ stage: UInt32, _ stages: UInt32) {
@@ -84,33 +214,114 @@ extension LocalAuthService {
                       destination: destination)
     }
 
+    // MARK: Listing
+
+    /// ListEnrolledFingers(): the caller's fingers that the reader serving them offers.
     func listEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
-        guard sensor.isPresent, let identity = sensor.identity else { throw ServiceErrors.noReader }
-        return [.strings(prints.prints(of: request.uid, for: identity).map(\.finger.rawValue))]
+        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
+        return [.strings(prints.prints(of: request.uid, for: reader).map(\.finger.rawValue))]
     }
 
+    /// ListEnrolledPrints(a{sv}): every print of the user, each source and reader.
+    func listEnrolledPrints(_ request: Request) throws(DBusError) -> [DBusValue] {
+        let uid = request.target
+        let inUse = reader(for: uid).map { Set(prints.prints(of: uid, for: $0).map(\.path)) } ?? []
+        let rows = prints.allPrints(of: uid).map { stored -> DBusValue in
+            var entry: [String: DBusValue] = [
+                LocalAuthBus.PrintKey.finger: .string(stored.finger.rawValue),
+                LocalAuthBus.PrintKey.source: .string(stored.source.rawValue),
+                LocalAuthBus.PrintKey.driver: .string(stored.reader.driver),
+                LocalAuthBus.PrintKey.deviceID: .string(stored.reader.deviceID),
+                LocalAuthBus.PrintKey.inUse: .boolean(inUse.contains(stored.path)),
+            ]
+            if let created = stored.created { entry[LocalAuthBus.PrintKey.created] = .int64(created) }
+            return .dictionary(entry)
+        }
+        return [.array("a{sv}", rows)]
+    }
+
+    // MARK: Deleting (our store only; fprintd's is read-only)
+
     func deleteEnrolledFinger(_ request: Request) throws(DBusError) -> [DBusValue] {
-        let finger = try Self.finger(request.arguments[0])
+        try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+    }
+
+    func deleteEnrolledFingerWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+        _ = try Self.printOptions(request.arguments[1])
+        return try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+    }
+
+    private func deleteFinger(_ finger: FingerName, uid: UInt32) throws(DBusError) -> [DBusValue] {
+        let deleted: Bool
         do {
-            guard try prints.delete(finger, uid: request.uid) else {
-                throw ServiceErrors.named(LocalAuthServiceError.notEnrolled, "\(finger.rawValue) is not enrolled")
+            deleted = try prints.delete(finger, uid: uid)
+        } catch {
+            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not delete: \(error)")
+        }
+        guard deleted else {
+            if prints.allPrints(of: uid).contains(where: { $0.finger == finger && $0.source == .fprintd }) {
+                throw ServiceErrors.named(LocalAuthServiceError.readOnly,
+                    "\(finger.rawValue) was enrolled with fprintd, whose store localauthd only reads; remove it with fprintd-delete")
             }
-        } catch let error as DBusError {
-            throw error
+            throw ServiceErrors.named(LocalAuthServiceError.notEnrolled, "\(finger.rawValue) is not enrolled")
+        }
+        Log.info("deleted \(finger.rawValue) of uid \(uid)")
+        return []
+    }
+
+    func deleteEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
+        try deleteAll(uid: request.target)
+    }
+
+    func deleteEnrolledFingersWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+        _ = try Self.printOptions(request.arguments[0])
+        return try deleteAll(uid: request.target)
+    }
+
+    private func deleteAll(uid: UInt32) throws(DBusError) -> [DBusValue] {
+        do {
+            let count = try prints.deleteAll(uid: uid)
+            Log.info("deleted \(count) print(s) of uid \(uid)")
         } catch {
             throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not delete: \(error)")
         }
         return []
     }
+}
 
-    func deleteEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
-        for finger in FingerName.allCases {
-            do {
-                _ = try prints.delete(finger, uid: request.uid)
-            } catch {
-                throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not delete: \(error)")
-            }
+/// The BiometryType last announced with PropertiesChanged.
+@ServiceActor
+private final class Announced {
+    var value: BiometryKind
+    init(_ value: BiometryKind) { self.value = value }
+}
+
+/// Bounds each wait for a finger during an enrollment; restarted by every
+/// stage or retry, so a slow person is not cut off between scans.
+@ServiceActor
+private final class ScanTimer {
+    private let seconds: Double
+    private let cancellable: Cancellable
+    private var timer: EventLoop.Timer?
+    private(set) var expired = false
+
+    init(seconds: Double, cancellable: Cancellable) {
+        self.seconds = seconds
+        self.cancellable = cancellable
+        restart()
+    }
+
+    func restart() {
+        timer?.cancel()
+        timer = EventLoopTimers.after(seconds) { [weak self] in
+            guard let self else { return }
+            self.expired = true
+            self.cancellable.cancel()
         }
-        return []
+    }
+
+    func stop() {
+        timer?.cancel()
+        timer = nil
     }
 }

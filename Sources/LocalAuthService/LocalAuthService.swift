@@ -34,7 +34,7 @@ public final class LocalAuthService {
     private init(configuration: Configuration, bus: BusConnection) {
         self.configuration = configuration
         self.bus = bus
-        prints = PrintStore(stateDirectory: configuration.stateDirectory)
+        prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
     }
 
@@ -44,6 +44,7 @@ public final class LocalAuthService {
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
         await service.sensor.start()
+        service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
             ServiceActor.assumeIsolated { service.receive(call) }
         }
@@ -140,11 +141,9 @@ public final class LocalAuthService {
         }
         do throws(DBusError) {
             let uid = try await callerUID(call.sender)
-            if let action = spec.action {
-                let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive)
-                if case .denied(let why) = decision { throw ServiceErrors.permissionDenied(why) }
-            }
-            call.reply(try await spec.handler(self, Request(call: call, uid: uid)))
+            // polkit first (the action may depend on a `user` option): Enrollment.swift.
+            let request = try await authorize(call, spec, uid: uid)
+            call.reply(try await spec.handler(self, request))
         } catch {
             call.fail(error)
         }
@@ -221,7 +220,7 @@ public final class LocalAuthService {
 
     /// The user's prints on the current reader, or why biometrics cannot be used.
     private func usablePrints(for uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
-        guard sensor.isPresent, let identity = sensor.identity else { throw ServiceErrors.noReader }
+        guard let identity = reader(for: uid) else { throw ServiceErrors.noReader }
         if lockout.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
         }

@@ -4,24 +4,41 @@ import LocalAuthShared
 /// One row per method of org.example.LocalAuth: its argument signature and
 /// the polkit action it needs (checked before the handler runs, before any
 /// state changes). This table is the only place that pairs methods with actions.
+///
+/// Methods about prints may name another user (`userOptions`): for those the
+/// action is `manage` instead, whatever the row says (see `authorize`).
 struct MethodSpec {
     let signature: String
+    /// The action for the caller's own prints (nil: none needed).
     let action: PolkitAction?
     /// Whether polkit may ask the person (a password) for this action.
     let interactive: Bool
+    /// The index of an `a{sv}` argument whose `user` option may name another
+    /// user; that needs org.example.LocalAuth.manage.
+    var userOptions: Int? = nil
     let handler: @ServiceActor (LocalAuthService, Request) async throws(DBusError) -> [DBusValue]
 }
 
 /// A method call with its caller resolved.
 struct Request {
     let call: IncomingCall
+    /// The caller's uid, from the bus.
     let uid: UInt32
+    /// Whose prints the call is about: the caller, or the user a `user`
+    /// option named once `manage` was granted.
+    let target: UInt32
+
+    init(call: IncomingCall, uid: UInt32, target: UInt32? = nil) {
+        self.call = call
+        self.uid = uid
+        self.target = target ?? uid
+    }
     var sender: String { call.sender }
     var arguments: [DBusValue] { call.arguments }
 }
 
 extension LocalAuthService {
-    static let methods: [String: MethodSpec] = [
+    nonisolated static let methods: [String: MethodSpec] = [
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
             signature: "u", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.canEvaluatePolicy(request) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(
@@ -42,5 +59,17 @@ extension LocalAuthService {
             signature: "s", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try service.deleteEnrolledFinger(request) }),
         LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
             signature: "", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try service.deleteEnrolledFingers(request) }),
+        LocalAuthBus.Method.enrollWithOptions: MethodSpec(
+            signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
+            handler: { service, request throws(DBusError) in try await service.enrollWithOptions(request) }),
+        LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
+            signature: "a{sv}", action: nil, interactive: true, userOptions: 0,
+            handler: { service, request throws(DBusError) in try service.listEnrolledPrints(request) }),
+        LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
+            signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
+            handler: { service, request throws(DBusError) in try service.deleteEnrolledFingerWithOptions(request) }),
+        LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
+            signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
+            handler: { service, request throws(DBusError) in try service.deleteEnrolledFingersWithOptions(request) }),
     ]
 }

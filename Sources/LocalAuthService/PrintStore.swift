@@ -1,60 +1,309 @@
+import Glibc
 import LocalAuthShared
 
-/// Enrolled prints, one file per finger: `<state>/prints/<uid>/<finger-name>`,
-/// each holding libfprint's serialized print. Directories are 0700 and files
-/// 0600 (root only); every write is atomic (see AtomicFile).
+/// Enrolled prints, from two sources (layout and guarantees: docs/STORE.md):
+///
+/// * ours, read-write: `<state>/prints/<uid>/<driver>/<device-id>/<finger-name>`,
+///   one `PrintFile` per print; directories 0700, files 0600, root only;
+///   every write atomic (AtomicFile);
+/// * fprintd's, read-only: `<fprintd-store>/<user name>/<driver>/<device-id>/<finger hex digit>`,
+///   libfprint's serialized print as fprintd wrote it. Nothing here ever writes there.
+///
+/// Every file is checked before use (regular file, owned by root, not writable
+/// by others, format, checksum, and that what it says matches where it lies);
+/// one that fails is logged by name, once, and skipped: the others still work.
+/// Nothing is cached: every request reads the directories again, so what the
+/// service offers is always what is on disk.
 @ServiceActor
 final class PrintStore {
-    private let root: String
+    let root: String
+    let fprintdRoot: String
+    /// Problems already logged (path + inode + size + mtime), so that a bad
+    /// file is reported once, not on every request.
+    private var reported: Set<String> = []
 
     struct StoredPrint {
         let finger: FingerName
         let print: GObjectRef
+        /// libfprint's serialized print.
         let bytes: [UInt8]
+        let source: PrintSource
+        let reader: Sensor.Identity
+        /// Unix seconds; fprintd's prints have a day only (their enroll date).
+        let created: Int64?
+        let path: String
+        /// Identifies this enrollment for the domain state: new on every
+        /// enrollment, the same across restarts.
+        let stamp: [UInt8]
     }
 
-    init(stateDirectory: String) {
+    init(stateDirectory: String, fprintdStore: String) {
         root = stateDirectory + "/prints"
+        fprintdRoot = fprintdStore
     }
 
-    private func directory(of uid: UInt32) -> String { "\(root)/\(uid)" }
+    private func userDirectory(_ uid: UInt32) -> String { "\(root)/\(uid)" }
 
-    /// The user's prints that were made on `reader`; corrupt or foreign files
-    /// are logged by name and skipped so that the others still work.
+    private func readerDirectory(_ uid: UInt32, _ reader: Sensor.Identity) -> String {
+        "\(userDirectory(uid))/\(Escape.component(reader.driver))/\(Escape.component(reader.deviceID))"
+    }
+
+    // MARK: Reading
+
+    /// The prints that `reader` is offered for `uid`: one per finger, ours
+    /// before fprintd's for the same finger (enrolling again with `replace`
+    /// over an fprintd print shadows it without touching fprintd's file).
     func prints(of uid: UInt32, for reader: Sensor.Identity) -> [StoredPrint] {
-        let directory = directory(of: uid)
-        guard let names = Posix.listDirectory(directory) else { return [] }
+        var byFinger: [FingerName: StoredPrint] = [:]
+        for stored in allPrints(of: uid) where stored.reader == reader {
+            if let existing = byFinger[stored.finger], existing.source == .localauth { continue }
+            byFinger[stored.finger] = stored
+        }
+        return FingerName.allCases.compactMap { byFinger[$0] }
+    }
+
+    /// Every valid print of `uid`, on every reader, from both sources.
+    func allPrints(of uid: UInt32) -> [StoredPrint] {
+        ownPrints(of: uid) + fprintdPrints(of: uid)
+    }
+
+    /// The readers that have at least one print of `uid`.
+    func readers(withPrintsOf uid: UInt32) -> Set<Sensor.Identity> {
+        Set(allPrints(of: uid).map(\.reader))
+    }
+
+    private func ownPrints(of uid: UInt32) -> [StoredPrint] {
         var result: [StoredPrint] = []
-        for name in names.sorted() {
-            guard let finger = FingerName(rawValue: name) else { continue }   // temporary files, strays
-            let path = "\(directory)/\(name)"
-            guard let bytes = AtomicFile.read(path) else {
-                Log.error("print file \(path) cannot be read; skipped")
-                continue
-            }
-            do {
-                let print = try PrintCodec.deserialize(bytes)
-                guard PrintCodec.driver(of: print) == reader.driver, PrintCodec.deviceID(of: print) == reader.deviceID else {
-                    continue   // made on another reader
+        let user = userDirectory(uid)
+        for driverName in Self.entries(user) {
+            for deviceName in Self.entries("\(user)/\(driverName)") {
+                let directory = "\(user)/\(driverName)/\(deviceName)"
+                for name in Self.entries(directory) {
+                    let path = "\(directory)/\(name)"
+                    if name.contains(".tmp-") { continue }   // a write that never finished: never a print
+                    guard let finger = FingerName(rawValue: name) else {
+                        report(path, "is not a print file name; skipped")
+                        continue
+                    }
+                    if let stored = loadOwn(path, uid: uid, finger: finger, driverName: driverName, deviceName: deviceName) {
+                        result.append(stored)
+                    }
                 }
-                result.append(StoredPrint(finger: finger, print: print, bytes: bytes))
-            } catch {
-                Log.error("print file \(path) is corrupt (\(error)); skipped")
             }
         }
         return result
     }
 
-    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32) throws {
-        let bytes = try PrintCodec.serialize(print)
-        try AtomicFile.makeDirectory(directory(of: uid))
-        try AtomicFile.write(bytes, to: "\(directory(of: uid))/\(finger.rawValue)")
+    private func loadOwn(_ path: String, uid: UInt32, finger: FingerName, driverName: String,
+                         deviceName: String) -> StoredPrint? {
+        let bytes: [UInt8]
+        switch SafeFile.read(path, maximumSize: PrintFile.maximumSize) {
+        case .success(let read): bytes = read.bytes
+        case .failure(let problem):
+            report(path, "\(problem); skipped")
+            return nil
+        }
+        let file: PrintFile
+        do {
+            file = try PrintFile.decode(bytes)
+        } catch {
+            report(path, "is corrupt: \(error); skipped")
+            return nil
+        }
+        guard file.uid == uid else {
+            report(path, "is foreign: it belongs to uid \(file.uid), not \(uid); skipped")
+            return nil
+        }
+        guard file.finger == finger, Escape.component(file.driver) == driverName,
+              Escape.component(file.deviceID) == deviceName else {
+            report(path, "is foreign: it says \(file.finger.rawValue) on \(file.driver)/\(file.deviceID); skipped")
+            return nil
+        }
+        let print: GObjectRef
+        do {
+            print = try PrintCodec.deserialize(file.print)
+        } catch {
+            report(path, "is corrupt: libfprint cannot read the print (\(error)); skipped")
+            return nil
+        }
+        guard PrintCodec.driver(of: print) == file.driver, PrintCodec.deviceID(of: print) == file.deviceID,
+              PrintCodec.finger(of: print) == finger.fpFinger else {
+            report(path, "is foreign: the print inside was made for another reader or finger; skipped")
+            return nil
+        }
+        return StoredPrint(finger: finger, print: print, bytes: file.print, source: .localauth,
+                           reader: Sensor.Identity(driver: file.driver, deviceID: file.deviceID),
+                           created: file.created, path: path, stamp: Array(("localauth " + file.id).utf8))
     }
 
+    /// fprintd's prints of the user `uid` is called now (fprintd keys by name).
+    private func fprintdPrints(of uid: UInt32) -> [StoredPrint] {
+        guard let name = Users.name(of: uid), Escape.component(name) == name else { return [] }
+        var result: [StoredPrint] = []
+        let user = "\(fprintdRoot)/\(name)"
+        for driver in Self.entries(user) {
+            for deviceID in Self.entries("\(user)/\(driver)") {
+                let directory = "\(user)/\(driver)/\(deviceID)"
+                for file in Self.entries(directory) {
+                    // fprintd itself only considers one hex digit naming a finger (1…a).
+                    guard file.utf8.count == 1, let digit = Hex.digit(file.utf8.first!),
+                          let finger = FingerName(fpFinger: UInt32(digit)) else { continue }
+                    let path = "\(directory)/\(file)"
+                    if let stored = loadFprintd(path, user: name, finger: finger, driver: driver, deviceID: deviceID) {
+                        result.append(stored)
+                    }
+                }
+            }
+        }
+        return result
+    }
+
+    private func loadFprintd(_ path: String, user: String, finger: FingerName, driver: String,
+                             deviceID: String) -> StoredPrint? {
+        let read: SafeFile.Contents
+        switch SafeFile.read(path, maximumSize: PrintFile.maximumSize) {
+        case .success(let contents): read = contents
+        case .failure(let problem):
+            report(path, "(fprintd's store) \(problem); skipped")
+            return nil
+        }
+        let print: GObjectRef
+        do {
+            print = try PrintCodec.deserialize(read.bytes)
+        } catch {
+            report(path, "(fprintd's store) is corrupt: \(error); skipped")
+            return nil
+        }
+        // fprintd's own checks on load: the print must say what its path says.
+        guard PrintCodec.driver(of: print) == driver, PrintCodec.deviceID(of: print) == deviceID,
+              PrintCodec.finger(of: print) == finger.fpFinger,
+              PrintCodec.username(of: print).map({ $0 == user }) ?? true else {
+            report(path, "(fprintd's store) is foreign: the print was made for another user, finger or reader; skipped")
+            return nil
+        }
+        var stamp = Array("fprintd \(read.modified)\n".utf8)
+        stamp += Checksum.sha256(read.bytes)
+        return StoredPrint(finger: finger, print: print, bytes: read.bytes, source: .fprintd,
+                           reader: Sensor.Identity(driver: driver, deviceID: deviceID),
+                           created: PrintCodec.enrollDate(of: print), path: path, stamp: stamp)
+    }
+
+    /// Logs a problem with `path` once for each version of the file.
+    private func report(_ path: String, _ problem: String) {
+        var info = stat()
+        let key = lstat(path, &info) == 0
+            ? "\(path)|\(info.st_ino)|\(info.st_size)|\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)" : path
+        guard reported.insert(key).inserted else { return }
+        Log.error("print file \(path) \(problem)")
+    }
+
+    /// Names in a directory (sorted); none if it cannot be read.
+    private static func entries(_ directory: String) -> [String] {
+        (Posix.listDirectory(directory) ?? []).sorted()
+    }
+
+    // MARK: Writing (our store only)
+
+    /// Stores a freshly enrolled print, replacing the finger's previous print
+    /// on that reader atomically: a crash leaves the old file or the new one.
+    @discardableResult
+    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Sensor.Identity) throws -> PrintFile {
+        let file = PrintFile(id: PrintFile.newID(), uid: uid, finger: finger, driver: reader.driver,
+                             deviceID: reader.deviceID, created: Int64(time(nil)),
+                             print: try PrintCodec.serialize(print))
+        let directory = readerDirectory(uid, reader)
+        try AtomicFile.makeDirectories(directory, below: root)
+        removeTemporaries(in: directory)
+        try AtomicFile.write(file.encode(), to: "\(directory)/\(finger.rawValue)")
+        return file
+    }
+
+    /// Deletes our prints of `finger` for `uid` on every reader; false if there were none.
     func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
-        let path = "\(directory(of: uid))/\(finger.rawValue)"
-        guard Posix.exists(path) else { return false }
-        try AtomicFile.remove(path)
-        return true
+        var deleted = false
+        let user = userDirectory(uid)
+        for driver in Self.entries(user) {
+            for device in Self.entries("\(user)/\(driver)") {
+                let path = "\(user)/\(driver)/\(device)/\(finger.rawValue)"
+                var info = stat()
+                guard lstat(path, &info) == 0 else { continue }
+                try AtomicFile.remove(path)
+                deleted = true
+            }
+        }
+        return deleted
+    }
+
+    /// Deletes all our prints of `uid`; returns how many files went.
+    func deleteAll(uid: UInt32) throws -> Int {
+        var count = 0
+        for finger in FingerName.allCases where try delete(finger, uid: uid) { count += 1 }
+        return count
+    }
+
+    /// Removes what interrupted writes left behind (`<finger>.tmp-<pid>`);
+    /// they were never prints. Run at start and before each write.
+    func removeTemporaries(in directory: String? = nil) {
+        let directories: [String]
+        if let directory {
+            directories = [directory]
+        } else {
+            directories = Self.entries(root).flatMap { uid in
+                Self.entries("\(root)/\(uid)").flatMap { driver in
+                    Self.entries("\(root)/\(uid)/\(driver)").map { "\(root)/\(uid)/\(driver)/\($0)" }
+                }
+            }
+        }
+        for directory in directories {
+            for name in Self.entries(directory) where name.contains(".tmp-") {
+                if unlink("\(directory)/\(name)") == 0 {
+                    Log.info("removed \(directory)/\(name), left by an interrupted write")
+                }
+            }
+        }
+    }
+}
+
+/// Reads a file only if it is safe to trust: a regular file (no symlink),
+/// owned by root (or the service's own user), not writable by group or others,
+/// and not larger than expected.
+enum SafeFile {
+    struct Contents {
+        let bytes: [UInt8]
+        /// mtime, as "seconds.nanoseconds".
+        let modified: String
+    }
+
+    struct Problem: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    static func read(_ path: String, maximumSize: Int) -> Result<Contents, Problem> {
+        let fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK)
+        guard fd >= 0 else {
+            return .failure(Problem(description: errno == ELOOP ? "is a symbolic link"
+                                    : "cannot be opened: \(String(cString: strerror(errno)))"))
+        }
+        defer { close(fd) }
+        var info = stat()
+        guard fstat(fd, &info) == 0 else { return .failure(Problem(description: "cannot be examined")) }
+        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Problem(description: "is not a regular file")) }
+        guard info.st_uid == 0 || info.st_uid == geteuid() else {
+            return .failure(Problem(description: "is owned by uid \(info.st_uid), not root"))
+        }
+        guard info.st_mode & 0o022 == 0 else {
+            return .failure(Problem(description: "is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)))"))
+        }
+        guard info.st_size <= maximumSize else { return .failure(Problem(description: "is larger than \(maximumSize) bytes")) }
+        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        var filled = 0
+        while filled < bytes.count {
+            let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
+            if count < 0 && errno == EINTR { continue }
+            guard count > 0 else { break }
+            filled += count
+        }
+        guard filled == bytes.count else { return .failure(Problem(description: "could not be read completely")) }
+        return .success(Contents(bytes: bytes, modified: "\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"))
     }
 }

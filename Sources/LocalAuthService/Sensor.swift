@@ -1,84 +1,185 @@
 internal import CGLib
 internal import CFprint
 
-/// The fingerprint reader, through libfprint: the first device that can verify.
+/// The fingerprint readers, through libfprint: every device that can verify,
+/// opened at start and whenever one is plugged in (FpContext::device-added);
+/// a reader that is unplugged (FpDevice::removed) stops being offered at once,
+/// is closed, and leaves the list when libfprint drops it (::device-removed).
+/// `onChange` hears of each change, so BiometryType and preflight follow.
 ///
 /// All of libfprint's callbacks arrive on the service's loop thread, where this
 /// class lives. One operation runs at a time; `SensorQueue` orders the callers.
 @ServiceActor
 final class Sensor {
-    private let context: GObjectRef
-    private(set) var device: GObjectRef?
-    private(set) var isOpen = false
-
-    /// Identifies prints made on this reader (libfprint's driver and device id).
-    struct Identity: Sendable, Hashable {
+    /// Identifies a reader, and the prints made on it (libfprint's driver and device id).
+    struct Identity: Sendable, Hashable, CustomStringConvertible {
         let driver: String
         let deviceID: String
+        var description: String { "\(driver)/\(deviceID)" }
     }
-    private(set) var identity: Identity?
-    private(set) var enrollStages = 0
-    private var supportsIdentify = false
+
+    /// One reader libfprint found.
+    final class Reader {
+        let device: GObjectRef
+        let identity: Identity
+        let supportsIdentify: Bool
+        fileprivate(set) var isOpen = false
+        fileprivate(set) var removed = false
+        var fpDevice: UnsafeMutablePointer<FpDevice> { device.cast() }
+        var isUsable: Bool { isOpen && !removed }
+
+        init(device: GObjectRef, identity: Identity, supportsIdentify: Bool) {
+            self.device = device
+            self.identity = identity
+            self.supportsIdentify = supportsIdentify
+        }
+    }
+
+    private let context: GObjectRef
+    private(set) var readers: [Reader] = []
+    /// The reader running the current operation.
+    private var active: Reader?
+    /// Called whenever the set of usable readers changes.
+    var onChange: (@ServiceActor () -> Void)?
 
     init() {
         context = GObjectRef(taking: OpaquePointer(fp_context_new()))
     }
 
-    var fpDevice: UnsafeMutablePointer<FpDevice>? { device?.cast() }
-    var isPresent: Bool { device != nil }
+    /// The readers that can be used now, in the order they were found.
+    var usableReaders: [Identity] { readers.filter(\.isUsable).map(\.identity) }
+    var isPresent: Bool { readers.contains { $0.isUsable } }
+    /// The first usable reader: the default when nothing else decides.
+    var identity: Identity? { usableReaders.first }
 
-    /// Finds the first reader that can verify and opens it. No reader is not
-    /// an error: the service then answers BiometryNotAvailable.
+    /// The reader's current number of enroll stages (a device may change it).
+    func enrollStages(on identity: Identity) -> Int {
+        guard let reader = usable(identity) else { return 0 }
+        return Int(fp_device_get_nr_enroll_stages(reader.fpDevice))
+    }
+
+    private func usable(_ identity: Identity) -> Reader? {
+        readers.first { $0.isUsable && $0.identity == identity }
+    }
+
+    /// Finds the readers that can verify and opens them; then follows hotplug.
+    /// No reader is not an error: the service then answers BiometryNotAvailable.
     func start() async {
-        let devices = fp_context_get_devices(context.cast())
-        guard let devices else { return }
-        for index in 0..<devices.pointee.len {
-            guard let raw = cfprint_ptr_array_index(devices, index) else { continue }
-            let candidate = raw.assumingMemoryBound(to: FpDevice.self)
-            let features = fp_device_get_features(candidate).rawValue
-            guard features & (FP_DEVICE_FEATURE_VERIFY.rawValue | FP_DEVICE_FEATURE_IDENTIFY.rawValue) != 0 else { continue }
-            device = GObjectRef(retaining: OpaquePointer(candidate))
-            supportsIdentify = features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0
-            identity = Identity(driver: String(cString: fp_device_get_driver(candidate)),
-                                deviceID: String(cString: fp_device_get_device_id(candidate)))
-            enrollStages = Int(fp_device_get_nr_enroll_stages(candidate))
-            break
+        // Enumerates, iterating the loop until every device is probed.
+        var found: [UnsafeMutablePointer<FpDevice>] = []
+        if let devices = fp_context_get_devices(context.cast()) {
+            for index in 0..<devices.pointee.len {
+                guard let raw = cfprint_ptr_array_index(devices, index) else { continue }
+                found.append(raw.assumingMemoryBound(to: FpDevice.self))
+            }
         }
-        guard let fpDevice else {
-            Log.info("no fingerprint reader found")
+        // A stable order, whatever order probing finished in.
+        found.sort { Self.identity(of: $0).description < Self.identity(of: $1).description }
+        for device in found { await add(device) }
+        if readers.isEmpty { Log.info("no fingerprint reader found") }
+
+        // The context and this object live as long as the process: the
+        // handlers' reference to self is never released.
+        let me = Unmanaged.passRetained(self).toOpaque()
+        _ = cfprint_connect_context_device(context.cast(), "device-added", { _, device, data in
+            guard let device, let data else { return }
+            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
+            let ref = GObjectRef(retaining: OpaquePointer(device))
+            ServiceActor.assumeIsolated {
+                Task { await sensor.add(ref.cast()) }
+                return
+            }
+        }, me)
+        _ = cfprint_connect_context_device(context.cast(), "device-removed", { _, device, data in
+            guard let device, let data else { return }
+            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
+            ServiceActor.assumeIsolated { sensor.dropped(device) }
+        }, me)
+    }
+
+    private static func identity(of device: UnsafeMutablePointer<FpDevice>) -> Identity {
+        Identity(driver: fp_device_get_driver(device).map { String(cString: $0) } ?? "",
+                 deviceID: fp_device_get_device_id(device).map { String(cString: $0) } ?? "")
+    }
+
+    /// Takes a reader that libfprint found (at start or plugged in) and opens it.
+    private func add(_ device: UnsafeMutablePointer<FpDevice>) async {
+        guard !readers.contains(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
+        let identity = Self.identity(of: device)
+        let features = fp_device_get_features(device).rawValue
+        guard features & (FP_DEVICE_FEATURE_VERIFY.rawValue | FP_DEVICE_FEATURE_IDENTIFY.rawValue) != 0 else {
+            Log.info("reader \(identity) cannot verify; not used")
             return
         }
+        let reader = Reader(device: GObjectRef(retaining: OpaquePointer(device)), identity: identity,
+                            supportsIdentify: features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0)
+        readers.append(reader)
+        _ = cfprint_connect_device(device, "removed", { device, data in
+            guard let device, let data else { return }
+            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
+            ServiceActor.assumeIsolated { sensor.unplugged(device) }
+        }, Unmanaged.passUnretained(self).toOpaque())
         do {
-            _ = try await glibAsync({ callback, data in fp_device_open(fpDevice, nil, callback, data) },
+            _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
                                 finish: { result -> Result<Bool, GLibError> in
                 Result { () throws(GLibError) in
-                    try GLibError.check { fp_device_open_finish(fpDevice, result, $0) } != 0
+                    try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
                 }
             })
-            isOpen = true
-            Log.info("reader \(identity!.driver)/\(identity!.deviceID) open, \(enrollStages) enroll stages")
+            reader.isOpen = true
+            Log.info("reader \(identity) open, \(fp_device_get_nr_enroll_stages(device)) enroll stages")
+            onChange?()
         } catch {
-            Log.error("could not open reader \(identity!.driver): \(error)")
+            Log.error("could not open reader \(identity): \(error)")
         }
     }
 
-    /// Closes the reader (at shutdown).
-    func stop() async {
-        guard let fpDevice, isOpen else { return }
-        isOpen = false
-        _ = try? await glibAsync({ callback, data in fp_device_close(fpDevice, nil, callback, data) },
+    /// FpDevice::removed: the reader is gone (and no operation runs on it any more).
+    private func unplugged(_ device: UnsafeMutablePointer<FpDevice>) {
+        guard let reader = readers.first(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
+        let wasUsable = reader.isUsable
+        reader.removed = true
+        Log.info("reader \(reader.identity) was removed")
+        if wasUsable { onChange?() }
+        // libfprint drops the device from its context once it is closed.
+        if reader.isOpen { Task { await close(reader) } }
+    }
+
+    /// FpContext::device-removed: libfprint dropped the device.
+    private func dropped(_ device: UnsafeMutablePointer<FpDevice>) {
+        let before = isPresent
+        readers.removeAll { $0.device.pointer == OpaquePointer(device) }
+        if before != isPresent { onChange?() }
+    }
+
+    private func close(_ reader: Reader) async {
+        guard reader.isOpen else { return }
+        reader.isOpen = false
+        let device = reader.fpDevice
+        _ = try? await glibAsync({ callback, data in fp_device_close(device, nil, callback, data) },
                                  finish: { result -> Result<Bool, GLibError> in
             Result { () throws(GLibError) in
-                try GLibError.check { fp_device_close_finish(fpDevice, result, $0) } != 0
+                try GLibError.check { fp_device_close_finish(device, result, $0) } != 0
             }
         })
     }
 
-    /// Marks the reader as gone (unplugged): later requests see no reader.
+    /// Closes the readers (at shutdown).
+    func stop() async {
+        for reader in readers { await close(reader) }
+    }
+
+    /// The reader of the operation that just failed with "removed" is gone,
+    /// even if libfprint has not said so yet.
     func forget() {
-        device = nil
-        identity = nil
-        isOpen = false
+        guard let active, !active.removed else { return }
+        active.removed = true
+        onChange?()
+    }
+
+    private static func noReader(_ identity: Identity?) -> GLibError {
+        GLibError(domain: cfprint_device_error_quark(), code: Int32(FP_DEVICE_ERROR_REMOVED.rawValue),
+                  message: identity.map { "reader \($0) is not available" } ?? "no reader")
     }
 
     // MARK: Matching
@@ -91,12 +192,17 @@ final class Sensor {
 
     /// One scan against `prints`: a match, no match, or a scan to repeat.
     /// Throws libfprint's error (cancelled, removed, too hot, …).
+    /// The prints say which reader scans (all are made on the same one).
     func identify(_ prints: [GObjectRef], cancellable: Cancellable) async throws(GLibError) -> ScanResult {
-        guard let fpDevice else { throw GLibError(domain: 0, code: 0, message: "no reader") }
+        let wanted = prints.first.map { Identity(driver: PrintCodec.driver(of: $0), deviceID: PrintCodec.deviceID(of: $0)) }
+        guard let wanted, let reader = usable(wanted) else { throw Self.noReader(wanted) }
+        let fpDevice = reader.fpDevice
+        active = reader
+        defer { active = nil }
         let gallery = g_ptr_array_new()!
         for print in prints { g_ptr_array_add(gallery, UnsafeMutableRawPointer(print.pointer)) }
         defer { g_ptr_array_unref(gallery) }
-        let identify = supportsIdentify
+        let identify = reader.supportsIdentify
         let single = prints.first
 
         return try await glibAsync({ callback, data in
@@ -130,10 +236,13 @@ final class Sensor {
 
     // MARK: Enrolling
 
-    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
-    func enroll(finger: UInt32, username: String, cancellable: Cancellable,
+    /// Enrolls `finger` for `username` on `identity`; `progress` sees each stage and retry.
+    func enroll(finger: UInt32, username: String, on identity: Identity, cancellable: Cancellable,
                 progress: @escaping @ServiceActor (Int, RetryKind?) -> Void) async throws(GLibError) -> GObjectRef {
-        guard let fpDevice else { throw GLibError(domain: 0, code: 0, message: "no reader") }
+        guard let reader = usable(identity) else { throw Self.noReader(identity) }
+        let fpDevice = reader.fpDevice
+        active = reader
+        defer { active = nil }
         let template = fp_print_new(fpDevice)!
         fp_print_set_finger(template, FpFinger(rawValue: finger))
         fp_print_set_username(template, username)
@@ -191,5 +300,15 @@ enum PrintCodec {
     }
     static func finger(of print: GObjectRef) -> UInt32 {
         fp_print_get_finger(print.pointer).rawValue
+    }
+    static func username(of print: GObjectRef) -> String? {
+        fp_print_get_username(print.pointer).map { String(cString: $0) }
+    }
+    /// The enroll date (a day) as Unix seconds at midnight UTC, if set.
+    static func enrollDate(of print: GObjectRef) -> Int64? {
+        guard let date = fp_print_get_enroll_date(print.pointer), g_date_valid(date) != 0 else { return nil }
+        let epoch = g_date_new_dmy(1, G_DATE_JANUARY, 1970)!
+        defer { g_date_free(epoch) }
+        return (Int64(g_date_get_julian(date)) - Int64(g_date_get_julian(epoch))) * 86_400
     }
 }

@@ -16,6 +16,7 @@ enum AtomicFile {
         let temporary = path + ".tmp-\(getpid())"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
         guard fd >= 0 else { throw Failure(path: temporary, operation: "create", errno: errno) }
+        fchmod(fd, mode)   // whatever the umask, and if a stale temporary existed
         var written = 0
         while written < bytes.count {
             let result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
@@ -65,6 +66,32 @@ enum AtomicFile {
             }
         }
         guard chmod(path, mode) == 0 else { throw Failure(path: path, operation: "chmod", errno: errno) }
+    }
+
+    /// Creates `base` (whose parent exists) and every directory from there
+    /// down to `path`, each with `mode` (tightened if it exists). A directory
+    /// that is created is made durable: its parent is fsynced, so a print
+    /// written into it cannot vanish with its directory after a crash.
+    static func makeDirectories(_ path: String, below base: String, mode: mode_t = 0o700) throws(Failure) {
+        precondition(path == base || path.hasPrefix(base + "/"), "\(path) is not below \(base)")
+        var current = base
+        var rest = path.dropFirst(base.count).split(separator: "/").map(String.init)
+        while true {
+            if mkdir(current, mode) == 0 {
+                try syncDirectory(Posix.directory(of: current))
+            } else if errno != EEXIST {
+                throw Failure(path: current, operation: "mkdir", errno: errno)
+            }
+            var info = stat()
+            guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
+                throw Failure(path: current, operation: "mkdir", errno: ENOTDIR)
+            }
+            if info.st_mode & 0o7777 != mode {
+                guard chmod(current, mode) == 0 else { throw Failure(path: current, operation: "chmod", errno: errno) }
+            }
+            guard !rest.isEmpty else { return }
+            current += "/" + rest.removeFirst()
+        }
     }
 
     static func read(_ path: String) -> [UInt8]? {

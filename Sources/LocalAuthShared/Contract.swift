@@ -17,6 +17,11 @@ public enum LocalAuthBus {
         public static let listEnrolledFingers = "ListEnrolledFingers"
         public static let deleteEnrolledFinger = "DeleteEnrolledFinger"
         public static let deleteEnrolledFingers = "DeleteEnrolledFingers"
+        // With an `a{sv}` of options (EnrollOption): another user's prints, replacing.
+        public static let enrollWithOptions = "EnrollWithOptions"
+        public static let listEnrolledPrints = "ListEnrolledPrints"
+        public static let deleteEnrolledFingerWithOptions = "DeleteEnrolledFingerWithOptions"
+        public static let deleteEnrolledFingersWithOptions = "DeleteEnrolledFingersWithOptions"
     }
 
     public enum Signal {
@@ -35,6 +40,25 @@ public enum LocalAuthBus {
         public static let cancelTitle = "cancel-title"
         public static let reuseDuration = "reuse-duration"
         public static let interactionNotAllowed = "interaction-not-allowed"
+    }
+
+    /// Keys of the options of EnrollWithOptions, ListEnrolledPrints and
+    /// Delete…WithOptions.
+    public enum EnrollOption {
+        /// (s) whose prints: a user name; absent or the caller's own name means the caller.
+        public static let user = "user"
+        /// (b) EnrollWithOptions: replace a print of that finger instead of refusing.
+        public static let replace = "replace"
+    }
+
+    /// Keys of each `a{sv}` that ListEnrolledPrints returns.
+    public enum PrintKey {
+        public static let finger = "finger"          // s
+        public static let source = "source"          // s: PrintSource
+        public static let driver = "driver"          // s: libfprint driver id
+        public static let deviceID = "device-id"     // s: libfprint device id
+        public static let created = "created"        // x: Unix seconds (absent when unknown)
+        public static let inUse = "in-use"           // b: offered by the reader the service uses for this user
     }
 
     /// Longest localized reason, request id or title accepted, in UTF-8 bytes.
@@ -69,6 +93,8 @@ public enum EvaluationProgress: String, Sendable, CaseIterable {
 
 /// Values of EnrollStatus's `status` argument.
 public enum EnrollProgress: String, Sendable, CaseIterable {
+    /// The reader is ready: present the finger (stage 0 of stages).
+    case placeFinger = "enroll-place-finger"
     case stagePassed = "enroll-stage-passed"
     case retryScan = "enroll-retry-scan"
     case swipeTooShort = "enroll-swipe-too-short"
@@ -78,6 +104,14 @@ public enum EnrollProgress: String, Sendable, CaseIterable {
     case failed = "enroll-failed"
     case duplicate = "enroll-duplicate"
     case dataFull = "enroll-data-full"
+}
+
+/// Where an enrolled print is stored (ListEnrolledPrints' `source`).
+public enum PrintSource: String, Sendable, CaseIterable {
+    /// localauthd's own store (read-write).
+    case localauth = "localauth"
+    /// fprintd's store (read-only for localauthd).
+    case fprintd = "fprintd"
 }
 
 /// The polkit actions (polkit/org.example.LocalAuth.policy).

@@ -52,6 +52,8 @@ public enum LocalAuthServiceError {
     public static let notEnrolled = LocalAuthBus.errorPrefix + "NotEnrolled"
     /// The reader is busy with another enrollment.
     public static let busy = LocalAuthBus.errorPrefix + "Busy"
+    /// Delete: the print belongs to a store localauthd only reads (fprintd's).
+    public static let readOnly = LocalAuthBus.errorPrefix + "ReadOnly"
     /// Storage failed (disk full, permissions).
     public static let storageFailed = LocalAuthBus.errorPrefix + "StorageFailed"
 }

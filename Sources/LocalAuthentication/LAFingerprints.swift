@@ -27,6 +27,24 @@ public enum LAFingerprints {
         public var description: String { "\(shortName): \(message)" }
     }
 
+    /// One enrolled print, as `enrolledPrints(user:)` lists them.
+    public struct EnrolledPrint: Sendable, Hashable {
+        public let finger: String
+        /// Where it is stored: `localauth` (the service's own store) or
+        /// `fprintd` (fprintd's store, which the service only reads).
+        public let source: String
+        /// The reader it was made on: libfprint's driver and device id.
+        public let driver: String
+        public let deviceID: String
+        /// When it was enrolled (fprintd's prints: the day only).
+        public let created: Date?
+        /// Whether the reader that serves this user offers this print now
+        /// (false: made on another reader, or shadowed by a newer print of the same finger).
+        public let inUse: Bool
+
+        public var reader: String { "\(driver)/\(deviceID)" }
+    }
+
     /// Enrolls `finger` for the calling user; returns once the print is stored.
     public static func enroll(_ finger: String, progress: @escaping @Sendable (EnrollProgress) -> Void = { _ in }) async throws {
         ServiceClient.shared.listenForEnrollment { status, stage, stages in
@@ -34,6 +52,54 @@ public enum LAFingerprints {
         }
         defer { ServiceClient.shared.listenForEnrollment(nil) }
         try await call(LocalAuthBus.Method.enroll, [.string(finger)], timeout: .infinity)
+    }
+
+    /// Enrolls `finger` for `user` (nil: the calling user; another user needs
+    /// polkit's `org.example.LocalAuth.manage`). `replace`: enroll it again
+    /// even if that finger is enrolled (else AlreadyEnrolled).
+    public static func enroll(_ finger: String, user: String?, replace: Bool = false,
+                              progress: @escaping @Sendable (EnrollProgress) -> Void = { _ in }) async throws {
+        ServiceClient.shared.listenForEnrollment { status, stage, stages in
+            progress(EnrollProgress(status: status, stage: stage, stages: stages))
+        }
+        defer { ServiceClient.shared.listenForEnrollment(nil) }
+        try await call(LocalAuthBus.Method.enrollWithOptions, [.string(finger), options(user: user, replace: replace)],
+                       timeout: .infinity)
+    }
+
+    /// Every enrolled print of `user` (nil: the calling user), from every
+    /// source and reader, with where it comes from.
+    public static func enrolledPrints(user: String? = nil) async throws -> [EnrolledPrint] {
+        let reply = try await call(LocalAuthBus.Method.listEnrolledPrints, [options(user: user)])
+        guard case .array(_, let rows)? = reply.first else { return [] }
+        return rows.compactMap { row -> EnrolledPrint? in
+            guard let entry = row.stringKeyedDictionary, let finger = entry[LocalAuthBus.PrintKey.finger]?.string else { return nil }
+            var created: Date?
+            if case .int64(let seconds)? = entry[LocalAuthBus.PrintKey.created] {
+                created = Date(timeIntervalSince1970: TimeInterval(seconds))
+            }
+            return EnrolledPrint(finger: finger, source: entry[LocalAuthBus.PrintKey.source]?.string ?? "",
+                                 driver: entry[LocalAuthBus.PrintKey.driver]?.string ?? "",
+                                 deviceID: entry[LocalAuthBus.PrintKey.deviceID]?.string ?? "",
+                                 created: created, inUse: entry[LocalAuthBus.PrintKey.inUse]?.bool ?? false)
+        }
+    }
+
+    /// Deletes `finger` of `user` (nil: the calling user) from the service's store.
+    public static func delete(_ finger: String, user: String?) async throws {
+        try await call(LocalAuthBus.Method.deleteEnrolledFingerWithOptions, [.string(finger), options(user: user)])
+    }
+
+    /// Deletes all prints of `user` (nil: the calling user) from the service's store.
+    public static func deleteAll(user: String?) async throws {
+        try await call(LocalAuthBus.Method.deleteEnrolledFingersWithOptions, [options(user: user)])
+    }
+
+    private static func options(user: String?, replace: Bool = false) -> DBusValue {
+        var entries: [String: DBusValue] = [:]
+        if let user { entries[LocalAuthBus.EnrollOption.user] = .string(user) }
+        if replace { entries[LocalAuthBus.EnrollOption.replace] = .boolean(true) }
+        return .dictionary(entries)
     }
 
     /// The calling user's enrolled fingers on this machine's reader.

@@ -10,18 +10,27 @@ let help = """
 
     Commands:
       status                      reader, enrolled fingers and whether evaluation can work
-      enroll [FINGER]             enroll a finger (default right-index-finger)
-      list                        list your enrolled fingers
+      enroll [FINGER] [--replace] enroll a finger (default right-index-finger); the reader
+                                  asks for several scans of the same finger ("scan 2 of 5");
+                                  --replace enrolls a finger that is already enrolled again
+      list                        list the enrolled prints: finger, where each is stored
+                                  (localauthd's store, or fprintd's, which is read-only
+                                  here), the reader it was made on, and when
       delete [FINGER]             delete one finger, or all of them without FINGER
+                                  (prints in fprintd's store stay: use fprintd-delete)
       evaluate [--policy biometrics|owner] [--reason TEXT]
                                   verify that you are this account's owner
       --help                      this text
+
+    Options of enroll, list and delete:
+      --user NAME                 another user's prints (needs the polkit action
+                                  org.example.LocalAuth.manage, i.e. an administrator)
 
     FINGER is one of: \(LAFingerprints.fingerNames.joined(separator: ", ")).
 
     Exit status: 0 success; 1 authentication failed; 2 usage error;
     3 not available (no reader, no service, not enrolled, not permitted);
-    4 locked out; 5 cancelled; 6 other error.
+    4 locked out; 5 cancelled; 6 other error (already enrolled, not enrolled, …).
 
     """
 
@@ -74,12 +83,38 @@ func report(_ error: Error) -> Int32 {
     return Exit.other
 }
 
-func finger(_ arguments: ArraySlice<String>, default fallback: String?) -> String? {
-    guard let name = arguments.first else { return fallback }
-    guard LAFingerprints.fingerNames.contains(name) else { usageError("unknown finger \(name)") }
-    guard arguments.count == 1 else { usageError("too many arguments") }
-    return name
+/// The options a print command accepts, taken out of its arguments.
+struct PrintCommandOptions {
+    var user: String?
+    var replace = false
+    var finger: String?
 }
+
+func printCommandOptions(_ arguments: ArraySlice<String>, allowReplace: Bool = false,
+                         allowFinger: Bool = true) -> PrintCommandOptions {
+    var options = PrintCommandOptions()
+    var rest = arguments
+    while let argument = rest.popFirst() {
+        switch argument {
+        case "--user":
+            guard let name = rest.popFirst(), !name.isEmpty else { usageError("--user needs a user name") }
+            options.user = name
+        case "--replace" where allowReplace:
+            options.replace = true
+        case _ where argument.hasPrefix("-"):
+            usageError("unknown option \(argument)")
+        default:
+            guard allowFinger else { usageError("unexpected argument \(argument)") }
+            guard LAFingerprints.fingerNames.contains(argument) else { usageError("unknown finger \(argument)") }
+            guard options.finger == nil else { usageError("too many arguments") }
+            options.finger = argument
+        }
+    }
+    return options
+}
+
+/// "right-index-finger" → "right index finger".
+func spoken(_ finger: String) -> String { finger.replacingOccurrences(of: "-", with: " ") }
 
 func status() async -> Int32 {
     let context = LAContext()
@@ -98,25 +133,112 @@ func status() async -> Int32 {
     return Exit.success
 }
 
-func enroll(_ name: String) async -> Int32 {
-    say("Enrolling \(name). Place the finger on the reader, lift it, and repeat when asked.")
+func enroll(_ options: PrintCommandOptions) async -> Int32 {
+    let name = options.finger ?? "right-index-finger"
+    let finger = spoken(name)
+    say("Enrolling \(name)\(options.user.map { " for \($0)" } ?? "")\(options.replace ? ", replacing the enrolled print" : "").")
     do {
-        try await LAFingerprints.enroll(name) { progress in
+        try await LAFingerprints.enroll(name, user: options.user, replace: options.replace) { progress in
+            let next = "scan \(progress.stage + 1) of \(progress.stages)"
             switch progress.status {
-            case "enroll-stage-passed": say("  stage \(progress.stage) of \(progress.stages) done; lift and place the finger again")
-            case "enroll-retry-scan": say("  scan not clear; place the finger again")
-            case "enroll-swipe-too-short": say("  swipe too short; try again")
-            case "enroll-finger-not-centered": say("  finger not centered; try again")
-            case "enroll-remove-and-retry": say("  remove the finger and try again")
-            case "enroll-completed": say("  all \(progress.stages) stages done")
-            default: break
+            case "enroll-place-finger":
+                say("The reader needs \(progress.stages) scans of the same finger.")
+                say("Place your \(finger) on the reader (\(next)).")
+            case "enroll-stage-passed" where progress.stage < progress.stages:
+                say("Scan \(progress.stage) of \(progress.stages) done. Lift your finger, then place it again (\(next)).")
+            case "enroll-stage-passed":
+                say("Scan \(progress.stage) of \(progress.stages) done.")
+            case "enroll-retry-scan":
+                say("That scan was not clear and did not count. Place your \(finger) again (\(next)).")
+            case "enroll-swipe-too-short":
+                say("The swipe was too short and did not count. Swipe again, slower and longer (\(next)).")
+            case "enroll-finger-not-centered":
+                say("The finger was not centered and the scan did not count. Place it again, centered (\(next)).")
+            case "enroll-remove-and-retry":
+                say("Lift your finger off the reader, then place it again (\(next)).")
+            case "enroll-duplicate":
+                say("The reader already knows this finger (perhaps enrolled as another finger).")
+            case "enroll-data-full":
+                say("The reader's memory for prints is full.")
+            case "enroll-failed":
+                say("Enrollment failed.")
+            default:
+                break
             }
         }
-        say("Enrolled \(name).")
+        say("Enrolled \(name)\(options.user.map { " for \($0)" } ?? "").")
         return Exit.success
+    } catch let error as LAFingerprints.ServiceError where error.shortName == "AlreadyEnrolled" {
+        let status = report(error)
+        let user = options.user.map { " --user \($0)" } ?? ""
+        complain("use `localauthctl enroll \(name) --replace\(user)` to enroll it again"
+                 + (error.message.contains("fprintd") ? "" : ", or `localauthctl delete \(name)\(user)` first"))
+        return status
     } catch {
         return report(error)
     }
+}
+
+func list(_ options: PrintCommandOptions) async -> Int32 {
+    let prints: [LAFingerprints.EnrolledPrint]
+    do {
+        prints = try await LAFingerprints.enrolledPrints(user: options.user)
+    } catch {
+        return report(error)
+    }
+    if let user = options.user { say("Prints of \(user):") }
+    guard !prints.isEmpty else {
+        say("No fingers enrolled.")
+        return Exit.success
+    }
+    let withTime = DateFormatter()
+    withTime.dateFormat = "yyyy-MM-dd HH:mm"
+    let dayOnly = DateFormatter()
+    dayOnly.dateFormat = "yyyy-MM-dd"
+    dayOnly.timeZone = TimeZone(identifier: "UTC")
+    var rows = [["FINGER", "SOURCE", "READER", "ENROLLED", "NOTE"]]
+    for print in prints {
+        let source = print.source == "fprintd" ? "fprintd (read-only)" : print.source == "localauth" ? "localauthd" : print.source
+        let created = print.created.map { print.source == "fprintd" ? dayOnly.string(from: $0) : withTime.string(from: $0) } ?? "-"
+        var note = ""
+        if !print.inUse {
+            let shadowed = prints.contains { $0.inUse && $0.finger == print.finger && $0.reader == print.reader }
+            note = shadowed ? "not used: replaced by the localauthd print" : "not used: made on another reader"
+        }
+        rows.append([print.finger, source, print.reader, created, note])
+    }
+    if rows.dropFirst().allSatisfy({ $0[4].isEmpty }) { rows = rows.map { Array($0.prefix(4)) } }
+    let widths = (0..<rows[0].count).map { column in rows.map { $0[column].count }.max() ?? 0 }
+    for row in rows {
+        let line = row.enumerated().map { index, cell in
+            index == row.count - 1 ? cell : cell.padding(toLength: widths[index] + 2, withPad: " ", startingAt: 0)
+        }.joined()
+        say(line.trimmingCharacters(in: .whitespaces))
+    }
+    return Exit.success
+}
+
+func delete(_ options: PrintCommandOptions) async -> Int32 {
+    do {
+        if let name = options.finger {
+            try await LAFingerprints.delete(name, user: options.user)
+            say("Deleted \(name).")
+        } else {
+            try await LAFingerprints.deleteAll(user: options.user)
+            say("Deleted all fingers in localauthd's store.")
+        }
+    } catch {
+        return report(error)
+    }
+    // fprintd's prints are only read: say so if some are still offered.
+    if let remaining = try? await LAFingerprints.enrolledPrints(user: options.user) {
+        let fromFprintd = remaining.filter { $0.source == "fprintd" && (options.finger == nil || $0.finger == options.finger) }
+        if !fromFprintd.isEmpty {
+            say("Still enrolled through fprintd's store, which localauthd does not change: "
+                + Set(fromFprintd.map(\.finger)).sorted().joined(separator: ", ") + ". fprintd-delete removes them.")
+        }
+    }
+    return Exit.success
 }
 
 func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
@@ -209,29 +331,11 @@ func run() async -> Int32 {
     case "status":
         return await status()
     case "enroll":
-        return await enroll(finger(arguments, default: "right-index-finger")!)
+        return await enroll(printCommandOptions(arguments, allowReplace: true))
     case "list":
-        do {
-            let fingers = try await LAFingerprints.enrolledFingers()
-            if fingers.isEmpty { say("No fingers enrolled.") }
-            for name in fingers { say(name) }
-            return Exit.success
-        } catch {
-            return report(error)
-        }
+        return await list(printCommandOptions(arguments, allowFinger: false))
     case "delete":
-        do {
-            if let name = finger(arguments, default: nil) {
-                try await LAFingerprints.delete(name)
-                say("Deleted \(name).")
-            } else {
-                try await LAFingerprints.deleteAll()
-                say("Deleted all fingers.")
-            }
-            return Exit.success
-        } catch {
-            return report(error)
-        }
+        return await delete(printCommandOptions(arguments))
     case "evaluate":
         return await evaluate(arguments)
     case "-h", "--help", "help":

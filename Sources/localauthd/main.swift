@@ -6,12 +6,16 @@ import LocalAuthService
 
 let usage = """
     Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
-                      [--fprintd-store DIR]
+                      [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
     /var/lib/localauth; an idle timeout of 0 means never exit when idle
     (default 30); the scan timeout bounds each wait for a finger (default 30).
+    Prints enrolled with fprintd are read, never written, from --fprintd-store
+    (default /var/lib/fprint). --reader uses only that reader (libfprint's
+    driver id, and device id); without it each user is served by the first
+    reader that has prints of theirs, else the first reader.
 
     """
 
@@ -47,6 +51,10 @@ func parse(_ commandLine: [String]) -> Configuration {
             configuration.scanTimeout = seconds(after: argument)
             if configuration.scanTimeout == 0 { fail("--scan-timeout must be more than 0") }
         case "--fprintd-store": configuration.fprintdStore = value(after: argument)
+        case "--reader":
+            let text = value(after: argument)
+            guard let selector = ReaderSelector(text) else { fail("--reader takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }
+            configuration.reader = selector
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)

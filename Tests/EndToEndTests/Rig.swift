@@ -181,9 +181,13 @@ final class ServiceProcess: @unchecked Sendable {
     let logPath: String
     let bus: BusRig
 
-    /// `withReader: false` starts the service with no reader at all;
+    /// `withReader: false` starts the service with no reader at all.
+    /// `fprintdStore`: fprintd's store to read (default: an empty directory of
+    /// this service, so that the machine's /var/lib/fprint never leaks in).
+    /// `environment`: more variables (a second virtual reader, say).
     /// `launcher` runs it through another program (e.g. setpriv).
     init(bus: BusRig, stateDirectory: String? = nil, withReader: Bool = true,
+         fprintdStore: String? = nil, environment extra: [String: String] = [:],
          arguments: [String] = [], launcher: [String] = []) throws {
         self.bus = bus
         let base = bus.directory + "/service-\(UInt32.random(in: 0...UInt32.max))"
@@ -194,7 +198,9 @@ final class ServiceProcess: @unchecked Sendable {
         var environment = ["DBUS_SYSTEM_BUS_ADDRESS": bus.address, "FP_DRIVERS_WHITELIST": "virtual_device"]
         // An empty value is dropped from the child's environment: no reader at all.
         environment["FP_VIRTUAL_DEVICE"] = withReader ? sensorSocket : ""
-        let command = launcher + [Paths.localauthd, "--state-dir", self.stateDirectory, "--idle-timeout", "0"] + arguments
+        environment.merge(extra) { $1 }
+        let store = ["--fprintd-store", fprintdStore ?? base + "/fprintd-store"]
+        let command = launcher + [Paths.localauthd, "--state-dir", self.stateDirectory, "--idle-timeout", "0"] + store + arguments
         child = try Child(command[0], Array(command.dropFirst()),
                           environment: environment, stdoutPath: logPath, stderrPath: logPath)
         try waitForName()
@@ -219,7 +225,13 @@ final class ServiceProcess: @unchecked Sendable {
     /// Sends one command to the virtual sensor (one connection per command),
     /// retrying the connect until the service has the device open.
     func sensor(_ command: String) throws {
-        let deadline = Date().addingTimeInterval(10)
+        try ServiceProcess.send(command, to: sensorSocket)
+    }
+
+    /// Sends one command to the virtual sensor listening at `sensorSocket`,
+    /// retrying the connect for `retryFor` seconds (0: one attempt).
+    static func send(_ command: String, to sensorSocket: String, retryFor: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(retryFor)
         while true {
             let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
             guard fd >= 0 else { throw RigError("socket: \(errno)") }
@@ -237,7 +249,14 @@ final class ServiceProcess: @unchecked Sendable {
             }
             if connected == 0 {
                 let data = Array(command.utf8)
-                _ = data.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+                // MSG_NOSIGNAL: a service killed meanwhile must not SIGPIPE the tests.
+                _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+                // The driver closes the connection once it has taken the
+                // command; a next connection before that would drop it.
+                var timeout = timeval(tv_sec: 2, tv_usec: 0)
+                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+                var scratch = [UInt8](repeating: 0, count: 256)
+                while scratch.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
                 close(fd)
                 return
             }

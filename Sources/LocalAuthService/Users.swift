@@ -1,0 +1,39 @@
+import Glibc
+
+/// The account database (NSS, through getpwuid_r / getpwnam_r): user names
+/// for fprintd's store, which is keyed by name, and for `user` options, which
+/// name another user. Our own store is keyed by uid, which never changes when
+/// an account is renamed.
+enum Users {
+    /// The name of `uid`, or nil when the account database has no such user.
+    static func name(of uid: UInt32) -> String? {
+        lookup { entry, buffer, size, result in getpwuid_r(uid_t(uid), entry, buffer, size, result) }?.name
+    }
+
+    /// The uid of `name`, or nil when there is no such user.
+    static func uid(of name: String) -> UInt32? {
+        guard !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else { return nil }
+        return lookup { entry, buffer, size, result in getpwnam_r(name, entry, buffer, size, result) }.map { UInt32($0.uid) }
+    }
+
+    private static func lookup(
+        _ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+                 UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32
+    ) -> (name: String, uid: uid_t)? {
+        var size = 1024
+        while size <= 1 << 20 {
+            var entry = passwd()
+            var result: UnsafeMutablePointer<passwd>? = nil
+            let buffer = UnsafeMutablePointer<CChar>.allocate(capacity: size)
+            defer { buffer.deallocate() }
+            let status = call(&entry, buffer, size, &result)
+            if status == ERANGE {
+                size *= 4
+                continue
+            }
+            guard status == 0, let found = result, let name = found.pointee.pw_name else { return nil }
+            return (String(cString: name), found.pointee.pw_uid)
+        }
+        return nil
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+@testable import LocalAuthService
+import LocalAuthShared
+import XCTest
+
+/// The method table (the service's one pairing of methods with signatures and
+/// polkit actions) and the contract file say the same thing.
+final class MethodTableTests: XCTestCase {
+    private struct Declared {
+        let inSignature: String
+        let comment: String
+    }
+
+    /// Methods of org.example.LocalAuth in dbus/org.example.LocalAuth.xml, with
+    /// their in-arguments and the comment just before each.
+    private func declaredMethods() throws -> [String: Declared] {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let xml = try String(contentsOf: url.appendingPathComponent("dbus/org.example.LocalAuth.xml"), encoding: .utf8)
+        let interface = xml.components(separatedBy: "<interface name=\"org.example.LocalAuth\">")[1]
+            .components(separatedBy: "</interface>")[0]
+        var result: [String: Declared] = [:]
+        var comment = ""
+        var rest = Substring(interface)
+        while let open = rest.range(of: "<") {
+            rest = rest[open.lowerBound...]
+            if rest.hasPrefix("<!--") {
+                let end = rest.range(of: "-->")!
+                comment = String(rest[rest.startIndex..<end.upperBound])
+                rest = rest[end.upperBound...]
+            } else if rest.hasPrefix("<method name=\"") {
+                let nameStart = rest.index(rest.startIndex, offsetBy: 14)
+                let name = String(rest[nameStart...].prefix { $0 != "\"" })
+                let tagEnd = rest.range(of: ">")!
+                var body = Substring("")
+                if rest[..<tagEnd.lowerBound].hasSuffix("/") {
+                    rest = rest[tagEnd.upperBound...]
+                } else {
+                    let close = rest.range(of: "</method>")!
+                    body = rest[tagEnd.upperBound..<close.lowerBound]
+                    rest = rest[close.upperBound...]
+                }
+                var signature = ""
+                for arg in body.components(separatedBy: "<arg ").dropFirst() where arg.contains("direction=\"in\"") {
+                    signature += arg.components(separatedBy: "type=\"")[1].prefix { $0 != "\"" }
+                }
+                result[name] = Declared(inSignature: signature, comment: comment)
+            } else {
+                rest = rest.dropFirst()
+            }
+        }
+        return result
+    }
+
+    func testEveryMethodIsDeclaredWithItsSignatureAndAction() throws {
+        let declared = try declaredMethods()
+        XCTAssertEqual(Set(declared.keys), Set(LocalAuthService.methods.keys))
+        for (name, spec) in LocalAuthService.methods {
+            guard let method = declared[name] else { continue }
+            XCTAssertEqual(method.inSignature, spec.signature, name)
+            let polkit = method.comment.components(separatedBy: "polkit:").dropFirst().joined()
+            if let action = spec.action {
+                XCTAssertTrue(polkit.contains(action.rawValue), "\(name): the contract should name \(action.rawValue)")
+            } else {
+                XCTAssertTrue(polkit.hasPrefix(" none"), "\(name): the contract should say polkit: none")
+            }
+            if spec.userOptions != nil {
+                XCTAssertTrue(polkit.contains(PolkitAction.manage.rawValue), "\(name): another user's prints need manage")
+                XCTAssertEqual(Array(spec.signature.suffix(5)), Array("a{sv}"), name)
+            }
+        }
+    }
+
+    func testReaderSelector() {
+        XCTAssertEqual(ReaderSelector("virtual_device")?.deviceID, nil)
+        XCTAssertEqual(ReaderSelector("synaptics/abc/1")?.deviceID, "abc/1")
+        XCTAssertNil(ReaderSelector(""))
+        XCTAssertNil(ReaderSelector("/0"))
+        XCTAssertNil(ReaderSelector("virtual_device/"))
+        XCTAssertTrue(ReaderSelector("virtual_device")!.matches("virtual_device", "7"))
+        XCTAssertFalse(ReaderSelector("virtual_device/0")!.matches("virtual_device", "7"))
+        XCTAssertFalse(ReaderSelector("virtual_device")!.matches("virtual_device_storage", "0"))
+    }
+}

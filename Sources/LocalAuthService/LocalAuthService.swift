@@ -399,13 +399,20 @@ public final class LocalAuthService {
         let timeout = EventLoopTimers.after(configuration.scanTimeout) { evaluation.stopBiometrics(.timedOut) }
         defer { timeout.cancel() }
         var failures = 0
+        var scans = 0
         status(evaluation, .placeFinger)
         while true {
             // Re-read after every await: prints may have changed, the reader may be gone.
-            let gallery = try usablePrints(for: evaluation.uid)
+            let gallery = try usablePrints(for: evaluation.uid).map(\.print)
+            // A reader that can only verify compares a scan with one print: each
+            // new scan tries the next of the user's prints, so every enrolled
+            // finger gets its turn within one evaluation.
+            let offset = gallery.isEmpty ? 0 : scans % gallery.count
+            scans += 1
             let result: Sensor.ScanResult
             do {
-                result = try await sensor.identify(gallery.map(\.print), cancellable: evaluation.cancellable)
+                result = try await sensor.identify(Array(gallery[offset...] + gallery[..<offset]),
+                                                   cancellable: evaluation.cancellable)
             } catch {
                 throw scanError(error, evaluation)
             }

@@ -55,6 +55,17 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(statuses.values.first, .placeFinger)
     }
 
+    func testEveryEnrolledFingerGetsItsTurnOnAVerifyOnlyReader() async throws {
+        try await enroll("right-index-finger", as: "first-finger")
+        try await enroll("left-thumb", as: "second-finger")
+        // libfprint's virtual reader can only verify: one print per scan. The
+        // service offers prints in finger order, left-thumb first, so the
+        // right index finger can only match if the second scan tries it.
+        present("first-finger", after: 0.3, times: 2)
+        let result = await evaluate()
+        XCTAssertTrue(result.succeeded, "\(result)")
+    }
+
     func testNoReaderMeansBiometryNotAvailable() throws {
         service.stop()
         service = try ServiceProcess(bus: rig, withReader: false)

@@ -3,13 +3,15 @@
 #   make build   swift build, and the tests
 #   make test    deps, then swift test (end-to-end tests start the rig themselves)
 #   make demo    deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
+#   make bench   deps, release build, then localauth-bench beside fprintd (needs root;
+#                BENCH_ARGS="--quick" or "--json FILE" are passed on; see BENCHMARKS.md)
 #   make clean   remove build output
 
 SWIFT ?= swift
 export PATH := /opt/swift/usr/bin:$(PATH)
 SHELL := /bin/bash
 
-.PHONY: all deps build test demo clean
+.PHONY: all deps build test demo bench clean
 
 all: build
 
@@ -25,6 +27,10 @@ test: deps
 
 demo: deps build
 	scripts/demo.sh
+
+bench: deps
+	$(SWIFT) build -c release
+	"$$($(SWIFT) build -c release --show-bin-path)/localauth-bench" $(BENCH_ARGS)
 
 clean:
 	$(SWIFT) package clean || true

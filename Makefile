@@ -3,8 +3,9 @@
 #   make build   swift build, and the tests
 #   make test    deps, then swift test (end-to-end tests start the rig themselves)
 #   make demo    deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
-#   make bench   deps, release build, then localauth-bench beside fprintd (needs root;
-#                BENCH_ARGS="--quick" or "--json FILE" are passed on; see BENCHMARKS.md)
+#   make bench   deps, release build (static Swift runtime, as shipped), then
+#                localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
+#                "--json FILE" are passed on; see BENCHMARKS.md)
 #   make clean   remove build output
 
 SWIFT ?= swift
@@ -28,9 +29,12 @@ test: deps
 demo: deps build
 	scripts/demo.sh
 
+# The daemon is measured as it is shipped: release, Swift runtime linked in.
+BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
+
 bench: deps
-	$(SWIFT) build -c release
-	"$$($(SWIFT) build -c release --show-bin-path)/localauth-bench" $(BENCH_ARGS)
+	$(SWIFT) build $(BENCH_BUILD_FLAGS)
+	"$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" $(BENCH_ARGS)
 
 clean:
 	$(SWIFT) package clean || true

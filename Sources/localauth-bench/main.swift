@@ -21,7 +21,7 @@ let usage = """
       --cycles N            whole evaluations per daemon (default 300)
       --clients N           concurrent callers, one connection each (default 64)
       --calls-per-client N  preflights per concurrent caller (default 200)
-      --startup-trials N    starts of each daemon (default 5)
+      --startup-trials N    starts of each daemon (default 10)
       --quick               small counts, for trying the benchmark out
       --keep                keep the temporary directory (logs) afterwards
 
@@ -33,7 +33,7 @@ struct Options {
     var cycles = 300
     var clients = 64
     var callsPerClient = 200
-    var startupTrials = 5
+    var startupTrials = 10
     var keep = false
 
     static func parse(_ arguments: [String]) -> Options {
@@ -294,6 +294,8 @@ final class Bench: Sendable {
             throw BenchError("rig.sh fprintd wrote no pid")
         }
         try await Task.sleep(for: .milliseconds(500))
+        let maps = (try? String(contentsOfFile: "/proc/\(oursPID)/maps", encoding: .utf8)) ?? ""
+        results.machine["localauthd Swift runtime"] = maps.contains("libswiftCore.so") ? "shared libraries" : "linked in (static)"
         let oursAfterStart = residentKiB(of: oursPID) ?? -1
         let fprintdAfterStart = residentKiB(of: fprintdPID) ?? -1
 

@@ -94,7 +94,7 @@ func formatted(_ value: Double, _ unit: String) -> String {
 
 /// The table, as plain text (also what BENCHMARKS.md shows).
 func table(_ rows: [Row]) -> String {
-    let header = ["row", "localauthd", "baseline", "ratio", "target", "met"]
+    let header = ["row", "localauthd", "fprintd", "ratio", "target", "met"]
     var lines: [[String]] = [header]
     for row in rows {
         let met = row.met.map { $0 ? "yes" : "NO" } ?? "–"

@@ -9,6 +9,9 @@
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
+#   make bench       deps, release build (static Swift runtime, as shipped), then
+#                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
+#                    "--json FILE" are passed on; see BENCHMARKS.md)
 #   make clean       remove build output
 #
 # Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR
@@ -47,7 +50,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build test demo release binaries install uninstall install-list deb example clean
+.PHONY: all deps build test demo bench release binaries install uninstall install-list deb example clean
 
 all: build
 
@@ -86,6 +89,13 @@ deb: binaries
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build
+
+# The daemon is measured as it is shipped: release, Swift runtime linked in.
+BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
+
+bench: deps
+	$(SWIFT) build $(BENCH_BUILD_FLAGS)
+	"$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" $(BENCH_ARGS)
 
 clean:
 	$(SWIFT) package clean || true

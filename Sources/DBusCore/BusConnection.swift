@@ -136,7 +136,12 @@ public final class BusConnection: Sendable {
 
     /// Calls a method and returns its reply's values, or throws its error.
     /// `timeout` nil means libdbus's default (25 s); `.infinity` waits for ever.
-    public func call(destination: String, path: ObjectPath, interface: String, member: String,
+    ///
+    /// The async methods here are `nonisolated(nonsending)`: they start on the
+    /// caller's executor, so code on the loop's own actor (the service) sends
+    /// at once from the loop thread instead of first hopping to Swift's global
+    /// executor. (Where the task resumes after the reply: see `EventLoop`.)
+    public nonisolated(nonsending) func call(destination: String, path: ObjectPath, interface: String, member: String,
                      arguments: [DBusValue] = [], timeout: Double? = nil) async throws(DBusError) -> [DBusValue] {
         let message = try Message.methodCall(destination: destination, path: path, interface: interface,
                                              member: member, arguments: arguments)
@@ -144,7 +149,7 @@ public final class BusConnection: Sendable {
     }
 
     /// Sends a method call and returns the reply message (which may be an error reply).
-    public func call(_ message: Message, timeout: Double? = nil) async throws(DBusError) -> Message {
+    public nonisolated(nonsending) func call(_ message: Message, timeout: Double? = nil) async throws(DBusError) -> Message {
         let result: Result<Message, DBusError> = await withCheckedContinuation { continuation in
             let start: @Sendable () -> Void = {
                 self.sendWithReply(message, timeout: timeout) { continuation.resume(returning: $0) }
@@ -212,7 +217,7 @@ public final class BusConnection: Sendable {
     /// bus to route them here. Unicast signals addressed to us need no match rule;
     /// pass `addMatchRule: false` for those.
     @discardableResult
-    public func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
+    public nonisolated(nonsending) func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
                           extraMatch: String = "", addMatchRule: Bool = true,
                           handler: @escaping SignalHandler) async throws(DBusError) -> UInt64 {
         let id = register(Subscription(sender: sender, interface: interface, member: member, path: path, handler: handler))

@@ -11,7 +11,15 @@ import Glibc
 /// (see CDBusGLib). With the Swift code that drives them running on that
 /// thread too (actors whose executor is this loop), the C libraries are only
 /// ever touched from one thread and strict concurrency holds without locks.
-public final class EventLoop: SerialExecutor, @unchecked Sendable {
+///
+/// It is also a `TaskExecutor`. A task started with `Task(executorPreference:)`
+/// on the loop runs its nonisolated parts here too, and, above all, resumes
+/// here after a continuation: the runtime resumes every continuation on the
+/// "generic" executor, which without a preference is Swift's global thread
+/// pool, so each `await` of a libfprint, polkit or libdbus callback cost two
+/// thread switches (loop → pool → loop), and the first one at start-up the
+/// creation of the pool's threads.
+public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable {
     // GMainContext and GMainLoop are thread-safe objects in GLib.
     let context: OpaquePointer
     private let mainLoop: OpaquePointer
@@ -101,18 +109,27 @@ public final class EventLoop: SerialExecutor, @unchecked Sendable {
         public func cancel() { cdbusglib_cancel_timer(loop.context, id) }
     }
 
-    // MARK: SerialExecutor
+    // MARK: SerialExecutor and TaskExecutor
 
+    /// Every job runs on the loop's thread as both executors at once: jobs of
+    /// actors on this loop and nonisolated jobs of tasks that prefer it are the
+    /// same serial stream, so a task that resumes here and then needs the
+    /// loop's actor continues at once instead of being queued again.
     public func enqueue(_ job: consuming ExecutorJob) {
         let box = Unmanaged.passRetained(JobBox(job: UnownedJob(job), executor: self)).toOpaque()
         cdbusglib_post(context, { raw in
             let box = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
-            box.job.runSynchronously(on: box.executor.asUnownedSerialExecutor())
+            box.job.runSynchronously(isolatedTo: box.executor.asUnownedSerialExecutor(),
+                                     taskExecutor: box.executor.asUnownedTaskExecutor())
         }, box)
     }
 
     public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
         UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
+        UnownedTaskExecutor(ordinary: self)
     }
 
     public func checkIsolated() {

@@ -116,7 +116,7 @@ public final class LocalAuthService {
                 return
             }
             callsInFlight += 1
-            Task { await self.serve(call, spec) }
+            Task(executorPreference: EventLoop.processDefault) { await self.serve(call, spec) }
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
                 call.reply([.string(Self.interfaceXML)])

@@ -284,12 +284,17 @@ enum PrintCodec {
         return Array(UnsafeBufferPointer(start: data, count: Int(length)))
     }
 
+    /// The same bytes always give the same print, so a print read before is
+    /// taken from `PrintCache` (libfprint's parser is most of a preflight's cost).
     static func deserialize(_ bytes: [UInt8]) throws(GLibError) -> GObjectRef {
+        if let cached = PrintCache.shared.print(for: bytes) { return cached }
         let print = try GLibError.check { error in
             bytes.withUnsafeBufferPointer { fp_print_deserialize($0.baseAddress, gsize($0.count), error) }
         }
         guard let print else { throw GLibError(domain: 0, code: 0, message: "not a print") }
-        return GObjectRef(taking: print)
+        let reference = GObjectRef(taking: print)
+        PrintCache.shared.store(reference, for: bytes)
+        return reference
     }
 
     static func driver(of print: GObjectRef) -> String {

@@ -68,7 +68,8 @@ let loop = EventLoop.processDefault
 let configured = parse(Array(CommandLine.arguments.dropFirst()))
 nonisolated(unsafe) var exitStatus: Int32 = 0
 
-Task { @ServiceActor in
+// The loop is also the task's executor preference: see EventLoop.
+Task(executorPreference: loop) { @ServiceActor in
     do {
         let service = try await LocalAuthService.start(configured)
         for signal in [SIGTERM, SIGINT, SIGHUP] {

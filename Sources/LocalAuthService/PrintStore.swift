@@ -21,6 +21,45 @@ final class PrintStore {
     /// Problems already logged (path + inode + size + mtime), so that a bad
     /// file is reported once, not on every request.
     private var reported: Set<String> = []
+    /// Files already read and checked, with the identity of the version that
+    /// was checked. Directories are still listed on every request; a file is
+    /// read again only when its inode, size, times, mode or owner changed (any
+    /// write, rename over it, chmod or chown changes its ctime). Reading,
+    /// checking and parsing every print on every preflight made
+    /// CanEvaluatePolicy cost 1.7 times a bare Ping (localauth-bench).
+    private var checked: [String: (version: FileVersion, print: StoredPrint)] = [:]
+
+    /// What identifies one version of a file without reading it.
+    struct FileVersion: Equatable {
+        let device: UInt64, inode: UInt64, size: Int64, mode: UInt32, owner: UInt32
+        let modified: Int, modifiedNanos: Int, changed: Int, changedNanos: Int
+
+        init?(_ path: String) {
+            var info = stat()
+            guard lstat(path, &info) == 0 else { return nil }
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+            size = Int64(info.st_size)
+            mode = UInt32(info.st_mode)
+            owner = UInt32(info.st_uid)
+            modified = info.st_mtim.tv_sec
+            modifiedNanos = info.st_mtim.tv_nsec
+            changed = info.st_ctim.tv_sec
+            changedNanos = info.st_ctim.tv_nsec
+        }
+    }
+
+    /// The print at `path` if this very version was checked before; otherwise
+    /// `load` reads and checks it, and a good result is remembered.
+    private func cached(_ path: String, _ load: () -> StoredPrint?) -> StoredPrint? {
+        let version = FileVersion(path)
+        if let version, let entry = checked[path], entry.version == version { return entry.print }
+        checked[path] = nil
+        guard let print = load() else { return nil }
+        // Remember only if the file did not change while it was being read.
+        if let version, FileVersion(path) == version { checked[path] = (version, print) }
+        return print
+    }
 
     struct StoredPrint {
         let finger: FingerName
@@ -85,7 +124,7 @@ final class PrintStore {
                         report(path, "is not a print file name; skipped")
                         continue
                     }
-                    if let stored = loadOwn(path, uid: uid, finger: finger, driverName: driverName, deviceName: deviceName) {
+                    if let stored = cached(path, { loadOwn(path, uid: uid, finger: finger, driverName: driverName, deviceName: deviceName) }) {
                         result.append(stored)
                     }
                 }
@@ -149,7 +188,7 @@ final class PrintStore {
                     guard file.utf8.count == 1, let digit = Hex.digit(file.utf8.first!),
                           let finger = FingerName(fpFinger: UInt32(digit)) else { continue }
                     let path = "\(directory)/\(file)"
-                    if let stored = loadFprintd(path, user: name, finger: finger, driver: driver, deviceID: deviceID) {
+                    if let stored = cached(path, { loadFprintd(path, user: name, finger: finger, driver: driver, deviceID: deviceID) }) {
                         result.append(stored)
                     }
                 }

@@ -135,7 +135,12 @@ final class Bench: Sendable {
     }
 
     func startLocalauthd(log: String) throws -> Child {
-        try Child(Locations.localauthd, ["--state-dir", oursState, "--idle-timeout", "0"],
+        // An fprintd store of its own (empty): the machine's /var/lib/fprint
+        // must not decide what the benchmark enrolls or matches.
+        let fprintdStore = directory + "/localauthd-fprintd-store"
+        mkdir(fprintdStore, 0o700)
+        return try Child(Locations.localauthd, ["--state-dir", oursState, "--idle-timeout", "0",
+                                                "--fprintd-store", fprintdStore],
                                   environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress,
                                                 "FP_VIRTUAL_DEVICE": oursSensor.path,
                                                 "FP_DRIVERS_WHITELIST": "virtual_device"],

@@ -148,6 +148,9 @@ static void dispatch_status_changed(DBusConnection *connection, DBusDispatchStat
 
 static void wakeup_main(void *user_data) {
     Attachment *attachment = user_data;
+    // On the loop's own thread the loop is running, not sleeping: waking it
+    // would only cost an eventfd write and read and an extra poll per message.
+    if (g_main_context_is_owner(attachment->context)) return;
     g_main_context_wakeup(attachment->context);
 }
 

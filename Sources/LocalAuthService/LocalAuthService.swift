@@ -484,7 +484,7 @@ public final class LocalAuthService {
         if name.isEmpty {
             uid = request.uid
         } else {
-            guard let found = Accounts.uid(of: name) else { throw ServiceErrors.invalidArgs("no user named \(name)") }
+            guard let found = Users.uid(of: name) else { throw ServiceErrors.invalidArgs("no user named \(name)") }
             uid = found
         }
         lockout.reset(uid)

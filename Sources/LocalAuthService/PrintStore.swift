@@ -29,26 +29,6 @@ final class PrintStore {
     /// CanEvaluatePolicy cost 1.7 times a bare Ping (localauth-bench).
     private var checked: [String: (version: FileVersion, print: StoredPrint)] = [:]
 
-    /// What identifies one version of a file without reading it.
-    struct FileVersion: Equatable {
-        let device: UInt64, inode: UInt64, size: Int64, mode: UInt32, owner: UInt32
-        let modified: Int, modifiedNanos: Int, changed: Int, changedNanos: Int
-
-        init?(_ path: String) {
-            var info = stat()
-            guard lstat(path, &info) == 0 else { return nil }
-            device = UInt64(info.st_dev)
-            inode = UInt64(info.st_ino)
-            size = Int64(info.st_size)
-            mode = UInt32(info.st_mode)
-            owner = UInt32(info.st_uid)
-            modified = info.st_mtim.tv_sec
-            modifiedNanos = info.st_mtim.tv_nsec
-            changed = info.st_ctim.tv_sec
-            changedNanos = info.st_ctim.tv_nsec
-        }
-    }
-
     /// The print at `path` if this very version was checked before; otherwise
     /// `load` reads and checks it, and a good result is remembered.
     private func cached(_ path: String, _ load: () -> StoredPrint?) -> StoredPrint? {

@@ -1,13 +1,32 @@
 import Glibc
+import Synchronization
 
 /// The account database (NSS, through getpwuid_r / getpwnam_r): user names
 /// for fprintd's store, which is keyed by name, and for `user` options, which
 /// name another user. Our own store is keyed by uid, which never changes when
 /// an account is renamed.
 enum Users {
+    /// Names already looked up. Every preflight needs the caller's name (for
+    /// fprintd's store), and NSS reads and parses /etc/passwd each time; the
+    /// names are kept while /etc/passwd is unchanged, and a minute at most
+    /// (for accounts from other NSS sources).
+    private static let names = Mutex<(version: FileVersion?, since: ContinuousClock.Instant, byUID: [UInt32: String])>(
+        (nil, .now, [:]))
+
     /// The name of `uid`, or nil when the account database has no such user.
     static func name(of uid: UInt32) -> String? {
-        lookup { entry, buffer, size, result in getpwuid_r(uid_t(uid), entry, buffer, size, result) }?.name
+        let version = FileVersion("/etc/passwd")
+        let hit = names.withLock { cache -> String? in
+            guard let version, cache.version == version, ContinuousClock.now - cache.since < .seconds(60) else {
+                cache = (version, .now, [:])
+                return nil
+            }
+            return cache.byUID[uid]
+        }
+        if let hit { return hit }
+        let found = lookup { entry, buffer, size, result in getpwuid_r(uid_t(uid), entry, buffer, size, result) }?.name
+        if let found { names.withLock { $0.byUID[uid] = found } }
+        return found
     }
 
     /// The uid of `name`, or nil when there is no such user.

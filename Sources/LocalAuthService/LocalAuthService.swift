@@ -116,7 +116,11 @@ public final class LocalAuthService {
                 return
             }
             callsInFlight += 1
-            Task(executorPreference: EventLoop.processDefault) { await self.serve(call, spec) }
+            // Started immediately, on this thread: a call that never has to wait
+            // (a preflight) is answered within this dispatch, with no extra
+            // trip through the loop; one that waits (polkit, the sensor)
+            // suspends there and resumes on the loop.
+            Task.immediate(executorPreference: EventLoop.processDefault) { await self.serve(call, spec) }
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
                 call.reply([.string(Self.interfaceXML)])

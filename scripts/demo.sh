@@ -18,8 +18,6 @@ BUILD_DIR="${BUILD_DIR:-$REPO/.build/debug}"
 LOCALAUTHD="${LOCALAUTHD:-$BUILD_DIR/localauthd}"
 LOCALAUTHCTL="${LOCALAUTHCTL:-$BUILD_DIR/localauthctl}"
 RIG="$REPO/scripts/rig.sh"
-PY=/usr/bin/python3
-[ -x "$PY" ] || PY=python3
 FINGER=right-index-finger
 STEP_TIMEOUT=60          # seconds any one localauthctl call may take
 
@@ -57,27 +55,9 @@ trap 'exit 130' INT TERM
 
 heading() { printf '\n=== %s ===\n' "$*"; }
 
-# vfp_send SOCK CMD: one command per connection to libfprint's virtual device;
-# retries connecting for up to ~5 s (it accepts only while the device is open).
-vfp_send() {
-    "$PY" - "$1" "$2" <<'EOF'
-import socket, sys, time
-path, cmd = sys.argv[1], sys.argv[2]
-deadline = time.monotonic() + 5.0
-while True:
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        s.connect(path)
-        s.sendall(cmd.encode())
-        s.close()
-        sys.exit(0)
-    except OSError as e:
-        s.close()
-        if time.monotonic() > deadline:
-            sys.exit("vfp_send: cannot send %r to %s: %s" % (cmd, path, e))
-        time.sleep(0.02)
-EOF
-}
+# vfp_send SOCK CMD: one command to libfprint's virtual device (rig.sh retries
+# the connect while the device is not open yet).
+vfp_send() { "$RIG" vfp "$1" "$2" >/dev/null; }
 
 # vfp_feed SOCK CMD COUNT: send CMD COUNT times, 300 ms apart, in the
 # background. Exactly as many scans as the step needs: the virtual device

@@ -32,7 +32,9 @@ let package = Package(
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
-        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared"]),
+        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport"]),
+        // Processes and the virtual sensor, for the end-to-end tests and the benchmark.
+        .target(name: "RigSupport"),
 
         // Apple-style sample code, built and run against the rig by the tests.
         .executableTarget(name: "BiometricPreflight", dependencies: ["LocalAuthentication"],
@@ -46,7 +48,7 @@ let package = Package(
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         // The service's pure parts (the print file format), without a bus.
         .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,3 +1,4 @@
+import RigSupport
 import DBusCore
 import Foundation
 import LocalAuthShared

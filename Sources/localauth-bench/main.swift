@@ -5,6 +5,7 @@
 import DBusCore
 import Foundation
 import Glibc
+import RigSupport
 import LocalAuthShared
 
 let usage = """
@@ -128,7 +129,7 @@ final class Bench: Sendable {
     // MARK: Daemons
 
     func rig(_ arguments: [String]) throws {
-        let outcome = try Spawn.run(rigScript, arguments, logPath: directory + "/rig.sh.log", timeout: 60)
+        let outcome = try runProgram(rigScript, arguments, timeout: 60)
         guard outcome.status == 0 else {
             throw BenchError("rig.sh \(arguments.joined(separator: " ")) failed (\(outcome.status)): \(outcome.output)")
         }
@@ -166,9 +167,9 @@ final class Bench: Sendable {
     }
 
     func waitForName(_ bus: BusConnection, _ name: String, present: Bool, timeout: Double = 20) async throws {
-        let deadline = monotonicNanos() + UInt64(timeout * 1e9)
+        let deadline = Clock.nanoseconds() + UInt64(timeout * 1e9)
         while try await hasOwner(bus, name) != present {
-            guard monotonicNanos() < deadline else {
+            guard Clock.nanoseconds() < deadline else {
                 throw BenchError("\(name) \(present ? "did not appear" : "did not go away") in \(Int(timeout)) s")
             }
             try await Task.sleep(for: .milliseconds(10))
@@ -183,9 +184,9 @@ final class Bench: Sendable {
             var samples: [UInt64] = []
             samples.reserveCapacity(count)
             for _ in 0..<count {
-                let start = monotonicNanos()
+                let start = Clock.nanoseconds()
                 try call()
-                samples.append(monotonicNanos() - start)
+                samples.append(Clock.nanoseconds() - start)
             }
             return samples
         }
@@ -200,7 +201,7 @@ final class Bench: Sendable {
         // Each caller's first call is not timed (its connection's first use).
         for connection in connections { try await preflight(connection) }
 
-        let start = monotonicNanos()
+        let start = Clock.nanoseconds()
         let outcomes = await withTaskGroup(of: ([UInt64], Int, String?).self) { group in
             for connection in connections {
                 group.addTask {
@@ -209,10 +210,10 @@ final class Bench: Sendable {
                     var errors = 0
                     var firstError: String?
                     for _ in 0..<calls {
-                        let begin = monotonicNanos()
+                        let begin = Clock.nanoseconds()
                         do {
                             try await preflight(connection)
-                            samples.append(monotonicNanos() - begin)
+                            samples.append(Clock.nanoseconds() - begin)
                         } catch {
                             errors += 1
                             if firstError == nil { firstError = "\(error)" }
@@ -225,7 +226,7 @@ final class Bench: Sendable {
             for await outcome in group { all.append(outcome) }
             return all
         }
-        let seconds = Double(monotonicNanos() - start) / 1e9
+        let seconds = Double(Clock.nanoseconds() - start) / 1e9
         let samples = outcomes.flatMap(\.0)
         return Concurrency(clients: clients, callsPerClient: calls, seconds: seconds,
                            throughputPerSecond: Double(samples.count) / seconds,
@@ -246,7 +247,7 @@ final class Bench: Sendable {
                 let arguments = message.arguments
                 if arguments.count == 3, let owner = arguments[2].string, !owner.isEmpty { owners.put(owner) }
             }
-            let begin = monotonicNanos()
+            let begin = Clock.nanoseconds()
             let child = try start(directory + "/startup-\(name)-\(trial).log")
             defer { child.stop() }
             guard await owners.take(timeout: 30) != nil else {
@@ -266,7 +267,7 @@ final class Bench: Sendable {
                     try await Task.sleep(for: .milliseconds(1))
                 }
             }
-            let elapsed = monotonicNanos() - begin
+            let elapsed = Clock.nanoseconds() - begin
             child.stop()
             try await waitForName(bus, name, present: false)
             return elapsed
@@ -283,7 +284,7 @@ final class Bench: Sendable {
 
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         Cleanup.shared.add { [directory, rigScript] in
-            _ = try? Spawn.run(rigScript, ["stop", directory], logPath: directory + "/rig.sh.log", timeout: 30)
+            _ = try? runProgram(rigScript, ["stop", directory], timeout: 30)
         }
         log("starting the rig in \(directory)")
         try rig(["start", directory])
@@ -354,20 +355,20 @@ final class Bench: Sendable {
         while done < options.cycles {
             let count = min(perRound, options.cycles - done)
             for _ in 0..<count {
-                let begin = monotonicNanos()
+                let begin = Clock.nanoseconds()
                 do {
                     try await OurService.evaluate(ours, sensor: oursSensor)
-                    oursCycles.append(monotonicNanos() - begin)
+                    oursCycles.append(Clock.nanoseconds() - begin)
                 } catch {
                     oursErrors += 1
                     log("localauthd evaluation failed: \(error)")
                 }
             }
             for _ in 0..<count {
-                let begin = monotonicNanos()
+                let begin = Clock.nanoseconds()
                 do {
                     try await Fprintd.evaluate(fprintd, device: device, sensor: fprintdSensor)
-                    fprintdCycles.append(monotonicNanos() - begin)
+                    fprintdCycles.append(Clock.nanoseconds() - begin)
                 } catch {
                     fprintdErrors += 1
                     log("fprintd evaluation failed: \(error)")

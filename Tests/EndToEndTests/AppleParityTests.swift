@@ -1,5 +1,6 @@
 import Foundation
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// One test per row of Apple's documented behaviour (shared/DESIGN.md and the

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// Collects EnrollStatus progress delivered on the library's thread.

@@ -1,4 +1,5 @@
 import Foundation
+import RigSupport
 import XCTest
 
 /// Runs the Apple-style programs in Examples/ against the rig: they compile

@@ -1,5 +1,6 @@
 import Foundation
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// The foundation's end-to-end behaviour, through the client library and

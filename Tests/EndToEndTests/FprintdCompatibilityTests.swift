@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// People who enrolled with fprintd need not enroll again: a print made by

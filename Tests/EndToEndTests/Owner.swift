@@ -1,3 +1,4 @@
+import RigSupport
 import Foundation
 import Glibc
 

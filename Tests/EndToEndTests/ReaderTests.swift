@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// Several readers and hotplug, with libfprint's two virtual drivers as two

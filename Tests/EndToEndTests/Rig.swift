@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import RigSupport
 import XCTest
 
 /// The real parts, started for a test: a private system-bus-like dbus-daemon
@@ -29,104 +30,6 @@ enum Paths {
 
     static var localauthd: String { binaries + "/localauthd" }
     static var localauthctl: String { binaries + "/localauthctl" }
-}
-
-/// The output and status of a finished process.
-struct Outcome {
-    let status: Int32
-    let stdout: String
-    let stderr: String
-    var output: String { stdout + stderr }
-}
-
-/// A child process started with posix_spawn. Output goes to files, not pipes:
-/// scripts that leave daemons running (rig.sh) would otherwise hold a pipe
-/// open for ever. Foundation's Process is not used because its exit detection
-/// missed children here.
-final class Child: @unchecked Sendable {
-    let pid: pid_t
-    private(set) var status: Int32?
-
-    init(_ program: String, _ arguments: [String], environment: [String: String] = [:],
-         stdoutPath: String, stderrPath: String) throws {
-        var actions = posix_spawn_file_actions_t()
-        posix_spawn_file_actions_init(&actions)
-        defer { posix_spawn_file_actions_destroy(&actions) }
-        posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0)
-        posix_spawn_file_actions_addopen(&actions, 1, stdoutPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
-        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }.filter { !$0.value.isEmpty }
-        let argv = ([program] + arguments).map { strdup($0) } + [nil]
-        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
-        defer {
-            argv.forEach { free($0) }
-            envp.forEach { free($0) }
-        }
-        // The test runner blocks some signals in its threads; a child must
-        // start with none blocked and default handlers, as from a shell.
-        var attributes = posix_spawnattr_t()
-        posix_spawnattr_init(&attributes)
-        defer { posix_spawnattr_destroy(&attributes) }
-        var noSignals = sigset_t(), allSignals = sigset_t()
-        sigemptyset(&noSignals)
-        sigfillset(&allSignals)
-        posix_spawnattr_setsigmask(&attributes, &noSignals)
-        posix_spawnattr_setsigdefault(&attributes, &allSignals)
-        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
-        var child: pid_t = 0
-        let result = posix_spawn(&child, program, &actions, &attributes, argv, envp)
-        guard result == 0 else { throw RigError("cannot start \(program): \(String(cString: strerror(result)))") }
-        pid = child
-    }
-
-    var isRunning: Bool {
-        if status != nil { return false }
-        var raw: Int32 = 0
-        let result = waitpid(pid, &raw, WNOHANG)
-        if result == pid {
-            status = Child.decode(raw)
-            return false
-        }
-        return result == 0
-    }
-
-    /// Waits up to `timeout` seconds; then SIGKILL. Returns the exit status
-    /// (128 + signal for a signalled child).
-    @discardableResult
-    func wait(timeout: Double = 60) -> Int32 {
-        let deadline = Date().addingTimeInterval(timeout)
-        while isRunning && Date() < deadline { usleep(5_000) }
-        if isRunning {
-            kill(pid, SIGKILL)
-            var raw: Int32 = 0
-            waitpid(pid, &raw, 0)
-            status = Child.decode(raw)
-        }
-        return status ?? -1
-    }
-
-    func signal(_ number: Int32) { if isRunning { kill(pid, number) } }
-
-    private static func decode(_ raw: Int32) -> Int32 {
-        let signal = raw & 0x7f
-        return signal == 0 ? (raw >> 8) & 0xff : 128 + signal
-    }
-}
-
-/// Runs a program to completion (bounded by `timeout`).
-@discardableResult
-func runProgram(_ program: String, _ arguments: [String], environment: [String: String] = [:],
-                timeout: Double = 60) throws -> Outcome {
-    let base = NSTemporaryDirectory() + "localauth-run-\(UUID().uuidString)"
-    defer {
-        unlink(base + ".out")
-        unlink(base + ".err")
-    }
-    let child = try Child(program, arguments, environment: environment, stdoutPath: base + ".out", stderrPath: base + ".err")
-    let status = child.wait(timeout: timeout)
-    return Outcome(status: status,
-                   stdout: (try? String(contentsOfFile: base + ".out", encoding: .utf8)) ?? "",
-                   stderr: (try? String(contentsOfFile: base + ".err", encoding: .utf8)) ?? "")
 }
 
 /// scripts/rig.sh: the private bus and polkitd, shared by a test class.
@@ -165,11 +68,6 @@ final class BusRig: @unchecked Sendable {
         _ = try? runProgram(Paths.root + "/scripts/rig.sh", ["stop", directory])
         try? FileManager.default.removeItem(atPath: directory)
     }
-}
-
-struct RigError: Error, CustomStringConvertible {
-    let description: String
-    init(_ description: String) { self.description = description }
 }
 
 /// One localauthd process on the rig's bus, with its own state directory and
@@ -229,41 +127,10 @@ final class ServiceProcess: @unchecked Sendable {
     }
 
     /// Sends one command to the virtual sensor listening at `sensorSocket`,
-    /// retrying the connect for `retryFor` seconds (0: one attempt).
+    /// retrying the connect for `retryFor` seconds, and waits until the driver
+    /// has taken it (a next command sent earlier would be dropped).
     static func send(_ command: String, to sensorSocket: String, retryFor: Double = 10) throws {
-        let deadline = Date().addingTimeInterval(retryFor)
-        while true {
-            let fd = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-            guard fd >= 0 else { throw RigError("socket: \(errno)") }
-            var address = sockaddr_un()
-            address.sun_family = sa_family_t(AF_UNIX)
-            withUnsafeMutableBytes(of: &address.sun_path) { raw in
-                let bytes = Array(sensorSocket.utf8.prefix(raw.count - 1))
-                raw.copyBytes(from: bytes)
-                raw[bytes.count] = 0
-            }
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
-                }
-            }
-            if connected == 0 {
-                let data = Array(command.utf8)
-                // MSG_NOSIGNAL: a service killed meanwhile must not SIGPIPE the tests.
-                _ = data.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-                // The driver closes the connection once it has taken the
-                // command; a next connection before that would drop it.
-                var timeout = timeval(tv_sec: 2, tv_usec: 0)
-                setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-                var scratch = [UInt8](repeating: 0, count: 256)
-                while scratch.withUnsafeMutableBytes({ read(fd, $0.baseAddress, $0.count) }) > 0 {}
-                close(fd)
-                return
-            }
-            close(fd)
-            guard Date() < deadline else { throw RigError("virtual sensor \(sensorSocket) does not accept: \(errno)") }
-            usleep(20_000)
-        }
+        try VirtualSensor(path: sensorSocket).send(command, connectTimeout: retryFor)
     }
 
     /// SIGTERM, then the exit status.

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// The print store: damaged and foreign files, crashes in the middle of an

@@ -1,5 +1,6 @@
 import Foundation
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 /// The one bus rig of this test process. One, because libdbus reads

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import LocalAuthentication
+import RigSupport
 import XCTest
 
 // System integration (issue 5): what `make install` lays down, how the

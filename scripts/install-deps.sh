@@ -19,7 +19,8 @@ PACKAGES=(
     fprintd                  # /usr/libexec/fprintd, fprintd-enroll/-verify, its bus policy
     libglib2.0-bin           # gdbus (tests read D-Bus error names from it)
     systemd                  # busctl (tests and README drive the service with it)
-    util-linux               # setpriv, setsid
+    util-linux               # setpriv, setsid, unshare
+    passwd                   # useradd, chpasswd: the password tests' account
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
 )

@@ -62,7 +62,7 @@ build:
 	$(SWIFT) build --build-tests
 
 test: deps
-	$(SWIFT) test 2>&1
+	$(SWIFT) test --disable-swift-testing 2>&1
 
 demo: deps build
 	scripts/demo.sh

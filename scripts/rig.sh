@@ -13,6 +13,9 @@
 #   scripts/rig.sh fprintd DIR VFP_SOCK   also start Debian's fprintd on the rig's bus,
 #                                         on libfprint's virtual device at VFP_SOCK
 #                                         (the baseline); `stop` stops it too
+#   scripts/rig.sh bus-config SOCKET POLICY [SERVICEDIR]
+#                                         print the rig's bus config (on SOCKET, with
+#                                         bus POLICY, bus activation from SERVICEDIR)
 #   scripts/rig.sh vfp SOCK CMD...        send one command to libfprint's virtual
 #                                         device (retries connecting for ~5 s)
 #
@@ -139,8 +142,12 @@ rig_up() {
     has_owner "$ADDR" org.freedesktop.PolicyKit1
 }
 
-write_bus_conf() {
-    cat >"$DIR/bus.conf.tmp" <<EOF
+# bus_conf SOCKET POLICY [SERVICEDIR]: a system-bus-like dbus-daemon config on
+# stdout, listening on SOCKET, with our bus POLICY included and, if given,
+# SERVICEDIR for bus activation.
+bus_conf() {
+    local sock="$1" policy="$2" servicedir="${3:-}"
+    cat <<EOF
 <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
 <!-- LocalAuth test rig: a private bus configured like Debian's system bus
@@ -148,7 +155,8 @@ write_bus_conf() {
 <busconfig>
   <type>system</type>
   <auth>EXTERNAL</auth>
-  <listen>unix:path=$SOCK</listen>
+  <listen>unix:path=$sock</listen>
+$( [ -n "$servicedir" ] && printf '  <servicedir>%s</servicedir>' "$servicedir" )
 
   <policy context="default">
     <allow user="*"/>
@@ -183,11 +191,15 @@ write_bus_conf() {
            send_interface="org.freedesktop.DBus.Debug.Stats"/>
   </policy>
 
-  <include>$BUS_POLICY</include>
+  <include>$policy</include>
   <include>/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf</include>
   <include ignore_missing="yes">/usr/share/dbus-1/system.d/net.reactivated.Fprint.conf</include>
 </busconfig>
 EOF
+}
+
+write_bus_conf() {
+    bus_conf "$SOCK" "$BUS_POLICY" >"$DIR/bus.conf.tmp"
     mv -f "$DIR/bus.conf.tmp" "$DIR/bus.conf"
 }
 
@@ -378,6 +390,7 @@ case "$cmd" in
     polkit) [ $# -eq 3 ] || usage; cmd_polkit "$1" "$2" "$3" ;;
     fprintd) [ $# -eq 2 ] || usage; cmd_fprintd "$1" "$2" ;;
     vfp)    [ $# -ge 2 ] || usage; cmd_vfp "$@" ;;
+    bus-config) [ $# -ge 2 ] && [ $# -le 3 ] || usage; bus_conf "$@" ;;
     -h|--help|help) usage ;;
     *) usage ;;
 esac

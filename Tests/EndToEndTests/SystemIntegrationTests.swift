@@ -249,31 +249,12 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
 
         let socket = scratch + "/bus"
         let address = "unix:path=\(socket)"
-        try """
-            <!DOCTYPE busconfig PUBLIC "-//freedesktop//DTD D-Bus Bus Configuration 1.0//EN"
-             "http://www.freedesktop.org/standards/dbus/1.0/busconfig.dtd">
-            <busconfig>
-              <type>system</type>
-              <auth>EXTERNAL</auth>
-              <listen>\(address)</listen>
-              <servicedir>\(services)</servicedir>
-              <policy context="default">
-                <allow user="*"/>
-                <deny own="*"/>
-                <deny send_type="method_call"/>
-                <allow send_type="signal"/>
-                <allow send_requested_reply="true" send_type="method_return"/>
-                <allow send_requested_reply="true" send_type="error"/>
-                <allow receive_type="method_call"/>
-                <allow receive_type="method_return"/>
-                <allow receive_type="error"/>
-                <allow receive_type="signal"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus"/>
-                <allow send_destination="org.freedesktop.DBus" send_interface="org.freedesktop.DBus.Introspectable"/>
-              </policy>
-              <includedir>\(destdir)/usr/share/dbus-1/system.d</includedir>
-            </busconfig>
-            """.write(toFile: scratch + "/bus.conf", atomically: true, encoding: .utf8)
+        // The rig's system-bus config, with the installed bus policy and
+        // activation from the staged service file.
+        let config = try runProgram(Paths.root + "/scripts/rig.sh",
+                                    ["bus-config", socket, destdir + "/usr/share/dbus-1/system.d/org.example.LocalAuth.conf", services])
+        XCTAssertEqual(config.status, 0, config.output)
+        try config.stdout.write(toFile: scratch + "/bus.conf", atomically: true, encoding: .utf8)
         // The activated service inherits the bus daemon's environment: its bus
         // and libfprint's virtual reader.
         let bus = try Child("/usr/bin/dbus-daemon", ["--config-file=\(scratch!)/bus.conf", "--nofork"],

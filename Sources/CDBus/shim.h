@@ -14,4 +14,16 @@ static const int CDBUS_REQUEST_NAME_REPLY_ALREADY_OWNER = DBUS_REQUEST_NAME_REPL
 static const int CDBUS_MAXIMUM_NAME_LENGTH = DBUS_MAXIMUM_NAME_LENGTH;
 
 static inline dbus_bool_t cdbus_bool(int value) { return value ? TRUE : FALSE; }
+
+/* Why: the service bounds what a caller can make it decode (docs/SECURITY.md)
+ * and needs the byte length of an array argument without walking it.
+ * dbus_message_iter_get_array_len is the only O(1) way; libdbus marks it
+ * deprecated (it is kept, and exact for our use), so the warning is silenced
+ * here, once, instead of in every Swift file that would call it. */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+static inline int cdbus_iter_array_byte_length(DBusMessageIter *iter) {
+    return dbus_message_iter_get_array_len(iter);
+}
+#pragma GCC diagnostic pop
 #endif

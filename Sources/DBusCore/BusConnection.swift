@@ -35,7 +35,16 @@ public final class BusConnection: Sendable {
         var nextSubscription: UInt64 = 1
         var onDisconnect: [@Sendable () -> Void] = []
         var closed = false
+        /// Well-known names whose owner this connection follows (`followOwner`),
+        /// with their current unique-name owner (nil: no owner).
+        var owners: [String: String?] = [:]
+        /// NameOwnerChanged signals seen per followed name, so that a
+        /// GetNameOwner answer older than one of them is not applied.
+        var ownerChanges: [String: UInt64] = [:]
     }
+
+    /// The bus itself: the only sender of NameOwnerChanged, NameAcquired, ….
+    public static let busDriver = "org.freedesktop.DBus"
 
     struct Subscription {
         var sender: String?
@@ -233,10 +242,91 @@ public final class BusConnection: Sendable {
     }
 
     /// Calls `handler` for signals addressed to this connection (unicast), which
-    /// the bus delivers without a match rule. Takes effect at once.
+    /// the bus delivers without a match rule, sent by `sender`. Takes effect at once.
+    ///
+    /// Anyone on the bus may send a unicast signal to anyone: the sender is
+    /// what makes a signal believable. A well-known `sender` matches only its
+    /// current owner, which needs `followOwner(of:)` first; until the owner is
+    /// known, nothing matches.
     @discardableResult
-    public func subscribeUnicast(interface: String, member: String?, handler: @escaping SignalHandler) -> UInt64 {
-        register(Subscription(sender: nil, interface: interface, member: member, path: nil, handler: handler))
+    public func subscribeUnicast(sender: String, interface: String, member: String?,
+                                 handler: @escaping SignalHandler) -> UInt64 {
+        register(Subscription(sender: sender, interface: interface, member: member, path: nil, handler: handler))
+    }
+
+    // MARK: Following a name's owner
+
+    /// Starts following which connection owns the well-known `name`, so that
+    /// signals subscribed from `name` are checked against its real owner.
+    /// Blocks for two round trips; never call it on the loop's own thread.
+    public func followOwnerBlocking(of name: String) throws(DBusError) {
+        guard startFollowing(name) else { return }
+        _ = try callBlocking(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                             member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
+        let owner: String?
+        do {
+            owner = try callBlocking(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                                     member: "GetNameOwner", arguments: [.string(name)]).first?.string
+        } catch where error.name == .nameHasNoOwner {
+            owner = nil
+        }
+        applyOwner(owner, of: name, ifNoChangeSince: seen)
+    }
+
+    /// The async form of `followOwnerBlocking(of:)`.
+    public nonisolated(nonsending) func followOwner(of name: String) async throws(DBusError) {
+        guard startFollowing(name) else { return }
+        _ = try await call(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                           member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
+        let owner: String?
+        do {
+            owner = try await call(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                                   member: "GetNameOwner", arguments: [.string(name)]).first?.string
+        } catch where error.name == .nameHasNoOwner {
+            owner = nil
+        }
+        applyOwner(owner, of: name, ifNoChangeSince: seen)
+    }
+
+    /// The unique name that owns `name` now, if it is followed and owned.
+    public func owner(of name: String) -> String? {
+        state.withLock { $0.owners[name] ?? nil }
+    }
+
+    private static func ownerMatchRule(_ name: String) -> String {
+        "type='signal',sender='\(busDriver)',interface='\(busDriver)',member='NameOwnerChanged',arg0='\(name)'"
+    }
+
+    /// False if `name` is already followed.
+    private func startFollowing(_ name: String) -> Bool {
+        state.withLock { state in
+            guard state.owners[name] == nil else { return false }
+            state.owners[name] = .some(nil)
+            return true
+        }
+    }
+
+    private func applyOwner(_ owner: String?, of name: String, ifNoChangeSince seen: UInt64) {
+        state.withLock { state in
+            // A NameOwnerChanged that arrived meanwhile is at least as new.
+            guard (state.ownerChanges[name] ?? 0) == seen else { return }
+            state.owners[name] = .some(owner)
+        }
+    }
+
+    /// NameOwnerChanged from the bus driver for a followed name: the new owner.
+    private func noteOwnerChange(_ message: Message) {
+        guard message.sender == Self.busDriver, message.interface == Self.busDriver,
+              message.member == "NameOwnerChanged" else { return }
+        let arguments = message.arguments
+        guard arguments.count == 3, let name = arguments[0].string, let newOwner = arguments[2].string else { return }
+        state.withLock { state in
+            guard state.owners[name] != nil else { return }
+            state.ownerChanges[name, default: 0] += 1
+            state.owners[name] = .some(newOwner.isEmpty ? nil : newOwner)
+        }
     }
 
     private func register(_ subscription: Subscription) -> UInt64 {
@@ -260,8 +350,9 @@ public final class BusConnection: Sendable {
                 for handler in handlers { handler() }
                 return DBUS_HANDLER_RESULT_HANDLED
             }
+            noteOwnerChange(message)
             let handlers = state.withLock { state in
-                state.subscriptions.values.filter { $0.matches(message) }.map(\.handler)
+                state.subscriptions.values.filter { $0.matches(message, owners: state.owners) }.map(\.handler)
             }
             for handler in handlers { handler(message) }
             return handlers.isEmpty ? DBUS_HANDLER_RESULT_NOT_YET_HANDLED : DBUS_HANDLER_RESULT_HANDLED
@@ -323,14 +414,21 @@ public struct IncomingCall: Sendable {
 }
 
 extension BusConnection.Subscription {
-    func matches(_ message: Message) -> Bool {
+    /// Whether `message` is for this subscription, its sender included: a
+    /// match rule only filters broadcasts, and anyone may send a unicast
+    /// signal to anyone, so the sender is checked here for every signal.
+    /// The bus driver sends as `org.freedesktop.DBus` itself; every other
+    /// connection as its unique name, so a well-known `sender` is compared
+    /// with its followed owner (`owners`), and matches nothing while unknown.
+    func matches(_ message: Message, owners: [String: String?]) -> Bool {
         guard message.interface == interface else { return false }
         if let member, message.member != member { return false }
         if let path, message.path != path { return false }
-        // The bus itself sends with sender org.freedesktop.DBus; other senders
-        // are matched by unique name, which is what messages carry.
-        if let sender, sender.hasPrefix(":"), message.sender != sender { return false }
-        return true
+        guard let sender else { return true }
+        guard let actual = message.sender else { return false }
+        if sender.hasPrefix(":") || sender == BusConnection.busDriver { return actual == sender }
+        guard let owner = owners[sender] ?? nil else { return false }
+        return actual == owner
     }
 }
 

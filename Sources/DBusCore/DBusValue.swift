@@ -96,13 +96,15 @@ extension DBusValue {
         return result
     }
 
-    /// The entries of an `a{s…}` dictionary, variants unwrapped.
+    /// The entries of an `a{s…}` dictionary, each value's own variant
+    /// unwrapped once: in `a{sv}`, `v(s)` is a string, but `v(v(s))` is a
+    /// variant (a wrong type for a typed option), never a string.
     public var stringKeyedDictionary: [String: DBusValue]? {
         guard case .array(_, let items) = self else { return nil }
         var result: [String: DBusValue] = [:]
         for item in items {
             guard case .dictEntry(.string(let key), let value) = item else { return nil }
-            result[key] = value.unwrapped
+            if case .variant(let inner) = value { result[key] = inner } else { result[key] = value }
         }
         return result
     }

@@ -1,4 +1,5 @@
 internal import CDBus
+import Glibc
 
 /// A D-Bus message. Immutable once built or received, so it may cross threads
 /// (libdbus reference-counts messages atomically).
@@ -118,6 +119,47 @@ public final class Message: @unchecked Sendable {
     public var serial: UInt32 { dbus_message_get_serial(raw) }
     public var replySerial: UInt32 { dbus_message_get_reply_serial(raw) }
     public var expectsReply: Bool { dbus_message_get_no_reply(raw) == 0 }
+
+    /// Whether the message carries unix file descriptors. Received fds stay
+    /// open as long as the message lives: a service that takes none should
+    /// refuse such a call at once, so that they are closed at once.
+    public var carriesFileDescriptors: Bool { dbus_message_contains_unix_fds(raw) != 0 }
+
+    /// The size of the body in bytes, closely estimated without decoding it:
+    /// strings by length, arrays by their byte length (O(1) each), other
+    /// values at 8 bytes. Lets a service refuse a huge call before the cost of
+    /// turning it into `DBusValue`s.
+    public var approximateBodySize: Int {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &iterator) != 0 else { return 0 }
+        return Self.approximateSize(&iterator, depth: 0)
+    }
+
+    private static func approximateSize(_ iterator: UnsafeMutablePointer<DBusMessageIter>, depth: Int) -> Int {
+        var total = 0
+        repeat {
+            let type = dbus_message_iter_get_arg_type(iterator)
+            switch type {
+            case TypeCode.invalid:
+                return total
+            case TypeCode.string, TypeCode.objectPath, TypeCode.signature:
+                var pointer: UnsafePointer<CChar>? = nil
+                dbus_message_iter_get_basic(iterator, &pointer)
+                total += 4 + (pointer.map { strlen($0) } ?? 0)
+            case TypeCode.array:
+                total += 4 + Int(cdbus_iter_array_byte_length(iterator))
+            case TypeCode.variant, TypeCode.structure, TypeCode.dictEntry:
+                // Containers other than arrays are bounded by the body's
+                // nesting limit (64); their contents are measured the same way.
+                var inner = DBusMessageIter()
+                dbus_message_iter_recurse(iterator, &inner)
+                total += 8 + (depth < 64 ? approximateSize(&inner, depth: depth + 1) : 0)
+            default:
+                total += 8
+            }
+        } while dbus_message_iter_next(iterator) != 0
+        return total
+    }
 
     /// The body's values in order.
     public var arguments: [DBusValue] {

@@ -38,7 +38,13 @@ extension LocalAuthService {
     /// than the caller needs `manage` instead of the method's own action, and
     /// is checked before the name is even looked up (so a refused caller
     /// cannot probe which accounts exist).
-    func authorize(_ call: IncomingCall, _ spec: MethodSpec, uid: UInt32) async throws(DBusError) -> Request {
+    ///
+    /// Only polkit's explicit "authorized" is yes. Denied, dismissed (the
+    /// agent answered Cancelled: a person's Cancel, or a program that
+    /// registered an agent for itself and cancels at once), an error, a
+    /// timeout, polkit unreachable, the call ended meanwhile: all are no.
+    func authorize(_ call: IncomingCall, _ spec: MethodSpec, uid: UInt32,
+                   record: CallRecord) async throws(DBusError) -> Request {
         var action = spec.action
         var otherUser: String?
         if let index = spec.userOptions, let name = try Self.printOptions(call.arguments[index]).user,
@@ -47,12 +53,20 @@ extension LocalAuthService {
             action = .manage
         }
         if let action {
-            let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive)
-            if case .denied(let why) = decision { throw ServiceErrors.permissionDenied(why) }
+            let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive,
+                                                  cancellable: record.cancellable)
+            try record.checkNotEnded()
+            switch decision {
+            case .authorized: break
+            case .dismissed: throw ServiceErrors.permissionDenied("the authentication for \(action.rawValue) was dismissed")
+            case .denied(let why): throw ServiceErrors.permissionDenied(why)
+            }
         }
-        guard let otherUser else { return Request(call: call, uid: uid) }
-        guard let target = Users.uid(of: otherUser) else { throw ServiceErrors.invalidArgs("there is no user named \(otherUser)") }
-        return Request(call: call, uid: uid, target: target)
+        guard let otherUser else { return Request(call: call, uid: uid, record: record) }
+        guard let target = Users.uid(of: otherUser) else {
+            throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(otherUser))")
+        }
+        return Request(call: call, uid: uid, target: target, record: record)
     }
 
     // MARK: Readers
@@ -95,19 +109,24 @@ extension LocalAuthService {
     /// Made only of what is on disk, so it is the same across restarts.
     func domainState(_ request: Request) throws(DBusError) -> [DBusValue] {
         guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
+        return [.bytes(enrolledSetHash(uid: request.uid, reader: reader))]
+    }
+
+    /// The hash behind the domain state; also what a reused match is tied to.
+    func enrolledSetHash(uid: UInt32, reader: Sensor.Identity) -> [UInt8] {
         var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
-        for stored in prints.prints(of: request.uid, for: reader) {
+        for stored in prints.prints(of: uid, for: reader) {
             material += Array("\(stored.finger.rawValue)\n\(stored.source.rawValue)\n".utf8)
             material += Checksum.sha256(stored.stamp) + Checksum.sha256(stored.bytes)
         }
-        return [.bytes(Checksum.sha256(material))]
+        return Checksum.sha256(material)
     }
 
     // MARK: Enrollment
 
     static func finger(_ value: DBusValue) throws(DBusError) -> FingerName {
         guard let name = value.string, let finger = FingerName(rawValue: name) else {
-            throw ServiceErrors.invalidArgs("unknown finger \(value.string ?? "?"); use one of "
+            throw ServiceErrors.invalidArgs("unknown finger \(ServiceErrors.echo(value.string ?? "?")); use one of "
                 + FingerName.allCases.map(\.rawValue).joined(separator: ", "))
         }
         return finger
@@ -132,15 +151,23 @@ extension LocalAuthService {
         guard enrollments[request.sender] == nil else {
             throw ServiceErrors.named(LocalAuthServiceError.busy, "this caller is already enrolling")
         }
-        let cancellable = Cancellable()
+        // The call's own cancellable: a vanish, or SIGTERM, at any moment since
+        // the call arrived ends the enrollment, and a print is never stored
+        // for a caller who left.
+        let cancellable = request.record.cancellable
+        try request.record.checkNotEnded()
         enrollments[request.sender] = cancellable
         defer {
             enrollments[request.sender] = nil
             finishIfStopped()
         }
         let ticket = SensorQueue.Ticket()
-        guard await queue.acquire(ticket) else { throw ServiceErrors.la(.systemCancel, "cancelled") }
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
+        let acquired = await queue.acquire(ticket)
+        waitLimit.cancel()
+        guard acquired else { throw Evaluation.Interruption.queueTimedOut.error }
         defer { queue.release() }
+        try request.record.checkNotEnded()
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
         // While this caller waited, the reader may have gone.
         guard sensor.usableReaders.contains(reader) else { throw ServiceErrors.noReader }
@@ -169,6 +196,8 @@ extension LocalAuthService {
                     throw error
                 }
             }
+            // The caller may have left during the last scan: store nothing for them.
+            try request.record.checkNotEnded()
             let stored: PrintFile
             do {
                 stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
@@ -178,7 +207,7 @@ extension LocalAuthService {
             }
             enrollStatus(sender, .completed, stages, stages)
             Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
-                     + (request.target != request.uid ? " for uid \(request.uid)" : ""))
+                     + (request.target != request.uid ? ", asked by uid \(request.uid)" : ""))
             return []
         } catch let error as DBusError {
             throw error

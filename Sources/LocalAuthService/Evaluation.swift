@@ -12,6 +12,7 @@ final class Evaluation {
         case superseded         // policy 2: the password succeeded first
         case callerVanished     // the caller left the bus: nobody to answer
         case timedOut           // no finger in time: SystemCancel
+        case queueTimedOut      // waited too long behind other callers: SystemCancel
         case serviceStopping    // SIGTERM: SystemCancel
         case readerRemoved      // unplugged: SystemCancel
 
@@ -23,6 +24,9 @@ final class Evaluation {
             case .superseded: ServiceErrors.la(.systemCancel, "another way of authenticating succeeded first")
             case .callerVanished: ServiceErrors.la(.systemCancel, "the caller left the bus")
             case .timedOut: ServiceErrors.la(.systemCancel, "no finger was presented in time")
+            case .queueTimedOut:
+                ServiceErrors.la(.systemCancel, "the fingerprint reader stayed busy with other callers for "
+                                 + "\(Int(ServiceLimits.readerQueueWait)) s")
             case .serviceStopping: ServiceErrors.la(.systemCancel, "the authentication service is stopping")
             case .readerRemoved: ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
             }
@@ -80,6 +84,19 @@ enum ServiceErrors {
         DBusError(DBusError.Name(rawValue: name), message)
     }
     static func invalidArgs(_ message: String) -> DBusError { DBusError(.invalidArgs, message) }
+    static func limit(_ message: String) -> DBusError { named(LocalAuthServiceError.limitExceeded, message) }
+
+    /// A caller's argument as it may appear in an error message: at most
+    /// `echoedArgumentBytes`, so a 1 MiB argument never becomes a 1 MiB reply.
+    static func echo(_ argument: String) -> String {
+        guard argument.utf8.count > ServiceLimits.echoedArgumentBytes else { return argument }
+        var kept = ""
+        for character in argument {
+            guard kept.utf8.count + String(character).utf8.count <= ServiceLimits.echoedArgumentBytes else { break }
+            kept.append(character)
+        }
+        return kept + "… (\(argument.utf8.count) bytes)"
+    }
     static func permissionDenied(_ message: String) -> DBusError {
         named(LocalAuthServiceError.permissionDenied, message)
     }

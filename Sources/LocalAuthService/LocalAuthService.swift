@@ -21,10 +21,14 @@ public final class LocalAuthService {
 
     /// uid of each caller seen, by unique bus name (names are never reused).
     private var uids: [String: UInt32] = [:]
-    private var evaluations: [Evaluation] = []
+    /// Every call in flight, from arrival to answer (Requests.swift).
+    let registry = CallRegistry()
     var enrollments: [String: Cancellable] = [:]
-    private var lastSuccess: [UInt32: ContinuousClock.Instant] = [:]
-    private var callsInFlight = 0
+    /// The last fingerprint match of each user, with the enrolled set it was
+    /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
+    private var lastFingerprintMatch: [UInt32: (time: ContinuousClock.Instant, enrolledSet: [UInt8])] = [:]
+    /// When each user's last wait for a finger timed out on a warm reader.
+    var lastWarmTimeout: [UInt32: ContinuousClock.Instant] = [:]
     private var idleTimer: EventLoop.Timer?
     private var stopping = false
     private var exitContinuation: CheckedContinuation<Void, Never>?
@@ -48,8 +52,10 @@ public final class LocalAuthService {
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
             ServiceActor.assumeIsolated { service.receive(call) }
         }
-        // A caller that leaves the bus cancels what it started.
-        try await bus.subscribe(sender: "org.freedesktop.DBus", interface: "org.freedesktop.DBus",
+        // A caller that leaves the bus cancels what it started. Only the bus
+        // driver can say so: the subscription checks the sender of every
+        // signal, since anyone may send a forged one straight to us.
+        try await bus.subscribe(sender: BusConnection.busDriver, interface: "org.freedesktop.DBus",
                                 member: "NameOwnerChanged", extraMatch: ",arg2=''") { message in
             ServiceActor.assumeIsolated { service.nameOwnerChanged(message) }
         }
@@ -71,7 +77,7 @@ public final class LocalAuthService {
 
     /// Returns once the service has stopped (SIGTERM, idle timeout, bus lost).
     public func waitUntilStopped() async {
-        if stopping && evaluations.isEmpty && enrollments.isEmpty { return }
+        if stopping && registry.isEmpty { return }
         await withCheckedContinuation { exitContinuation = $0 }
     }
 
@@ -81,13 +87,14 @@ public final class LocalAuthService {
         stopping = true
         Log.info("stopping")
         idleTimer?.cancel()
-        for evaluation in evaluations { evaluation.interrupt(.serviceStopping) }
-        for enrollment in enrollments.values { enrollment.cancel() }
+        // Every call, wherever it waits (the uid lookup, polkit, the reader,
+        // the password), ends now with SystemCancel.
+        registry.stopAll()
         finishIfStopped()
     }
 
     func finishIfStopped() {
-        guard stopping, evaluations.isEmpty, enrollments.isEmpty, callsInFlight == 0 else { return }
+        guard stopping, registry.isEmpty else { return }
         Task {
             await sensor.stop()
             bus.close()
@@ -100,6 +107,16 @@ public final class LocalAuthService {
 
     private func receive(_ call: IncomingCall) {
         idleTimer?.cancel()
+        // Bounds first, before anything is decoded or kept (docs/SECURITY.md).
+        // A refused call is dropped here, and with it any fds it carried.
+        if call.message.carriesFileDescriptors {
+            call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors"))
+            return restartIdleTimer()
+        }
+        if call.message.approximateBodySize > ServiceLimits.maximumBodyBytes {
+            call.fail(ServiceErrors.limit("the call's arguments are larger than \(ServiceLimits.maximumBodyBytes) bytes"))
+            return restartIdleTimer()
+        }
         switch call.interface {
         case LocalAuthBus.interface?, nil:
             guard let spec = Self.methods[call.member] else {
@@ -115,12 +132,22 @@ public final class LocalAuthService {
                 call.fail(ServiceErrors.la(.systemCancel, "the authentication service is stopping"))
                 return
             }
-            callsInFlight += 1
+            // Registered now, before anything awaits: from here on a vanish,
+            // Cancel or SIGTERM ends it wherever it waits.
+            let record = CallRecord(sender: call.sender, member: call.member,
+                                    requestID: call.member == LocalAuthBus.Method.evaluatePolicy
+                                        ? Self.requestID(in: call.arguments[2]) : nil)
+            do throws(DBusError) {
+                try registry.register(record)
+            } catch {
+                call.fail(error)
+                return restartIdleTimer()
+            }
             // Started immediately, on this thread: a call that never has to wait
             // (a preflight) is answered within this dispatch, with no extra
             // trip through the loop; one that waits (polkit, the sensor)
             // suspends there and resumes on the loop.
-            Task.immediate(executorPreference: EventLoop.processDefault) { await self.serve(call, spec) }
+            Task.immediate(executorPreference: EventLoop.processDefault) { await self.serve(call, spec, record) }
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
                 call.reply([.string(Self.interfaceXML)])
@@ -137,20 +164,33 @@ public final class LocalAuthService {
         }
     }
 
-    private func serve(_ call: IncomingCall, _ spec: MethodSpec) async {
+    private func serve(_ call: IncomingCall, _ spec: MethodSpec, _ record: CallRecord) async {
         defer {
-            callsInFlight -= 1
+            registry.remove(record)
             restartIdleTimer()
             finishIfStopped()
         }
         do throws(DBusError) {
             let uid = try await callerUID(call.sender)
+            try record.checkNotEnded()
+            try registry.admit(record, uid: uid)
             // polkit first (the action may depend on a `user` option): Enrollment.swift.
-            let request = try await authorize(call, spec, uid: uid)
+            let request = try await authorize(call, spec, uid: uid, record: record)
+            try record.checkNotEnded()
             call.reply(try await spec.handler(self, request))
         } catch {
-            call.fail(error)
+            call.fail(record.interruption?.error ?? error)
         }
+    }
+
+    /// EvaluatePolicy's request id, read leniently at arrival (the options
+    /// are validated in full later): it names the call for an early Cancel.
+    private static func requestID(in options: DBusValue) -> String? {
+        guard case .array(_, let entries) = options else { return nil }
+        for case .dictEntry(.string(LocalAuthBus.Option.requestID), .variant(.string(let id))) in entries {
+            return id
+        }
+        return nil
     }
 
     /// The caller's uid, from the bus (never from an argument).
@@ -165,21 +205,21 @@ public final class LocalAuthService {
     }
 
     private func nameOwnerChanged(_ message: Message) {
+        // The subscription already checked this; a forged "caller left" would
+        // cancel someone else's evaluation, so it is checked again here.
+        guard message.sender == BusConnection.busDriver else { return }
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         uids[name] = nil
-        for evaluation in evaluations where evaluation.sender == name {
-            evaluation.interrupt(.callerVanished)
-        }
-        enrollments[name]?.cancel()
+        registry.senderVanished(name)
     }
 
     private func restartIdleTimer() {
         idleTimer?.cancel()
         idleTimer = nil
-        guard configuration.idleTimeout > 0, !stopping, callsInFlight == 0 else { return }
+        guard configuration.idleTimeout > 0, !stopping, registry.isEmpty else { return }
         idleTimer = EventLoopTimers.after(configuration.idleTimeout) { [weak self] in
-            guard let self, self.callsInFlight == 0 else { return }
+            guard let self, self.registry.isEmpty else { return }
             Log.info("idle for \(Int(self.configuration.idleTimeout)) s; exiting")
             self.stop()
         }
@@ -214,7 +254,7 @@ public final class LocalAuthService {
 
     // MARK: Preflight
 
-    private static func policy(_ value: DBusValue?) throws(DBusError) -> PolicyValue {
+    static func policy(_ value: DBusValue?) throws(DBusError) -> PolicyValue {
         guard let raw = value?.uint32, let policy = PolicyValue(rawValue: raw) else {
             throw ServiceErrors.invalidArgs("unknown policy \(value?.uint32.map(String.init) ?? "?"); "
                 + "1 is deviceOwnerAuthenticationWithBiometrics, 2 deviceOwnerAuthentication")
@@ -298,17 +338,23 @@ public final class LocalAuthService {
         }
         let options = try Self.evaluationOptions(arguments[2])
         let uid = request.uid
-        if options.reuseDuration > 0, let last = lastSuccess[uid],
-           ContinuousClock.now - last <= .seconds(options.reuseDuration), !lockout.isLockedOut(uid) {
-            return [.boolean(true)]
-        }
         // What this evaluation can use, decided before anything waits.
         let biometrics: DBusError?
         do {
             _ = try usablePrints(for: uid)
+            try refuseWhileCooling(uid)
             biometrics = nil
         } catch {
             biometrics = error
+        }
+        // Both policies accept a fingerprint, so a recent fingerprint match
+        // may stand in for a new scan; never a password (policy 1 must mean
+        // a finger), never once biometrics cannot be used (no reader, no
+        // prints, locked out), never after the enrolled set changed.
+        if options.reuseDuration > 0, biometrics == nil, let last = lastFingerprintMatch[uid],
+           ContinuousClock.now - last.time <= .seconds(options.reuseDuration),
+           let reader = reader(for: uid), last.enrolledSet == enrolledSetHash(uid: uid, reader: reader) {
+            return [.boolean(true)]
         }
         if policy == .deviceOwnerAuthenticationWithBiometrics, let biometrics { throw biometrics }
         if policy == .deviceOwnerAuthentication, biometrics != nil, !Accounts.hasPassword(uid: uid) {
@@ -320,34 +366,44 @@ public final class LocalAuthService {
 
         let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
                                     uid: uid, queue: queue)
-        evaluations.append(evaluation)
-        defer { evaluations.removeAll { $0 === evaluation } }
+        // An evaluation whose call already ended (Cancel right after the
+        // call, the caller gone) is interrupted here and never touches the reader.
+        request.record.evaluation = evaluation
+        try request.record.checkNotEnded()
 
-        let verified: Bool
+        let way: FirstSuccess.Way
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
-            verified = try await fingerprint(evaluation)
+            way = try await fingerprint(evaluation)
         case .deviceOwnerAuthentication:
-            verified = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+            way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
         }
-        if verified { lastSuccess[uid] = .now }
-        return [.boolean(verified)]
+        if way == .fingerprint, let reader = reader(for: uid) {
+            lastFingerprintMatch[uid] = (.now, enrolledSetHash(uid: uid, reader: reader))
+        }
+        return [.boolean(true)]
     }
 
-    /// Waits for the reader, then scans.
-    private func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
-        guard await queue.acquire(evaluation.ticket) else {
+    /// Waits for the reader (at most `readerQueueWait`), then scans.
+    private func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> FirstSuccess.Way {
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { evaluation.stopBiometrics(.queueTimedOut) }
+        let acquired = await queue.acquire(evaluation.ticket)
+        waitLimit.cancel()
+        guard acquired else {
             throw evaluation.biometricInterruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
         }
         defer { queue.release() }
-        return try await scan(evaluation)
+        // The evaluation may have ended while it waited.
+        if let interruption = evaluation.biometricInterruption { throw interruption.error }
+        _ = try await scan(evaluation)
+        return .fingerprint
     }
 
     /// Policy 2: the fingerprint and the account password (through polkit's
     /// agent) are offered at the same time; the first to succeed wins, so nobody
     /// waits for a fingerprint timeout to type a password. The evaluation fails
     /// only when both ways have failed.
-    private func fingerprintOrPassword(_ evaluation: Evaluation, biometrics: Bool) async throws(DBusError) -> Bool {
+    private func fingerprintOrPassword(_ evaluation: Evaluation, biometrics: Bool) async throws(DBusError) -> FirstSuccess.Way {
         let race = FirstSuccess(ways: biometrics ? 2 : 1)
         let outcome: Result<FirstSuccess.Way, DBusError> = await withCheckedContinuation { continuation in
             race.continuation = continuation
@@ -371,10 +427,10 @@ public final class LocalAuthService {
         switch outcome {
         case .success(.password):
             // The account password unlocks biometrics after a lockout (Apple's rule).
-            lockout.reset(evaluation.uid)
-            return true
+            try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
+            return .password
         case .success(.fingerprint):
-            return true
+            return .fingerprint
         case .failure(let error):
             throw evaluation.interruption?.error ?? error
         }
@@ -400,7 +456,13 @@ public final class LocalAuthService {
     /// Holds the reader: scans until a match, too many failures, or an interruption.
     private func scan(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
         if let interruption = evaluation.biometricInterruption { throw interruption.error }
-        let timeout = EventLoopTimers.after(configuration.scanTimeout) { evaluation.stopBiometrics(.timedOut) }
+        let timeout = EventLoopTimers.after(configuration.scanTimeout) { [weak self] in
+            evaluation.stopBiometrics(.timedOut)
+            // A wait that timed out on a warm reader: this user waits before the next one.
+            if let self, let reader = self.reader(for: evaluation.uid), self.sensor.isWarm(reader) {
+                self.lastWarmTimeout[evaluation.uid] = .now
+            }
+        }
         defer { timeout.cancel() }
         var failures = 0
         var scans = 0
@@ -422,11 +484,24 @@ public final class LocalAuthService {
             }
             switch result {
             case .match:
-                lockout.reset(evaluation.uid)
+                try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
                 return true
             case .noMatch:
                 failures += 1
-                if lockout.recordFailure(evaluation.uid) {
+                // A completed no-match always counts, whatever ends the
+                // evaluation next; one that cannot be written ends it.
+                let lockedOut: Bool
+                do {
+                    lockedOut = try lockout.recordFailure(evaluation.uid)
+                } catch {
+                    throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
+                                              "the failed attempt could not be recorded; try again later")
+                }
+                let reader = gallery.first.map { "\(PrintCodec.driver(of: $0))/\(PrintCodec.deviceID(of: $0))" } ?? "?"
+                Log.notice("failed fingerprint match for uid \(evaluation.uid) on \(reader) "
+                           + "(\(lockout.failures(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
+                if lockedOut {
+                    Log.warning("biometry locked out for uid \(evaluation.uid) after \(LockoutStore.limit) failed matches")
                     throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")
                 }
                 if failures >= configuration.attemptsPerEvaluation {
@@ -459,9 +534,24 @@ public final class LocalAuthService {
                       destination: evaluation.sender)
     }
 
+    /// The reader-fairness rule (docs/SECURITY.md): a user whose last wait for
+    /// a finger timed out on a warm reader waits `warmReaderBackoff` seconds
+    /// before the next one, so one looping app cannot make the reader too hot
+    /// for everyone. The password of policy 2 is never held back.
+    func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
+        guard let last = lastWarmTimeout[uid] else { return }
+        let remaining = ServiceLimits.warmReaderBackoff - Double((ContinuousClock.now - last).components.seconds)
+        guard remaining > 0, let reader = reader(for: uid), sensor.isWarm(reader) else {
+            lastWarmTimeout[uid] = nil
+            return
+        }
+        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
+                                  "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
+    }
+
     func cancel(_ request: Request) throws(DBusError) -> [DBusValue] {
         guard let id = request.arguments[0].string else { throw ServiceErrors.invalidArgs("request id must be a string") }
-        end(id, of: request.sender, .appCancelled)
+        registry.end(requestID: id, of: request.sender, .appCancelled)
         return []
     }
 
@@ -475,9 +565,11 @@ public final class LocalAuthService {
         case "user-cancel": interruption = .userCancelled
         case "user-fallback": interruption = .userFallback
         case "app-cancel": interruption = .appCancelled
-        default: throw ServiceErrors.invalidArgs("unknown reason \(reason); use user-cancel, user-fallback or app-cancel")
+        default:
+            throw ServiceErrors.invalidArgs("unknown reason \(ServiceErrors.echo(reason)); "
+                                            + "use user-cancel, user-fallback or app-cancel")
         }
-        end(id, of: request.sender, interruption)
+        registry.end(requestID: id, of: request.sender, interruption)
         return []
     }
 
@@ -488,19 +580,18 @@ public final class LocalAuthService {
         if name.isEmpty {
             uid = request.uid
         } else {
-            guard let found = Users.uid(of: name) else { throw ServiceErrors.invalidArgs("no user named \(name)") }
+            guard let found = Users.uid(of: name) else {
+                throw ServiceErrors.invalidArgs("no user named \(ServiceErrors.echo(name))")
+            }
             uid = found
         }
-        lockout.reset(uid)
+        do {
+            try lockout.reset(uid)
+        } catch {
+            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not save the lockout count")
+        }
         Log.info("biometry lockout of uid \(uid) reset by uid \(request.uid)")
         return []
-    }
-
-    /// Only the caller's own evaluations can be ended.
-    private func end(_ requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
-        for evaluation in evaluations where evaluation.sender == sender && evaluation.requestID == requestID {
-            evaluation.interrupt(reason)
-        }
     }
 
 }

@@ -5,6 +5,7 @@
 enum Log {
     static func error(_ message: String) { write(3, message) }
     static func warning(_ message: String) { write(4, message) }
+    static func notice(_ message: String) { write(5, message) }
     static func info(_ message: String) { write(6, message) }
 
     private static func write(_ priority: Int, _ message: String) {

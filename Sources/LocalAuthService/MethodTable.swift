@@ -27,11 +27,14 @@ struct Request {
     /// Whose prints the call is about: the caller, or the user a `user`
     /// option named once `manage` was granted.
     let target: UInt32
+    /// The call's registration (Requests.swift): what ends it, and whether it has ended.
+    let record: CallRecord
 
-    init(call: IncomingCall, uid: UInt32, target: UInt32? = nil) {
+    init(call: IncomingCall, uid: UInt32, target: UInt32? = nil, record: CallRecord) {
         self.call = call
         self.uid = uid
         self.target = target ?? uid
+        self.record = record
     }
     var sender: String { call.sender }
     var arguments: [DBusValue] { call.arguments }

@@ -10,8 +10,14 @@ import Glibc
 enum Posix {
     /// The whole file, or nil if it cannot be read.
     static func readFile(_ path: String) -> [UInt8]? {
+        try? readFileOrErrno(path).get()
+    }
+
+    /// A file's bytes, or the errno that stopped the read: a caller that must
+    /// fail closed tells "no such file" from every other failure.
+    static func readFileOrErrno(_ path: String) -> Result<[UInt8], Errno> {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
+        guard fd >= 0 else { return .failure(Errno(errno)) }
         defer { close(fd) }
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
@@ -19,11 +25,18 @@ enum Posix {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
-                return nil
+                return .failure(Errno(errno))
             }
-            if count == 0 { return bytes }
+            if count == 0 { return .success(bytes) }
             bytes += chunk[0..<count]
         }
+    }
+
+    /// An errno value as an Error, with its text.
+    struct Errno: Error, Equatable, CustomStringConvertible {
+        let code: Int32
+        init(_ code: Int32) { self.code = code }
+        var description: String { String(cString: strerror(code)) }
     }
 
     /// The names in a directory (without . and ..), or nil if it cannot be read.

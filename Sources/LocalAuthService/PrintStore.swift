@@ -104,9 +104,16 @@ final class PrintStore {
                         report(path, "is not a print file name; skipped")
                         continue
                     }
-                    if let stored = cached(path, { loadOwn(path, uid: uid, finger: finger, driverName: driverName, deviceName: deviceName) }) {
-                        result.append(stored)
+                    guard let stored = cached(path, { loadOwn(path, uid: uid, finger: finger, driverName: driverName, deviceName: deviceName) })
+                    else { continue }
+                    // Checked on every read, not cached with the file: the
+                    // account behind a uid can change while the file does not.
+                    guard belongsToCurrentAccount(stored, uid: uid) else {
+                        report(path, "was enrolled for the account \(PrintCodec.username(of: stored.print) ?? "?"), "
+                               + "but uid \(uid) is now \(Users.name(of: uid) ?? "nobody's"); skipped")
+                        continue
                     }
+                    result.append(stored)
                 }
             }
         }
@@ -153,6 +160,15 @@ final class PrintStore {
         return StoredPrint(finger: finger, print: print, bytes: file.print, source: .localauth,
                            reader: Sensor.Identity(driver: file.driver, deviceID: file.deviceID),
                            created: file.created, path: path, stamp: Array(("localauth " + file.id).utf8))
+    }
+
+    /// A uid reused for a new account must not inherit the old account's
+    /// prints: each print carries the account name it was enrolled for
+    /// (libfprint's username, set at enrollment), which must still be the
+    /// name of its uid. A renamed account enrolls again (docs/STORE.md).
+    private func belongsToCurrentAccount(_ stored: StoredPrint, uid: UInt32) -> Bool {
+        guard let enrolledFor = PrintCodec.username(of: stored.print), !enrolledFor.isEmpty else { return true }
+        return enrolledFor == (Users.name(of: uid) ?? String(uid))
     }
 
     /// fprintd's prints of the user `uid` is called now (fprintd keys by name).

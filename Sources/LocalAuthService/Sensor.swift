@@ -58,6 +58,13 @@ final class Sensor {
         return Int(fp_device_get_nr_enroll_stages(reader.fpDevice))
     }
 
+    /// Whether the reader is warm or hot in libfprint's thermal model: the
+    /// time it may still be used is limited (a hot reader refuses to scan).
+    func isWarm(_ identity: Identity) -> Bool {
+        guard let reader = usable(identity) else { return false }
+        return fp_device_get_temperature(reader.fpDevice).rawValue >= FP_TEMPERATURE_WARM.rawValue
+    }
+
     private func usable(_ identity: Identity) -> Reader? {
         readers.first { $0.isUsable && $0.identity == identity }
     }
@@ -204,12 +211,25 @@ final class Sensor {
         defer { g_ptr_array_unref(gallery) }
         let identify = reader.supportsIdentify
         let single = prints.first
+        // libfprint reports the match result through this callback as soon as
+        // the scan is judged, before the operation completes; a Cancel that
+        // lands in between makes the completion say only "cancelled". A
+        // judged no-match must still count toward the lockout, so it is
+        // remembered here (docs/SECURITY.md).
+        let report = Unmanaged.passRetained(MatchReport()).toOpaque()
+        let matchCallback: FpMatchCb = { _, match, _, userData, error in
+            let box = Unmanaged<MatchReport>.fromOpaque(userData!).takeUnretainedValue()
+            if error == nil && match == nil { box.judgedNoMatch = true }
+        }
+        let releaseReport: GDestroyNotify = { Unmanaged<MatchReport>.fromOpaque($0!).release() }
+        let judged = Unmanaged<MatchReport>.fromOpaque(report).takeUnretainedValue()
 
         return try await glibAsync({ callback, data in
             if identify {
-                fp_device_identify(fpDevice, gallery, cancellable.raw, nil, nil, nil, callback, data)
+                fp_device_identify(fpDevice, gallery, cancellable.raw, matchCallback, report, releaseReport, callback, data)
             } else {
-                fp_device_verify(fpDevice, single!.pointer, cancellable.raw, nil, nil, nil, callback, data)
+                fp_device_verify(fpDevice, single!.pointer, cancellable.raw, matchCallback, report, releaseReport,
+                                 callback, data)
             }
         }, finish: { result -> Result<ScanResult, GLibError> in
             var error: UnsafeMutablePointer<GError>? = nil
@@ -218,6 +238,7 @@ final class Sensor {
                 _ = fp_device_identify_finish(fpDevice, result, &match, nil, &error)
                 if error != nil {
                     let failure = GLibError.take(error)
+                    if failure.isCancelled && judged.judgedNoMatch { return .success(.noMatch) }
                     return failure.isRetry ? .success(.retry(failure.retryKind)) : .failure(failure)
                 }
                 if let match { return .success(.match(GObjectRef(taking: match))) }
@@ -227,6 +248,7 @@ final class Sensor {
                 _ = fp_device_verify_finish(fpDevice, result, &matched, nil, &error)
                 if error != nil {
                     let failure = GLibError.take(error)
+                    if failure.isCancelled && judged.judgedNoMatch { return .success(.noMatch) }
                     return failure.isRetry ? .success(.retry(failure.retryKind)) : .failure(failure)
                 }
                 return .success(matched != 0 ? .match(single!) : .noMatch)
@@ -265,6 +287,11 @@ final class Sensor {
             return .success(GObjectRef(taking: print!))
         })
     }
+}
+
+/// What libfprint's match callback said about the scan in progress.
+private final class MatchReport {
+    var judgedNoMatch = false
 }
 
 private final class ProgressBox {

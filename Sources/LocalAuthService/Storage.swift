@@ -101,6 +101,11 @@ enum AtomicFile {
 
 /// The consecutive failed matches of each user, on disk so that a restart
 /// does not reset a lockout. Five in a row lock biometrics (Apple's rule).
+///
+/// Fails closed both ways: a counter that cannot be read for any reason but
+/// "no such file" (damaged, a directory, EIO, EMFILE) means locked out, and a
+/// failure that cannot be written is an error for the evaluation, never a
+/// count that lives only in memory until the next idle exit.
 @ServiceActor
 final class LockoutStore {
     static let limit = 5
@@ -114,42 +119,52 @@ final class LockoutStore {
     func failures(of uid: UInt32) -> Int {
         if let cached = cache[uid] { return cached }
         let path = "\(directory)/\(uid)"
-        var count = 0
-        if let bytes = AtomicFile.read(path) {
+        switch Posix.readFileOrErrno(path) {
+        case .success(let bytes):
             let text = String(decoding: bytes, as: UTF8.self).trimmed
-            if let parsed = Int(text), parsed >= 0 {
-                count = parsed
-            } else {
-                // Fail closed: a damaged counter must not unlock biometrics.
+            guard let parsed = Int(text), parsed >= 0 else {
                 Log.error("lockout file \(path) is corrupt; treating user \(uid) as locked out")
-                count = LockoutStore.limit
+                cache[uid] = LockoutStore.limit
+                return LockoutStore.limit
             }
+            cache[uid] = parsed
+            return parsed
+        case .failure(let error) where error.code == ENOENT:
+            cache[uid] = 0
+            return 0
+        case .failure(let error):
+            // Not cached: the next call reads again, so a passing fault
+            // (EMFILE) ends with it, and a lasting one stays closed.
+            Log.error("lockout file \(path) cannot be read (\(error)); treating user \(uid) as locked out")
+            return LockoutStore.limit
         }
-        cache[uid] = count
-        return count
     }
 
     func isLockedOut(_ uid: UInt32) -> Bool { failures(of: uid) >= LockoutStore.limit }
 
     /// Records one failed match; returns true if the user is now locked out.
-    func recordFailure(_ uid: UInt32) -> Bool {
+    /// Throws if the count could not be written (the count in memory still rises).
+    func recordFailure(_ uid: UInt32) throws(AtomicFile.Failure) -> Bool {
         let count = failures(of: uid) + 1
-        store(count, for: uid)
+        cache[uid] = count
+        try store(count, for: uid)
         return count >= LockoutStore.limit
     }
 
-    func reset(_ uid: UInt32) {
+    /// Back to zero; if that cannot be written, the old count stays.
+    func reset(_ uid: UInt32) throws(AtomicFile.Failure) {
         guard failures(of: uid) != 0 else { return }
-        store(0, for: uid)
+        try store(0, for: uid)
+        cache[uid] = 0
     }
 
-    private func store(_ count: Int, for uid: UInt32) {
-        cache[uid] = count
+    private func store(_ count: Int, for uid: UInt32) throws(AtomicFile.Failure) {
         do {
             try AtomicFile.makeDirectory(directory)
             try AtomicFile.write(Array("\(count)\n".utf8), to: "\(directory)/\(uid)")
         } catch {
-            Log.error("could not save lockout count: \(error)")
+            Log.error("could not save the lockout count of uid \(uid): \(error)")
+            throw error
         }
     }
 }

@@ -54,6 +54,42 @@ public enum LocalAuthServiceError {
     public static let busy = LocalAuthBus.errorPrefix + "Busy"
     /// Delete: the print belongs to a store localauthd only reads (fprintd's).
     public static let readOnly = LocalAuthBus.errorPrefix + "ReadOnly"
-    /// Storage failed (disk full, permissions).
+    /// Storage failed (disk full, permissions); also an evaluation whose
+    /// failed match could not be written to the lockout counter.
     public static let storageFailed = LocalAuthBus.errorPrefix + "StorageFailed"
+    /// A limit of `ServiceLimits` was reached (the message says which).
+    public static let limitExceeded = LocalAuthBus.errorPrefix + "LimitExceeded"
+    /// The reader is warm and this user's last wait for a finger timed out
+    /// recently: their next wait must come later (the message says when).
+    public static let readerCoolingDown = LocalAuthBus.errorPrefix + "ReaderCoolingDown"
+}
+
+/// What one caller can make the service hold, and for how long
+/// (docs/SECURITY.md, "Limits"). Past each, the call fails at once with
+/// `LimitExceeded` (or the error named beside it) and nothing changes.
+public enum ServiceLimits {
+    /// Largest method-call body, in bytes (about: strings and arrays by
+    /// length). Our largest legitimate call is a reason and three option
+    /// strings of at most 1 KiB each.
+    public static let maximumBodyBytes = 16 * 1024
+    /// Unix file descriptors in a call: none of our methods takes one, and a
+    /// call carrying any fails with InvalidArgs before it is kept.
+    public static let maximumFileDescriptors = 0
+    /// Calls in flight (not yet answered) from one bus connection.
+    public static let callsPerConnection = 8
+    /// Calls in flight from all connections of one uid (root is not limited:
+    /// it can stop the service anyway).
+    public static let callsPerUser = 16
+    /// Calls in flight from everyone.
+    public static let callsInTotal = 256
+    /// Longest wait for the reader behind other callers, in seconds; then
+    /// SystemCancel ("the reader is busy").
+    public static let readerQueueWait = 60.0
+    /// Longest part of a caller's argument repeated in an error message, in bytes.
+    public static let echoedArgumentBytes = 64
+    /// After a user's wait for a finger timed out while the reader was warm,
+    /// their next wait can start only this many seconds later
+    /// (ReaderCoolingDown): one looping app cannot keep the reader too hot
+    /// for everyone (libfprint stops a reader after about 3 minutes of use).
+    public static let warmReaderBackoff = 60.0
 }

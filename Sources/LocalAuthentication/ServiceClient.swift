@@ -21,12 +21,18 @@ final class ServiceClient: Sendable {
         try connection.withLock { current throws(DBusError) -> BusConnection in
             if let current, current.isConnected { return current }
             let fresh = try BusConnection.connect(to: .system, loop: loop)
-            fresh.subscribeUnicast(interface: LocalAuthBus.interface, member: LocalAuthBus.Signal.evaluationStatus) { [self] message in
+            // Any program on the bus can send us a signal named EvaluationStatus
+            // or EnrollStatus: only the real owner of the service's name is
+            // believed (docs/SECURITY.md).
+            try fresh.followOwnerBlocking(of: LocalAuthBus.serviceName)
+            fresh.subscribeUnicast(sender: LocalAuthBus.serviceName, interface: LocalAuthBus.interface,
+                                   member: LocalAuthBus.Signal.evaluationStatus) { [self] message in
                 let arguments = message.arguments
                 guard arguments.count == 2, let id = arguments[0].string, let status = arguments[1].string else { return }
                 statusListeners.withLock { $0[id] }?(status)
             }
-            fresh.subscribeUnicast(interface: LocalAuthBus.interface, member: LocalAuthBus.Signal.enrollStatus) { [self] message in
+            fresh.subscribeUnicast(sender: LocalAuthBus.serviceName, interface: LocalAuthBus.interface,
+                                   member: LocalAuthBus.Signal.enrollStatus) { [self] message in
                 let arguments = message.arguments
                 guard arguments.count == 3, let status = arguments[0].string,
                       let stage = arguments[1].uint32, let stages = arguments[2].uint32 else { return }

@@ -135,6 +135,8 @@ enum Fprintd {
 
         init(bus: BusConnection) async throws {
             self.bus = bus
+            // Signals from a well-known name are believed only from its owner.
+            try await bus.followOwner(of: Fprintd.name)
             for member in ["VerifyStatus", "EnrollStatus"] {
                 try await bus.subscribe(sender: Fprintd.name, interface: Fprintd.deviceInterface, member: member) {
                     [statuses] message in

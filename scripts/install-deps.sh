@@ -23,6 +23,7 @@ PACKAGES=(
     passwd                   # useradd, chpasswd: the password tests' account
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
+    python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
 )
 
 missing=()

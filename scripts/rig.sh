@@ -9,7 +9,11 @@
 #   scripts/rig.sh status DIR             exit 0 if the rig in DIR is up
 #   scripts/rig.sh polkit DIR ACTION ANSWER
 #                                         ANSWER: yes|no|auth_self|auth_self_keep|
-#                                         auth_admin|auth_admin_keep|default
+#                                         auth_admin|auth_admin_keep|default, or
+#                                         hold (polkit deliberates on ACTION until
+#                                         release, at most 8 s; while it does, the
+#                                         file DIR's answers/waiting/ACTION exists)
+#                                         or release
 #   scripts/rig.sh fprintd DIR VFP_SOCK   also start Debian's fprintd on the rig's bus,
 #                                         on libfprint's virtual device at VFP_SOCK
 #                                         (the baseline); `stop` stops it too
@@ -208,8 +212,10 @@ install_polkit_files() {
     if ! cmp -s "$ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.policy"; then
         install -m 0644 "$ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.policy"
     fi
-    mkdir -p "$ANSWERS"
+    mkdir -p "$ANSWERS" "$ANSWERS/waiting"
     chmod 0755 "$ANSWERS_ROOT" "$ANSWERS"
+    # The rule, running as the polkitd user, marks a held check here.
+    chmod 1777 "$ANSWERS/waiting"
     if ! cmp -s "$RULE_TEMPLATE" "$RULE"; then
         # rules.d is 0700 polkitd:root; polkitd reads it after dropping to
         # the polkitd user (it owns the directory), so 0644 root is fine.
@@ -329,7 +335,11 @@ cmd_polkit() {
             mv -f "$ANSWERS/.$action.tmp" "$ANSWERS/$action" ;;
         default)
             rm -f "$ANSWERS/$action" ;;
-        *) die "ANSWER must be yes|no|auth_self|auth_self_keep|auth_admin|auth_admin_keep|default" ;;
+        hold)
+            : >"$ANSWERS/$action.hold"; chmod 0644 "$ANSWERS/$action.hold" ;;
+        release)
+            rm -f "$ANSWERS/$action.hold" ;;
+        *) die "ANSWER must be yes|no|auth_self|auth_self_keep|auth_admin|auth_admin_keep|default|hold|release" ;;
     esac
 }
 

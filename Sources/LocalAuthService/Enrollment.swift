@@ -53,8 +53,11 @@ extension LocalAuthService {
             action = .manage
         }
         if let action {
+            let check = Cancellable()
+            record.authorization = check
             let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive,
-                                                  cancellable: record.cancellable)
+                                                  cancellable: check)
+            record.authorization = nil
             try record.checkNotEnded()
             switch decision {
             case .authorized: break
@@ -161,7 +164,7 @@ extension LocalAuthService {
             enrollments[request.sender] = nil
             finishIfStopped()
         }
-        let ticket = SensorQueue.Ticket()
+        let ticket = SensorQueue.Ticket(uid: request.uid)
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()

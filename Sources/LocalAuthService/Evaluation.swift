@@ -40,7 +40,7 @@ final class Evaluation {
     let cancellable = Cancellable()
     /// Cancels the password check of policy 2.
     let passwordCancellable = Cancellable()
-    let ticket = SensorQueue.Ticket()
+    let ticket: SensorQueue.Ticket
     /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?
     /// Why only the fingerprint part ended early (its timeout; policy 2's password won).
@@ -52,6 +52,7 @@ final class Evaluation {
         self.sender = sender
         self.uid = uid
         self.queue = queue
+        ticket = SensorQueue.Ticket(uid: uid)
     }
 
     /// Ends the evaluation early; the first reason wins.

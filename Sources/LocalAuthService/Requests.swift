@@ -16,9 +16,12 @@ final class CallRecord {
     let requestID: String?
     /// The caller's uid, once the bus said it.
     var uid: UInt32?
-    /// Cancels whatever the call waits on now: its polkit check, and for an
-    /// enrollment its scans.
+    /// Cancels an enrollment's scans.
     let cancellable = Cancellable()
+    /// The polkit check in progress, if any. Its own cancellable, used for
+    /// that one check only: libpolkit stays connected to a cancellable after
+    /// its check ends and would try to cancel a finished check later.
+    var authorization: Cancellable?
     /// The evaluation this call runs, once it runs one.
     var evaluation: Evaluation? {
         didSet { if let interruption { evaluation?.interrupt(interruption) } }
@@ -36,6 +39,7 @@ final class CallRecord {
         guard interruption == nil else { return }
         interruption = reason
         cancellable.cancel()
+        authorization?.cancel()
         evaluation?.interrupt(reason)
     }
 

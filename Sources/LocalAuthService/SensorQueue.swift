@@ -1,21 +1,28 @@
-/// The reader serves one operation at a time; the others wait in arrival
-/// order. A waiter can be withdrawn (its caller left or cancelled), which
+/// The reader serves one operation at a time; the others wait. A waiter can
+/// be withdrawn (its caller left or cancelled, or it waited too long), which
 /// removes it from the line at once.
+///
+/// Fair between users: when the reader is handed on, the first waiter of
+/// another uid than the one that just held it goes first, so one user with
+/// many pending calls makes someone else wait at most one turn, not all of
+/// theirs (docs/SECURITY.md). Within one uid, arrival order.
 @ServiceActor
 final class SensorQueue {
     final class Ticket {
+        let uid: UInt32
         fileprivate var continuation: CheckedContinuation<Bool, Never>?
+        init(uid: UInt32) { self.uid = uid }
     }
 
     private var busy = false
+    private var holder: UInt32?
     private var waiting: [Ticket] = []
-
-    var isBusy: Bool { busy }
 
     /// Waits for the reader; false if the ticket was withdrawn first.
     func acquire(_ ticket: Ticket) async -> Bool {
         if !busy && waiting.isEmpty {
             busy = true
+            holder = ticket.uid
             return true
         }
         return await withCheckedContinuation { continuation in
@@ -26,11 +33,14 @@ final class SensorQueue {
 
     /// Hands the reader to the next in line, or marks it free.
     func release() {
-        if waiting.isEmpty {
+        guard !waiting.isEmpty else {
             busy = false
+            holder = nil
             return
         }
-        let next = waiting.removeFirst()
+        let index = waiting.firstIndex { $0.uid != holder } ?? 0
+        let next = waiting.remove(at: index)
+        holder = next.uid
         next.continuation?.resume(returning: true)
         next.continuation = nil
     }

@@ -18,8 +18,10 @@ let help = """
                                   here), the reader it was made on, and when
       delete [FINGER]             delete one finger, or all of them without FINGER
                                   (prints in fprintd's store stay: use fprintd-delete)
-      evaluate [--policy biometrics|owner] [--reason TEXT]
-                                  verify that you are this account's owner
+      evaluate [--policy biometrics|owner] [--reason TEXT] [--reuse SECONDS]
+                                  verify that you are this account's owner; --reuse
+                                  accepts your fingerprint match of the last SECONDS
+                                  (at most 300) without a new scan
       --help                      this text
 
     Options of enroll, list and delete:
@@ -244,6 +246,7 @@ func delete(_ options: PrintCommandOptions) async -> Int32 {
 func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
     var policy = LAPolicy.deviceOwnerAuthenticationWithBiometrics
     var reason = "Confirm that you are the owner of this account"
+    var reuse: TimeInterval = 0
     var rest = arguments
     while let option = rest.popFirst() {
         switch option {
@@ -256,10 +259,16 @@ func evaluate(_ arguments: ArraySlice<String>) async -> Int32 {
         case "--reason":
             guard let text = rest.popFirst() else { usageError("--reason needs a text") }
             reason = text
+        case "--reuse":
+            guard let text = rest.popFirst(), let seconds = Double(text), seconds.isFinite, seconds >= 0 else {
+                usageError("--reuse takes a number of seconds")
+            }
+            reuse = seconds
         default: usageError("unknown option \(option)")
         }
     }
     let context = LAContext()
+    context.touchIDAuthenticationAllowableReuseDuration = reuse
     context.evaluationStatusHandler = { status in say(status.message) }
     say("\(reason): place your finger on the reader…")
     // The keyboard is this prompt's cancel and fallback buttons, but only while

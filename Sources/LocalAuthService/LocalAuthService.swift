@@ -27,8 +27,8 @@ public final class LocalAuthService {
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     private var lastFingerprintMatch: [UInt32: (time: ContinuousClock.Instant, enrolledSet: [UInt8])] = [:]
-    /// When each user's last wait for a finger timed out on a warm reader.
-    var lastWarmTimeout: [UInt32: ContinuousClock.Instant] = [:]
+    /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
+    var fairness = ReaderFairness()
     private var idleTimer: EventLoop.Timer?
     private var stopping = false
     private var exitContinuation: CheckedContinuation<Void, Never>?
@@ -459,8 +459,9 @@ public final class LocalAuthService {
         let timeout = EventLoopTimers.after(configuration.scanTimeout) { [weak self] in
             evaluation.stopBiometrics(.timedOut)
             // A wait that timed out on a warm reader: this user waits before the next one.
-            if let self, let reader = self.reader(for: evaluation.uid), self.sensor.isWarm(reader) {
-                self.lastWarmTimeout[evaluation.uid] = .now
+            if let self {
+                let warm = self.reader(for: evaluation.uid).map(self.sensor.isWarm) ?? false
+                self.fairness.waitTimedOut(evaluation.uid, at: .now, readerWarm: warm)
             }
         }
         defer { timeout.cancel() }
@@ -484,10 +485,12 @@ public final class LocalAuthService {
             }
             switch result {
             case .match:
+                fairness.scanJudged(evaluation.uid)
                 try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
                 return true
             case .noMatch:
                 failures += 1
+                fairness.scanJudged(evaluation.uid)
                 // A completed no-match always counts, whatever ends the
                 // evaluation next; one that cannot be written ends it.
                 let lockedOut: Bool
@@ -534,17 +537,13 @@ public final class LocalAuthService {
                       destination: evaluation.sender)
     }
 
-    /// The reader-fairness rule (docs/SECURITY.md): a user whose last wait for
-    /// a finger timed out on a warm reader waits `warmReaderBackoff` seconds
-    /// before the next one, so one looping app cannot make the reader too hot
-    /// for everyone. The password of policy 2 is never held back.
+    /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for
+    /// a finger keep timing out on a warm reader waits before the next one.
+    /// The password of policy 2 is never held back.
     func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
-        guard let last = lastWarmTimeout[uid] else { return }
-        let remaining = ServiceLimits.warmReaderBackoff - Double((ContinuousClock.now - last).components.seconds)
-        guard remaining > 0, let reader = reader(for: uid), sensor.isWarm(reader) else {
-            lastWarmTimeout[uid] = nil
-            return
-        }
+        let warm = reader(for: uid).map(sensor.isWarm) ?? false
+        let remaining = fairness.remaining(uid, at: .now, readerWarm: warm)
+        guard remaining > 0 else { return }
         throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
                                   "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
     }

@@ -87,9 +87,13 @@ public enum ServiceLimits {
     public static let readerQueueWait = 60.0
     /// Longest part of a caller's argument repeated in an error message, in bytes.
     public static let echoedArgumentBytes = 64
-    /// After a user's wait for a finger timed out while the reader was warm,
-    /// their next wait can start only this many seconds later
-    /// (ReaderCoolingDown): one looping app cannot keep the reader too hot
-    /// for everyone (libfprint stops a reader after about 3 minutes of use).
-    public static let warmReaderBackoff = 60.0
+    /// After two waits for a finger of one user timed out in a row on a warm
+    /// reader, their next wait can start only this many seconds later
+    /// (ReaderCoolingDown), doubling with each further timeout up to the
+    /// maximum: one looping app cannot keep the reader too hot for everyone
+    /// (libfprint stops a reader after about 3 minutes of use).
+    public static let warmReaderFirstBackoff = 30.0
+    public static let warmReaderMaximumBackoff = 240.0
+    /// A streak of timeouts older than this is forgotten.
+    public static let warmReaderStreakMemory = 300.0
 }

@@ -114,7 +114,10 @@ final class DBusValueTests: XCTestCase {
         XCTAssertNil(DBusValue.byte(1).byteArray)
     }
 
-    func testStringKeyedDictionaryUnwrapsVariants() {
+    /// Each entry's own variant is unwrapped once; a variant inside it stays a
+    /// variant, so `v(v(u))` is never mistaken for a `u` (a typed option of
+    /// the wrong type must be InvalidArgs).
+    func testStringKeyedDictionaryUnwrapsEachVariantOnce() {
         let value = DBusValue.dictionary([
             "request-id": .string("r1"),
             "reuse-duration": .double(30),
@@ -124,7 +127,7 @@ final class DBusValueTests: XCTestCase {
         XCTAssertEqual(value.stringKeyedDictionary, [
             "request-id": .string("r1"),
             "reuse-duration": .double(30),
-            "nested": .uint32(7),
+            "nested": .variant(.uint32(7)),
             "options": .array("{sv}", [.dictEntry(.string("x"), .variant(.boolean(true)))]),
         ])
     }

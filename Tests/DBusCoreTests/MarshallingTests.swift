@@ -145,7 +145,8 @@ final class MarshallingTests: XCTestCase {
         let message = try assertRoundTrip([options, .dictionary([:])])
         XCTAssertEqual(message.signature, "a{sv}a{sv}")
         XCTAssertEqual(message.arguments.first?.stringKeyedDictionary?["request-id"], .string("req-1"))
-        XCTAssertEqual(message.arguments.first?.stringKeyedDictionary?["variant-of-variant"], .string("deep"))
+        XCTAssertEqual(message.arguments.first?.stringKeyedDictionary?["variant-of-variant"],
+                       .variant(.variant(.string("deep"))), "one variant level is the entry's own; the rest stays")
     }
 
     func testDictionariesWithOtherKeyTypes() throws {

@@ -301,6 +301,30 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("failed fingerprint match for uid 0"), service.log)
     }
 
+    // MARK: 8. One user cannot keep the reader too hot for everyone
+
+    /// A caller that loops evaluations nobody answers is made to let the
+    /// warm reader cool: after two timed-out waits in a row it is refused at
+    /// once with ReaderCoolingDown, and another user still gets the reader.
+    func testALoopingCallerIsMadeToLetTheReaderCool() async throws {
+        restartService(arguments: ["--scan-timeout", "2"])
+        try enrollFor(user: "nobody", finger: "right-index-finger", as: "nobody-finger")
+        try await enroll(as: "owner-finger")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        var outcomes: [String] = []
+        for _ in 0..<4 {
+            let outcome = try asUser(Self.nobodyUID, "/usr/bin/gdbus", gdbusArguments("EvaluatePolicy", ["1", "Loop", "{}"]))
+            outcomes.append(outcome.output)
+            if outcome.output.contains("ReaderCoolingDown") { break }
+        }
+        XCTAssertTrue(outcomes.prefix(2).allSatisfy { $0.contains("SystemCancel") }, "\(outcomes)")
+        XCTAssertTrue(outcomes.last?.contains("ReaderCoolingDown") == true, "\(outcomes)")
+        XCTAssertTrue(outcomes.last?.contains("cooling down; try again in about") == true, "\(outcomes)")
+        present("owner-finger")
+        let root = await evaluate()
+        XCTAssertTrue(root.succeeded, "another user is not held back: \(root)")
+    }
+
     // MARK: 10. Logs, enrolment prompts, reused uids
 
     /// Failed matches and reaching the lockout are logged (uid, reader, count).

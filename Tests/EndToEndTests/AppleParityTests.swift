@@ -86,8 +86,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
     func testInvalidateCancelsWithAppCancelThenInvalidContext() async throws {
         try await enroll(as: "owner-finger")
         let context = LAContext()
-        let pending = Task { await self.evaluate(context: context) }
-        try await Task.sleep(for: .milliseconds(400))
+        let pending = try await startEvaluation(context)
         context.invalidate()
         let result = await pending.value
         XCTAssertEqual(result.code, .appCancel, "\(result)")
@@ -102,8 +101,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         try await enroll(as: "owner-finger")
         for code in [LAError.Code.userCancel, .userFallback] {
             let context = LAContext()
-            let pending = Task { await self.evaluate(context: context) }
-            try await Task.sleep(for: .milliseconds(400))
+            let pending = try await startEvaluation(context)
             context.endEvaluation(as: code)
             let result = await pending.value
             XCTAssertEqual(result.code, code, "\(result)")
@@ -156,22 +154,24 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 
     func testReaderUnpluggedMidScanGivesSystemCancel() async throws {
         try await enroll(as: "owner-finger")
-        let service = self.service!
-        Task.detached {
-            try await Task.sleep(for: .milliseconds(400))
-            try service.sensor("UNPLUG")
-        }
-        let awaited14 = await evaluate()
+        let pending = try await startEvaluation()
+        try service.sensor("UNPLUG")
+        let awaited14 = await pending.value
         XCTAssertEqual(awaited14.code, .systemCancel)
     }
 
-    func testSigtermDuringEvaluationAnswersSystemCancelAndExitsZero() async throws {
+    // SIGTERM during an evaluation: SystemIntegrationTests (two callers, the exit status, the log).
+
+    /// A Cancel right behind the call, on the same connection, is honoured
+    /// before the reader is touched: AppCancel, and no status at all.
+    func testACancelRightAfterTheCallEndsItBeforeTheReader() async throws {
         try await enroll(as: "owner-finger")
-        let pending = Task { await self.evaluate() }
-        try await Task.sleep(for: .milliseconds(400))
-        XCTAssertEqual(service.stop(), 0)
-        let awaited15 = await pending.value.code
-        XCTAssertEqual(awaited15, .systemCancel)
+        let outcome = try runProgram("/usr/bin/python3", [try testScript("caller.py"), "evaluate-and-cancel"], timeout: 20)
+        XCTAssertTrue(outcome.stdout.contains("error=org.example.LocalAuth.Error.AppCancel"), outcome.output)
+        XCTAssertFalse(outcome.stdout.contains("status "), "the reader was never asked: \(outcome.output)")
+        present("owner-finger")
+        let next = await evaluate()
+        XCTAssertTrue(next.succeeded, "the reader is free: \(next)")
     }
 
     func testEvaluationsWaitTheirTurnForTheSensor() async throws {

@@ -115,12 +115,9 @@ final class ReaderTests: RigTestCase, @unchecked Sendable {
 
         // The last reader goes in the middle of an evaluation: it ends at once.
         let started = Date()
-        let unplug = Task.detached { [service] in
-            try await Task.sleep(for: .milliseconds(400))
-            try service!.sensor("UNPLUG")
-        }
-        let result = await evaluate()
-        try await unplug.value
+        let pending = try await startEvaluation()
+        try service.sensor("UNPLUG")
+        let result = await pending.value
         XCTAssertEqual(result.code, .systemCancel, "\(result)")
         XCTAssertLessThan(Date().timeIntervalSince(started), 5)
 

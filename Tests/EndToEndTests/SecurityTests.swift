@@ -137,7 +137,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
         let outputPath = rig.directory + "/flood-\(UInt32.random(in: 0...UInt32.max)).out"
         let flood = try Child("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-                                                   try hostileScript("flood.py"), "3", "10", "20"],
+                                                   try testScript("flood.py"), "3", "10", "20"],
                               stdoutPath: outputPath, stderrPath: outputPath)
         defer { flood.signal(SIGKILL); _ = flood.wait(timeout: 5) }
         try await Task.sleep(for: .seconds(2))   // the flood is in: one call scans, the rest wait
@@ -228,9 +228,8 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try waitForHeldCheck("org.example.LocalAuth.evaluate")
         caller.signal(SIGKILL)
         _ = caller.wait(timeout: 5)
-        try await Task.sleep(for: .milliseconds(200))
         try rig.polkit("org.example.LocalAuth.evaluate", "release")
-        try await Task.sleep(for: .milliseconds(500))   // polkit answers the departed caller's check
+        try waitForHeldCheckToEnd("org.example.LocalAuth.evaluate")   // polkit answered the departed caller's check
 
         // Root evaluates at once; the scan comes half a second later. A ghost
         // evaluation of the departed caller would hold the reader and take it.
@@ -251,9 +250,8 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try waitForHeldCheck("org.example.LocalAuth.enroll")
         caller.signal(SIGKILL)
         _ = caller.wait(timeout: 5)
-        try await Task.sleep(for: .milliseconds(200))
         try rig.polkit("org.example.LocalAuth.enroll", "release")
-        try await Task.sleep(for: .milliseconds(500))
+        try waitForHeldCheckToEnd("org.example.LocalAuth.enroll")
 
         try await enroll(as: "owner-finger")
         XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/prints/\(Self.nobodyUID)"),
@@ -364,18 +362,8 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         }
     }
 
-    /// A copy of a hostile helper from scripts/test that uid 65534 can run.
-    private func hostileScript(_ name: String) throws -> String {
-        let copy = rig.directory + "/" + name
-        if !FileManager.default.fileExists(atPath: copy) {
-            try FileManager.default.copyItem(atPath: Paths.root + "/scripts/test/" + name, toPath: copy)
-            chmod(copy, 0o755)
-        }
-        return copy
-    }
-
     private func asNobody(python script: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
-        try asUser(Self.nobodyUID, "/usr/bin/python3", [try hostileScript(script)] + arguments, timeout: timeout)
+        try asUser(Self.nobodyUID, "/usr/bin/python3", [try testScript(script)] + arguments, timeout: timeout)
     }
 
     private func asUser(_ uid: UInt32, _ program: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
@@ -394,6 +382,16 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
          "--timeout", "60", "--method", "org.example.LocalAuth.\(member)"] + values
     }
 
+    /// Waits until polkit no longer holds a check of `action`.
+    private func waitForHeldCheckToEnd(_ action: String) throws {
+        let marker = rig.polkitAnswers + "/waiting/" + action
+        let deadline = Date().addingTimeInterval(10)
+        while FileManager.default.fileExists(atPath: marker) {
+            guard Date() < deadline else { throw RigError("polkit still deliberates on \(action)") }
+            usleep(20_000)
+        }
+    }
+
     /// Waits until polkit holds a check of `action` (scripts/polkit-test.rules).
     private func waitForHeldCheck(_ action: String) throws {
         let marker = rig.polkitAnswers + "/waiting/" + action
@@ -402,16 +400,6 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
             guard Date() < deadline else { throw RigError("polkit never deliberated on \(action)") }
             usleep(20_000)
         }
-    }
-
-    /// Starts an evaluation through the library and returns once it holds the
-    /// reader (its first status, "place your finger", arrived).
-    private func startEvaluation(_ context: LAContext = LAContext()) async throws -> Task<Result<Bool, LAError>, Never> {
-        let updates = Collected<LAEvaluationStatus>()
-        context.evaluationStatusHandler = { updates.append($0) }
-        let pending = Task { await self.evaluate(context: context) }
-        try await updates.wait(count: 1)
-        return pending
     }
 
     private func reusingContext() -> LAContext {
@@ -456,19 +444,3 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
     }
 }
 
-/// Values collected from callbacks on other threads, awaited by count.
-final class Collected<Value: Sendable>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [Value] = []
-
-    func append(_ value: Value) { lock.withLock { stored.append(value) } }
-    var values: [Value] { lock.withLock { stored } }
-
-    func wait(count: Int, timeout: Double = 10) async throws {
-        let deadline = Date().addingTimeInterval(timeout)
-        while values.count < count {
-            guard Date() < deadline else { throw RigError("waited \(timeout) s for \(count) value(s), got \(values)") }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-    }
-}

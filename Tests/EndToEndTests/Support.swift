@@ -2,6 +2,7 @@ import Foundation
 import LocalAuthentication
 import RigSupport
 import XCTest
+import Glibc
 
 /// The one bus rig of this test process. One, because libdbus reads
 /// DBUS_SYSTEM_BUS_ADDRESS once per process: the client library in this
@@ -94,6 +95,35 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Starts an evaluation through the library and returns once it holds the
+    /// reader: its first status ("place your finger") arrived.
+    func startEvaluation(_ context: LAContext = LAContext()) async throws -> Task<Result<Bool, LAError>, Never> {
+        let updates = Collected<LAEvaluationStatus>()
+        context.evaluationStatusHandler = { updates.append($0) }
+        let pending = Task { await self.evaluate(context: context) }
+        try await updates.wait(count: 1)
+        return pending
+    }
+
+    /// A copy of a test helper from scripts/test that any uid can run.
+    func testScript(_ name: String) throws -> String {
+        let copy = rig.directory + "/" + name
+        if !FileManager.default.fileExists(atPath: copy) {
+            try FileManager.default.copyItem(atPath: Paths.root + "/scripts/test/" + name, toPath: copy)
+            chmod(copy, 0o755)
+        }
+        return copy
+    }
+
+    /// Waits until the file at `path` contains `text`.
+    func waitForText(_ text: String, in path: String, timeout: Double = 10) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !readText(path).contains(text) {
+            guard Date() < deadline else { throw RigError("waited \(timeout) s for '\(text)' in \(path): \(readText(path))") }
+            usleep(20_000)
+        }
+    }
+
     /// Evaluates through the library; the LAError code on failure.
     func evaluate(_ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics, reason: String = "Unlock the test",
                   context: LAContext = LAContext()) async -> Result<Bool, LAError> {
@@ -118,6 +148,23 @@ extension Result where Success == Bool, Failure == LAError {
         switch self {
         case .success(let value): value
         case .failure: false
+        }
+    }
+}
+
+/// Values collected from callbacks on other threads, awaited by count.
+final class Collected<Value: Sendable>: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [Value] = []
+
+    func append(_ value: Value) { lock.withLock { stored.append(value) } }
+    var values: [Value] { lock.withLock { stored } }
+
+    func wait(count: Int, timeout: Double = 10) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while values.count < count {
+            guard Date() < deadline else { throw RigError("waited \(timeout) s for \(count) value(s), got \(values)") }
+            try await Task.sleep(for: .milliseconds(20))
         }
     }
 }

@@ -31,7 +31,10 @@ final class Authorizer {
     }
 
     /// `interactive`: polkit may ask the person (through their agent) for a password.
-    func check(_ action: PolkitAction, busName: String, interactive: Bool,
+    /// `details` go to polkit and its agent; `polkit.message` replaces the
+    /// action's message in the password dialog (polkit honours it from a
+    /// mechanism running as root, which the service is).
+    func check(_ action: PolkitAction, busName: String, interactive: Bool, details: [String: String] = [:],
                timeout: Double = 25, cancellable: Cancellable = Cancellable()) async -> Decision {
         guard let authority = currentAuthority() else {
             return .denied("the authorization service (polkit) cannot be reached")
@@ -39,13 +42,16 @@ final class Authorizer {
         let authorityPointer = authority.pointer
         let subject = GObjectRef(taking: polkit_system_bus_name_new(busName)!)
         let subjectPointer = subject.pointer
+        let detailsObject = GObjectRef(taking: polkit_details_new()!)
+        for (key, value) in details { polkit_details_insert(detailsObject.pointer, key, value) }
+        let detailsPointer = detailsObject.pointer
         let flags = interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE
         // polkit's own D-Bus timeout is long; a stuck polkitd must not hold a caller.
         let timer = EventLoopTimers.after(timeout) { cancellable.cancel() }
         defer { timer.cancel() }
         do {
             let answer = try await glibAsync({ callback, data in
-                polkit_authority_check_authorization(authorityPointer, subjectPointer, action.rawValue, nil,
+                polkit_authority_check_authorization(authorityPointer, subjectPointer, action.rawValue, detailsPointer,
                                                      flags, cancellable.raw, callback, data)
             }, finish: { result -> Result<Decision, GLibError> in
                 Result { () throws(GLibError) in

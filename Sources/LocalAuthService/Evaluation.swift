@@ -33,9 +33,18 @@ final class Evaluation {
         }
     }
 
+    /// What the app asked to show: its reason and its prompt's labels.
+    struct Prompt {
+        let reason: String
+        /// nil: the default label; "": no fallback button (Apple's rule).
+        let fallbackTitle: String?
+        let cancelTitle: String?
+    }
+
     let requestID: String
     let sender: String
     let uid: UInt32
+    let prompt: Prompt
     /// Cancels the fingerprint scan.
     let cancellable = Cancellable()
     /// Cancels the password check of policy 2.
@@ -47,10 +56,12 @@ final class Evaluation {
     private(set) var biometricStop: Interruption?
     private weak var queue: SensorQueue?
 
-    init(requestID: String, sender: String, uid: UInt32, queue: SensorQueue) {
+    init(requestID: String, sender: String, uid: UInt32, queue: SensorQueue,
+         prompt: Prompt = Prompt(reason: "", fallbackTitle: nil, cancelTitle: nil)) {
         self.requestID = requestID
         self.sender = sender
         self.uid = uid
+        self.prompt = prompt
         self.queue = queue
         ticket = SensorQueue.Ticket(uid: uid)
     }

@@ -204,6 +204,18 @@ public final class LocalAuthService {
         return uid
     }
 
+    /// The executable behind a bus caller, as the kernel names it (the bus
+    /// gives its pid; /proc gives the file): what a prompt shows as the
+    /// program that asks, since an app cannot choose it. nil if unknown.
+    func callerProgram(_ sender: String) async -> String? {
+        guard let reply = try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
+                                              interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
+                                              arguments: [.string(sender)]),
+              let pid = reply.first?.uint32 else { return nil }
+        guard let path = Posix.readLink("/proc/\(pid)/exe") else { return nil }
+        return String(path.split(separator: "/").last ?? Substring(path))
+    }
+
     private func nameOwnerChanged(_ message: Message) {
         // The subscription already checked this; a forged "caller left" would
         // cancel someone else's evaluation, so it is checked again here.
@@ -294,6 +306,9 @@ public final class LocalAuthService {
         var requestID: String?
         var reuseDuration: Double = 0
         var interactionNotAllowed = false
+        /// The app's prompt labels, kept with the evaluation for a prompt to show.
+        var fallbackTitle: String?
+        var cancelTitle: String?
     }
 
     private static func evaluationOptions(_ value: DBusValue) throws(DBusError) -> EvaluationOptions {
@@ -312,6 +327,7 @@ public final class LocalAuthService {
                 guard title.utf8.count <= LocalAuthBus.maximumTextLength else {
                     throw ServiceErrors.invalidArgs("\(key) is longer than \(LocalAuthBus.maximumTextLength) bytes")
                 }
+                if key == LocalAuthBus.Option.fallbackTitle { options.fallbackTitle = title } else { options.cancelTitle = title }
             case LocalAuthBus.Option.reuseDuration:
                 guard let seconds = value.double, seconds.isFinite, seconds >= 0 else {
                     throw ServiceErrors.invalidArgs("reuse-duration must be a non-negative double (seconds)")
@@ -365,7 +381,9 @@ public final class LocalAuthService {
         }
 
         let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
-                                    uid: uid, queue: queue)
+                                    uid: uid, queue: queue,
+                                    prompt: .init(reason: reason, fallbackTitle: options.fallbackTitle,
+                                                  cancelTitle: options.cancelTitle))
         // An evaluation whose call already ended (Cancel right after the
         // call, the caller gone) is interrupted here and never touches the reader.
         request.record.evaluation = evaluation
@@ -441,7 +459,15 @@ public final class LocalAuthService {
         guard Accounts.hasPassword(uid: evaluation.uid) else {
             return ServiceErrors.la(.passcodeNotSet, "the account has no password")
         }
+        // The person's password dialog says who asks and why: the program the
+        // service sees (not a name the app chose) and the app's reason.
+        let program = await callerProgram(evaluation.sender) ?? "An application"
+        if let interruption = evaluation.interruption { return interruption.error }
+        let message = "\(program) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"
         let decision = await authorizer.check(.authenticateOwner, busName: evaluation.sender, interactive: true,
+                                              details: ["polkit.message": message,
+                                                        "org.example.LocalAuth.program": program,
+                                                        "org.example.LocalAuth.reason": evaluation.prompt.reason],
                                               timeout: configuration.passwordTimeout,
                                               cancellable: evaluation.passwordCancellable)
         switch decision {

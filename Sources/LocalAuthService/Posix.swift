@@ -32,6 +32,14 @@ enum Posix {
         }
     }
 
+    /// Where a symbolic link points, or nil.
+    static func readLink(_ path: String) -> String? {
+        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+        let count = readlink(path, &buffer, buffer.count - 1)
+        guard count > 0 else { return nil }
+        return String(decoding: buffer[0..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
     /// An errno value as an Error, with its text.
     struct Errno: Error, Equatable, CustomStringConvertible {
         let code: Int32

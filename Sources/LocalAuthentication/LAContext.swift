@@ -27,6 +27,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// app's own prompt (a Linux addition; it ends when the context is invalidated).
     public let evaluationStatusUpdates: AsyncStream<LAEvaluationStatus>
 
+    /// Where `evaluationStatusHandler` runs: a private serial queue, never
+    /// the library's bus thread nor the app's main thread.
+    static let handlerQueue = DispatchQueue(label: "LocalAuthentication.evaluationStatusHandler")
+
     public override init() {
         (evaluationStatusUpdates, statusContinuation) = AsyncStream.makeStream(of: LAEvaluationStatus.self,
                                                                               bufferingPolicy: .bufferingNewest(32))
@@ -38,7 +42,10 @@ open class LAContext: NSObject, @unchecked Sendable {
     /// The biometry this device has; known after `canEvaluatePolicy` was called.
     open var biometryType: LABiometryType { state.withLock { $0.biometryType } }
 
-    /// The reason shown when this context asks for the password (policy 2).
+    /// Apple shows this reason when a keychain query uses the context.
+    /// Stored for code written for Apple's framework; `evaluatePolicy` sends
+    /// its own `localizedReason` argument, which polkit's password dialog
+    /// shows (policy 2). Nothing reads this property yet.
     open var localizedReason: String {
         get { state.withLock { $0.localizedReason } }
         set { state.withLock { $0.localizedReason = newValue } }
@@ -160,7 +167,11 @@ open class LAContext: NSObject, @unchecked Sendable {
         ServiceClient.shared.listen(to: requestID) { [weak self] raw in
             let status = LAEvaluationStatus(rawValue: raw)
             continuation.yield(status)
-            self?.evaluationStatusHandler?(status)
+            // Not on the library's bus thread: a handler may call the
+            // library's blocking API (canEvaluatePolicy, say), which waits
+            // for that thread. One serial queue keeps the statuses in order.
+            guard let handler = self?.evaluationStatusHandler else { return }
+            LAContext.handlerQueue.async { handler(status) }
         }
         do {
             // The service bounds the wait (its scan timeout); the call waits as long as the person takes.

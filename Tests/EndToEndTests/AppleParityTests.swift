@@ -174,6 +174,23 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(next.succeeded, "the reader is free: \(next)")
     }
 
+    /// An app may call the library's blocking API from its status handler
+    /// (a preflight to update its prompt, say): the handler does not run on
+    /// the library's bus thread, so this neither deadlocks nor traps.
+    func testTheStatusHandlerMayCallTheBlockingAPI() async throws {
+        try await enroll(as: "owner-finger")
+        let context = LAContext()
+        let preflights = Collected<Bool>()
+        context.evaluationStatusHandler = { _ in
+            preflights.append(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        }
+        present("owner-finger", after: 0.5)
+        let result = await evaluate(context: context)
+        XCTAssertTrue(result.succeeded, "\(result)")
+        try await preflights.wait(count: 1)
+        XCTAssertEqual(preflights.values.first, true)
+    }
+
     func testEvaluationsWaitTheirTurnForTheSensor() async throws {
         try await enroll(as: "owner-finger")
         let first = Task { await self.evaluate() }
@@ -254,6 +271,21 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         let outcome = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: TestAccount.password)
         XCTAssertEqual(outcome.status, 0, outcome.output)
         XCTAssertLessThan(Date().timeIntervalSince(started), 20, "no wait for the 30 s scan timeout")
+    }
+
+    /// The password dialog says who asks and why: polkit hands the agent the
+    /// program the service sees and the app's reason.
+    func testThePasswordDialogNamesTheProgramAndTheReason() throws {
+        let uid = try TestAccount.ensure()
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        try rig.polkit("org.example.LocalAuth.authenticate-owner", "auth_self")
+        defer { try? rig.polkit("org.example.LocalAuth.authenticate-owner", nil) }
+        let outcome = try runProgram("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3",
+                                                          try testScript("cancel-agent.py"), "EvaluatePolicy", "usa{sv}",
+                                                          #"[2, "Unlock the vault", {}]"#])
+        XCTAssertTrue(outcome.stdout.contains("message=python3"), outcome.output)
+        XCTAssertTrue(outcome.stdout.contains("Unlock the vault"), outcome.output)
+        XCTAssertTrue(outcome.stdout.contains("error=org.example.LocalAuth.Error.UserCancel"), outcome.output)
     }
 
     func testThePasswordLiftsABiometryLockout() throws {

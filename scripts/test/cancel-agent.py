@@ -10,6 +10,7 @@ org.freedesktop.PolicyKit1.Error.Cancelled at once, and calls METHOD of
 org.example.LocalAuth with the arguments. polkit then reports the check as
 "not authorized, dismissed". Prints:
 
+    message=TEXT      what polkit asked the agent to show, once per request
     asked=N           how many times polkit asked this agent
     result=ok         or: error=NAME message
 """
@@ -32,6 +33,7 @@ class CancellingAgent(dbus.service.Object):
     def BeginAuthentication(self, action_id, message, icon, details, cookie, identities):
         global asked
         asked += 1
+        print("message=%s" % message)
         raise dbus.exceptions.DBusException("the person clicked Cancel",
                                             name="org.freedesktop.PolicyKit1.Error.Cancelled")
 

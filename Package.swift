@@ -27,7 +27,7 @@ let package = Package(
         .target(name: "LocalAuthService", dependencies: [
             "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
         ]),
-        .executableTarget(name: "localauthd", dependencies: ["LocalAuthService"]),
+        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),

@@ -1,9 +1,8 @@
 import DBusCore
 import LocalAuthShared
 
-// Enrollment, listing and deletion of prints, whose they are and who may touch
-// them, the reader each user is served by, and the domain state that changes
-// with the enrolled set.
+// Enrollment, listing and deletion of prints, and the options that say whose
+// prints a call is about (the `user` option needs the manage action: Callers.swift).
 extension LocalAuthService {
     // MARK: Whose prints, and may the caller touch them
 
@@ -19,11 +18,11 @@ extension LocalAuthService {
         var options = PrintOptions()
         for (key, value) in entries {
             switch key {
-            case LocalAuthBus.EnrollOption.user:
+            case LocalAuthBus.PrintOption.user:
                 guard let name = value.string else { throw ServiceErrors.invalidArgs("user must be a string (a user name)") }
                 guard !name.isEmpty, name.utf8.count <= 256 else { throw ServiceErrors.invalidArgs("user must be 1 to 256 bytes") }
                 options.user = name
-            case LocalAuthBus.EnrollOption.replace:
+            case LocalAuthBus.PrintOption.replace:
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("replace must be a boolean") }
                 options.replace = flag
             default:
@@ -31,98 +30,6 @@ extension LocalAuthService {
             }
         }
         return options
-    }
-
-    /// Checks the method's polkit action before anything happens, and says
-    /// whose prints the call is about. A `user` option naming someone other
-    /// than the caller needs `manage` instead of the method's own action, and
-    /// is checked before the name is even looked up (so a refused caller
-    /// cannot probe which accounts exist).
-    ///
-    /// Only polkit's explicit "authorized" is yes. Denied, dismissed (the
-    /// agent answered Cancelled: a person's Cancel, or a program that
-    /// registered an agent for itself and cancels at once), an error, a
-    /// timeout, polkit unreachable, the call ended meanwhile: all are no.
-    func authorize(_ call: IncomingCall, _ spec: MethodSpec, uid: UInt32,
-                   record: CallRecord) async throws(DBusError) -> Request {
-        var action = spec.action
-        var otherUser: String?
-        if let index = spec.userOptions, let name = try Self.printOptions(call.arguments[index]).user,
-           name != Users.name(of: uid) {
-            otherUser = name
-            action = .manage
-        }
-        if let action {
-            let check = Cancellable()
-            record.authorization = check
-            let decision = await authorizer.check(action, busName: call.sender, interactive: spec.interactive,
-                                                  cancellable: check)
-            record.authorization = nil
-            try record.checkNotEnded()
-            switch decision {
-            case .authorized: break
-            case .dismissed: throw ServiceErrors.permissionDenied("the authentication for \(action.rawValue) was dismissed")
-            case .denied(let why): throw ServiceErrors.permissionDenied(why)
-            }
-        }
-        guard let otherUser else { return Request(call: call, uid: uid, record: record) }
-        guard let target = Users.uid(of: otherUser) else {
-            throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(otherUser))")
-        }
-        return Request(call: call, uid: uid, target: target, record: record)
-    }
-
-    // MARK: Readers
-
-    /// The reader that serves `uid`: the configured one (`--reader`), else the
-    /// first usable reader with prints of the user, else the first usable one.
-    func reader(for uid: UInt32) -> Sensor.Identity? {
-        let usable = sensor.usableReaders
-        if let wanted = configuration.reader { return usable.first { wanted.matches($0.driver, $0.deviceID) } }
-        guard usable.count > 1 else { return usable.first }
-        let withPrints = prints.readers(withPrintsOf: uid)
-        return usable.first { withPrints.contains($0) } ?? usable.first
-    }
-
-    /// At start: clears what interrupted writes left, and follows reader
-    /// hotplug so that BiometryType (PropertiesChanged) and preflight follow.
-    func prepareStoreAndReaders() {
-        prints.removeTemporaries()
-        let announced = Announced(sensor.isPresent ? .touchID : .none)
-        sensor.onChange = { [weak self] in
-            guard let self else { return }
-            let now: BiometryKind = self.sensor.isPresent ? .touchID : .none
-            let names = self.sensor.usableReaders.map(\.description)
-            Log.info("readers now: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
-            guard now != announced.value else { return }
-            announced.value = now
-            try? self.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
-                               interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                               arguments: [.string(LocalAuthBus.interface),
-                                           .dictionary([LocalAuthBus.Property.biometryType: .uint32(now.rawValue)]),
-                                           .strings([])])
-        }
-    }
-
-    // MARK: Domain state
-
-    /// A hash of the caller's enrolled set on the reader that serves them:
-    /// which fingers, from which source, and which enrollment of each (a new
-    /// enrollment of the same finger has a new id, so replacing changes it).
-    /// Made only of what is on disk, so it is the same across restarts.
-    func domainState(_ request: Request) throws(DBusError) -> [DBusValue] {
-        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
-        return [.bytes(enrolledSetHash(uid: request.uid, reader: reader))]
-    }
-
-    /// The hash behind the domain state; also what a reused match is tied to.
-    func enrolledSetHash(uid: UInt32, reader: Sensor.Identity) -> [UInt8] {
-        var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
-        for stored in prints.prints(of: uid, for: reader) {
-            material += Array("\(stored.finger.rawValue)\n\(stored.source.rawValue)\n".utf8)
-            material += Checksum.sha256(stored.stamp) + Checksum.sha256(stored.bytes)
-        }
-        return Checksum.sha256(material)
     }
 
     // MARK: Enrollment
@@ -173,21 +80,21 @@ extension LocalAuthService {
         try request.record.checkNotEnded()
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
         // While this caller waited, the reader may have gone.
-        guard sensor.usableReaders.contains(reader) else { throw ServiceErrors.noReader }
+        guard readers.usableReaders.contains(reader) else { throw ServiceErrors.noReader }
 
-        let stages = UInt32(sensor.enrollStages(on: reader))
+        let stages = UInt32(readers.enrollStages(on: reader))
         let sender = request.sender
         // Each scan has the scan timeout; every stage or retry restarts it.
         let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
         defer { timer.stop() }
         let username = Users.name(of: uid) ?? String(uid)
-        enrollStatus(sender, .placeFinger, 0, stages)
+        emitEnrollStatus(sender, .placeFinger, 0, stages)
         do {
-            let print = try await sensor.enroll(finger: finger.fpFinger, username: username, on: reader,
+            let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: reader,
                                                 cancellable: cancellable) { [weak self] stage, retry in
                 timer.restart()
                 let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
-                self?.enrollStatus(sender, progress, UInt32(stage), stages)
+                self?.emitEnrollStatus(sender, progress, UInt32(stage), stages)
             }
             timer.stop()
             // Someone else may have enrolled this finger meanwhile.
@@ -195,7 +102,7 @@ extension LocalAuthService {
                 do throws(DBusError) {
                     try refuseEnrolled(finger, uid: uid, reader: reader)
                 } catch {
-                    enrollStatus(sender, .failed, stages, stages)
+                    emitEnrollStatus(sender, .failed, stages, stages)
                     throw error
                 }
             }
@@ -205,41 +112,38 @@ extension LocalAuthService {
             do {
                 stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
             } catch {
-                enrollStatus(sender, .failed, stages, stages)
+                emitEnrollStatus(sender, .failed, stages, stages)
                 throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not store the print: \(error)")
             }
-            enrollStatus(sender, .completed, stages, stages)
+            emitEnrollStatus(sender, .completed, stages, stages)
             Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
                      + (request.target != request.uid ? ", asked by uid \(request.uid)" : ""))
             return []
         } catch let error as DBusError {
             throw error
         } catch {
-            let failure = error as! GLibError
-            enrollStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
+            guard let failure = error as? GLibError else {
+                emitEnrollStatus(sender, .failed, 0, stages)
+                throw ServiceErrors.la(.systemCancel, "enrollment failed: \(error)")
+            }
+            emitEnrollStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
                          : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-            if failure.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-                sensor.forget()
-                throw ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
-            }
-            if failure.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
-                throw ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
-            }
+            if let unusable = readerUnusable(failure) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
         }
     }
 
     /// AlreadyEnrolled if `finger` of `uid` is offered on `reader`, from either source.
-    private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Sensor.Identity) throws(DBusError) {
+    private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Readers.Identity) throws(DBusError) {
         guard let existing = prints.prints(of: uid, for: reader).first(where: { $0.finger == finger }) else { return }
         throw ServiceErrors.named(LocalAuthServiceError.alreadyEnrolled,
             "\(finger.rawValue) is already enrolled on \(reader)"
             + (existing.source == .fprintd ? " (with fprintd)" : "") + "; ask to replace it to enroll it again")
     }
 
-    func enrollStatus(_ destination: String, _ progress: EnrollProgress, _ stage: UInt32, _ stages: UInt32) {
+    func emitEnrollStatus(_ destination: String, _ progress: EnrollProgress, _ stage: UInt32, _ stages: UInt32) {
         try? bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
                       member: LocalAuthBus.Signal.enrollStatus,
                       arguments: [.string(progress.rawValue), .uint32(stage), .uint32(stages)],
@@ -319,13 +223,6 @@ extension LocalAuthService {
         }
         return []
     }
-}
-
-/// The BiometryType last announced with PropertiesChanged.
-@ServiceActor
-private final class Announced {
-    var value: BiometryKind
-    init(_ value: BiometryKind) { self.value = value }
 }
 
 /// Bounds each wait for a finger during an enrollment; restarted by every

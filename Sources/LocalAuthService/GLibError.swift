@@ -43,7 +43,7 @@ struct GLibError: Error, Sendable, CustomStringConvertible {
 }
 
 /// Why a scan has to be repeated (libfprint's FpDeviceRetry).
-enum RetryKind: Sendable {
+enum RetryKind: Sendable, CaseIterable {
     case general, tooShort, centerFinger, removeFinger
 }
 

@@ -61,7 +61,6 @@ enum Posix {
         return names
     }
 
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     static func environment(_ name: String) -> String? { getenv(name).map { String(cString: $0) } }
 

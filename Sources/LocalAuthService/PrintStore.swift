@@ -47,7 +47,7 @@ final class PrintStore {
         /// libfprint's serialized print.
         let bytes: [UInt8]
         let source: PrintSource
-        let reader: Sensor.Identity
+        let reader: Readers.Identity
         /// Unix seconds; fprintd's prints have a day only (their enroll date).
         let created: Int64?
         let path: String
@@ -63,7 +63,7 @@ final class PrintStore {
 
     private func userDirectory(_ uid: UInt32) -> String { "\(root)/\(uid)" }
 
-    private func readerDirectory(_ uid: UInt32, _ reader: Sensor.Identity) -> String {
+    private func readerDirectory(_ uid: UInt32, _ reader: Readers.Identity) -> String {
         "\(userDirectory(uid))/\(Escape.component(reader.driver))/\(Escape.component(reader.deviceID))"
     }
 
@@ -72,7 +72,7 @@ final class PrintStore {
     /// The prints that `reader` is offered for `uid`: one per finger, ours
     /// before fprintd's for the same finger (enrolling again with `replace`
     /// over an fprintd print shadows it without touching fprintd's file).
-    func prints(of uid: UInt32, for reader: Sensor.Identity) -> [StoredPrint] {
+    func prints(of uid: UInt32, for reader: Readers.Identity) -> [StoredPrint] {
         var byFinger: [FingerName: StoredPrint] = [:]
         for stored in allPrints(of: uid) where stored.reader == reader {
             if let existing = byFinger[stored.finger], existing.source == .localauth { continue }
@@ -87,7 +87,7 @@ final class PrintStore {
     }
 
     /// The readers that have at least one print of `uid`.
-    func readers(withPrintsOf uid: UInt32) -> Set<Sensor.Identity> {
+    func readers(withPrintsOf uid: UInt32) -> Set<Readers.Identity> {
         Set(allPrints(of: uid).map(\.reader))
     }
 
@@ -158,7 +158,7 @@ final class PrintStore {
             return nil
         }
         return StoredPrint(finger: finger, print: print, bytes: file.print, source: .localauth,
-                           reader: Sensor.Identity(driver: file.driver, deviceID: file.deviceID),
+                           reader: Readers.Identity(driver: file.driver, deviceID: file.deviceID),
                            created: file.created, path: path, stamp: Array(("localauth " + file.id).utf8))
     }
 
@@ -219,7 +219,7 @@ final class PrintStore {
         var stamp = Array("fprintd \(read.modified)\n".utf8)
         stamp += Checksum.sha256(read.bytes)
         return StoredPrint(finger: finger, print: print, bytes: read.bytes, source: .fprintd,
-                           reader: Sensor.Identity(driver: driver, deviceID: deviceID),
+                           reader: Readers.Identity(driver: driver, deviceID: deviceID),
                            created: PrintCodec.enrollDate(of: print), path: path, stamp: stamp)
     }
 
@@ -242,7 +242,7 @@ final class PrintStore {
     /// Stores a freshly enrolled print, replacing the finger's previous print
     /// on that reader atomically: a crash leaves the old file or the new one.
     @discardableResult
-    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Sensor.Identity) throws -> PrintFile {
+    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Readers.Identity) throws -> PrintFile {
         let file = PrintFile(id: PrintFile.newID(), uid: uid, finger: finger, driver: reader.driver,
                              deviceID: reader.deviceID, created: Int64(time(nil)),
                              print: try PrintCodec.serialize(print))

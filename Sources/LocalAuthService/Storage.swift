@@ -94,9 +94,6 @@ enum AtomicFile {
         }
     }
 
-    static func read(_ path: String) -> [UInt8]? {
-        Posix.readFile(path)
-    }
 }
 
 /// The consecutive failed matches of each user, on disk so that a restart

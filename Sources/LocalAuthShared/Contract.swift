@@ -44,7 +44,7 @@ public enum LocalAuthBus {
 
     /// Keys of the options of EnrollWithOptions, ListEnrolledPrints and
     /// Delete…WithOptions.
-    public enum EnrollOption {
+    public enum PrintOption {
         /// (s) whose prints: a user name; absent or the caller's own name means the caller.
         public static let user = "user"
         /// (b) EnrollWithOptions: replace a print of that finger instead of refusing.

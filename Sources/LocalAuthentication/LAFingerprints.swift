@@ -97,8 +97,8 @@ public enum LAFingerprints {
 
     private static func options(user: String?, replace: Bool = false) -> DBusValue {
         var entries: [String: DBusValue] = [:]
-        if let user { entries[LocalAuthBus.EnrollOption.user] = .string(user) }
-        if replace { entries[LocalAuthBus.EnrollOption.replace] = .boolean(true) }
+        if let user { entries[LocalAuthBus.PrintOption.user] = .string(user) }
+        if replace { entries[LocalAuthBus.PrintOption.replace] = .boolean(true) }
         return .dictionary(entries)
     }
 

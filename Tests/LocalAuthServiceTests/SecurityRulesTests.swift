@@ -73,6 +73,18 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertTrue(echoed.hasPrefix("éé"), "cut on a character boundary: \(echoed)")
     }
 
+    // MARK: Reader advice
+
+    /// Each retry of the reader has its own advice, the same words during an
+    /// evaluation and an enrollment (never the fallback of a missing name).
+    func testEveryRetryHasItsAdviceInBothStatusSignals() {
+        let evaluation = RetryKind.allCases.map(\.progress)
+        XCTAssertEqual(Set(evaluation).count, RetryKind.allCases.count)
+        for kind in RetryKind.allCases {
+            XCTAssertEqual(kind.enrollProgress.rawValue, "enroll-" + kind.progress.rawValue)
+        }
+    }
+
     // MARK: Adding a credential asks every time
 
     /// Enrolling a finger adds a way into the account: polkit asks for the

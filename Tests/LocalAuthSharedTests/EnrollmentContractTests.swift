@@ -19,8 +19,8 @@ final class EnrollmentContractTests: XCTestCase {
     }
 
     func testOptionAndListKeys() {
-        XCTAssertEqual(LocalAuthBus.EnrollOption.user, "user")
-        XCTAssertEqual(LocalAuthBus.EnrollOption.replace, "replace")
+        XCTAssertEqual(LocalAuthBus.PrintOption.user, "user")
+        XCTAssertEqual(LocalAuthBus.PrintOption.replace, "replace")
         XCTAssertEqual([LocalAuthBus.PrintKey.finger, LocalAuthBus.PrintKey.source, LocalAuthBus.PrintKey.driver,
                         LocalAuthBus.PrintKey.deviceID, LocalAuthBus.PrintKey.created, LocalAuthBus.PrintKey.inUse],
                        ["finger", "source", "driver", "device-id", "created", "in-use"])

@@ -10,7 +10,7 @@ internal import CFprint
 /// All of libfprint's callbacks arrive on the service's loop thread, where this
 /// class lives. One operation runs at a time; `SensorQueue` orders the callers.
 @ServiceActor
-final class Sensor {
+final class Readers {
     /// Identifies a reader, and the prints made on it (libfprint's driver and device id).
     struct Identity: Sendable, Hashable, CustomStringConvertible {
         let driver: String
@@ -36,7 +36,7 @@ final class Sensor {
     }
 
     private let context: GObjectRef
-    private(set) var readers: [Reader] = []
+    private(set) var devices: [Reader] = []
     /// The reader running the current operation.
     private var active: Reader?
     /// Called whenever the set of usable readers changes.
@@ -47,10 +47,8 @@ final class Sensor {
     }
 
     /// The readers that can be used now, in the order they were found.
-    var usableReaders: [Identity] { readers.filter(\.isUsable).map(\.identity) }
-    var isPresent: Bool { readers.contains { $0.isUsable } }
-    /// The first usable reader: the default when nothing else decides.
-    var identity: Identity? { usableReaders.first }
+    var usableReaders: [Identity] { devices.filter(\.isUsable).map(\.identity) }
+    var isPresent: Bool { devices.contains { $0.isUsable } }
 
     /// The reader's current number of enroll stages (a device may change it).
     func enrollStages(on identity: Identity) -> Int {
@@ -66,7 +64,7 @@ final class Sensor {
     }
 
     private func usable(_ identity: Identity) -> Reader? {
-        readers.first { $0.isUsable && $0.identity == identity }
+        devices.first { $0.isUsable && $0.identity == identity }
     }
 
     /// Finds the readers that can verify and opens them; then follows hotplug.
@@ -83,24 +81,24 @@ final class Sensor {
         // A stable order, whatever order probing finished in.
         found.sort { Self.identity(of: $0).description < Self.identity(of: $1).description }
         for device in found { await add(device) }
-        if readers.isEmpty { Log.info("no fingerprint reader found") }
+        if devices.isEmpty { Log.info("no fingerprint reader found") }
 
         // The context and this object live as long as the process: the
         // handlers' reference to self is never released.
         let me = Unmanaged.passRetained(self).toOpaque()
         _ = cfprint_connect_context_device(context.cast(), "device-added", { _, device, data in
             guard let device, let data else { return }
-            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
+            let manager = Unmanaged<Readers>.fromOpaque(data).takeUnretainedValue()
             let ref = GObjectRef(retaining: OpaquePointer(device))
             ServiceActor.assumeIsolated {
-                Task { await sensor.add(ref.cast()) }
+                Task { await manager.add(ref.cast()) }
                 return
             }
         }, me)
         _ = cfprint_connect_context_device(context.cast(), "device-removed", { _, device, data in
             guard let device, let data else { return }
-            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
-            ServiceActor.assumeIsolated { sensor.dropped(device) }
+            let manager = Unmanaged<Readers>.fromOpaque(data).takeUnretainedValue()
+            ServiceActor.assumeIsolated { manager.dropped(device) }
         }, me)
     }
 
@@ -111,7 +109,7 @@ final class Sensor {
 
     /// Takes a reader that libfprint found (at start or plugged in) and opens it.
     private func add(_ device: UnsafeMutablePointer<FpDevice>) async {
-        guard !readers.contains(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
+        guard !devices.contains(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
         let identity = Self.identity(of: device)
         let features = fp_device_get_features(device).rawValue
         guard features & (FP_DEVICE_FEATURE_VERIFY.rawValue | FP_DEVICE_FEATURE_IDENTIFY.rawValue) != 0 else {
@@ -120,11 +118,11 @@ final class Sensor {
         }
         let reader = Reader(device: GObjectRef(retaining: OpaquePointer(device)), identity: identity,
                             supportsIdentify: features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0)
-        readers.append(reader)
+        devices.append(reader)
         _ = cfprint_connect_device(device, "removed", { device, data in
             guard let device, let data else { return }
-            let sensor = Unmanaged<Sensor>.fromOpaque(data).takeUnretainedValue()
-            ServiceActor.assumeIsolated { sensor.unplugged(device) }
+            let manager = Unmanaged<Readers>.fromOpaque(data).takeUnretainedValue()
+            ServiceActor.assumeIsolated { manager.unplugged(device) }
         }, Unmanaged.passUnretained(self).toOpaque())
         do {
             _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
@@ -143,7 +141,7 @@ final class Sensor {
 
     /// FpDevice::removed: the reader is gone (and no operation runs on it any more).
     private func unplugged(_ device: UnsafeMutablePointer<FpDevice>) {
-        guard let reader = readers.first(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
+        guard let reader = devices.first(where: { $0.device.pointer == OpaquePointer(device) }) else { return }
         let wasUsable = reader.isUsable
         reader.removed = true
         Log.info("reader \(reader.identity) was removed")
@@ -155,7 +153,7 @@ final class Sensor {
     /// FpContext::device-removed: libfprint dropped the device.
     private func dropped(_ device: UnsafeMutablePointer<FpDevice>) {
         let before = isPresent
-        readers.removeAll { $0.device.pointer == OpaquePointer(device) }
+        devices.removeAll { $0.device.pointer == OpaquePointer(device) }
         if before != isPresent { onChange?() }
     }
 
@@ -173,7 +171,7 @@ final class Sensor {
 
     /// Closes the readers (at shutdown).
     func stop() async {
-        for reader in readers { await close(reader) }
+        for reader in devices { await close(reader) }
     }
 
     /// The reader of the operation that just failed with "removed" is gone,

@@ -1,0 +1,326 @@
+internal import CGLib
+import DBusCore
+import LocalAuthShared
+
+// Preflight and evaluation: which policy, which prints, reuse, the reader
+// queue, the scan loop and the lockout, policy 2's race of the fingerprint
+// and the password, and the calls that end an evaluation early.
+extension LocalAuthService {
+    // MARK: Preflight
+
+    static func policy(_ value: DBusValue?) throws(DBusError) -> PolicyValue {
+        guard let raw = value?.uint32, let policy = PolicyValue(rawValue: raw) else {
+            throw ServiceErrors.invalidArgs("unknown policy \(value?.uint32.map(String.init) ?? "?"); "
+                + "1 is deviceOwnerAuthenticationWithBiometrics, 2 deviceOwnerAuthentication")
+        }
+        return policy
+    }
+
+    /// The user's prints on the current reader, or why biometrics cannot be used.
+    func usablePrints(for uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
+        guard let identity = reader(for: uid) else { throw ServiceErrors.noReader }
+        if lockout.isLockedOut(uid) {
+            throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
+        }
+        let stored = prints.prints(of: uid, for: identity)
+        guard !stored.isEmpty else {
+            throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
+        }
+        return stored
+    }
+
+    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        switch try Self.policy(request.arguments[0]) {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            _ = try usablePrints(for: request.uid)
+        case .deviceOwnerAuthentication:
+            // Biometrics, or else the account password.
+            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+                throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
+            }
+        }
+        return [.boolean(true)]
+    }
+
+    // MARK: Evaluation
+
+    struct EvaluationOptions {
+        var requestID: String?
+        var reuseDuration: Double = 0
+        var interactionNotAllowed = false
+        /// The app's prompt labels, kept with the evaluation for a prompt to show.
+        var fallbackTitle: String?
+        var cancelTitle: String?
+    }
+
+    static func evaluationOptions(_ value: DBusValue) throws(DBusError) -> EvaluationOptions {
+        guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
+        var options = EvaluationOptions()
+        for (key, value) in entries {
+            switch key {
+            case LocalAuthBus.Option.requestID:
+                guard let id = value.string else { throw ServiceErrors.invalidArgs("request-id must be a string") }
+                guard !id.isEmpty, id.utf8.count <= LocalAuthBus.maximumTextLength else {
+                    throw ServiceErrors.invalidArgs("request-id must be 1 to \(LocalAuthBus.maximumTextLength) bytes")
+                }
+                options.requestID = id
+            case LocalAuthBus.Option.fallbackTitle, LocalAuthBus.Option.cancelTitle:
+                guard let title = value.string else { throw ServiceErrors.invalidArgs("\(key) must be a string") }
+                guard title.utf8.count <= LocalAuthBus.maximumTextLength else {
+                    throw ServiceErrors.invalidArgs("\(key) is longer than \(LocalAuthBus.maximumTextLength) bytes")
+                }
+                if key == LocalAuthBus.Option.fallbackTitle { options.fallbackTitle = title } else { options.cancelTitle = title }
+            case LocalAuthBus.Option.reuseDuration:
+                guard let seconds = value.double, seconds.isFinite, seconds >= 0 else {
+                    throw ServiceErrors.invalidArgs("reuse-duration must be a non-negative double (seconds)")
+                }
+                options.reuseDuration = min(seconds, LocalAuthBus.maximumReuseDuration)
+            case LocalAuthBus.Option.interactionNotAllowed:
+                guard let flag = value.bool else { throw ServiceErrors.invalidArgs("interaction-not-allowed must be a boolean") }
+                options.interactionNotAllowed = flag
+            default:
+                continue   // forward compatibility: unknown options are ignored
+            }
+        }
+        return options
+    }
+
+    func evaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let arguments = request.arguments
+        let policy = try Self.policy(arguments[0])
+        guard let reason = arguments[1].string, !reason.trimmed.isEmpty else {
+            throw ServiceErrors.invalidArgs("the localized reason must not be empty")
+        }
+        guard reason.utf8.count <= LocalAuthBus.maximumTextLength else {
+            throw ServiceErrors.invalidArgs("the localized reason is longer than \(LocalAuthBus.maximumTextLength) bytes")
+        }
+        let options = try Self.evaluationOptions(arguments[2])
+        let uid = request.uid
+        // What this evaluation can use, decided before anything waits.
+        let biometrics: DBusError?
+        do {
+            _ = try usablePrints(for: uid)
+            try refuseWhileCooling(uid)
+            biometrics = nil
+        } catch {
+            biometrics = error
+        }
+        // Both policies accept a fingerprint, so a recent fingerprint match
+        // may stand in for a new scan; never a password (policy 1 must mean
+        // a finger), never once biometrics cannot be used (no reader, no
+        // prints, locked out), never after the enrolled set changed.
+        if options.reuseDuration > 0, biometrics == nil, let last = lastFingerprintMatch[uid],
+           ContinuousClock.now - last.time <= .seconds(options.reuseDuration),
+           let reader = reader(for: uid), last.enrolledSet == enrolledSetHash(uid: uid, reader: reader) {
+            return [.boolean(true)]
+        }
+        if policy == .deviceOwnerAuthenticationWithBiometrics, let biometrics { throw biometrics }
+        if policy == .deviceOwnerAuthentication, biometrics != nil, !Accounts.hasPassword(uid: uid) {
+            throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
+        }
+        if options.interactionNotAllowed {
+            throw ServiceErrors.la(.notInteractive, "authentication needs the user but interaction is not allowed")
+        }
+
+        let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
+                                    uid: uid, queue: queue,
+                                    prompt: .init(reason: reason, fallbackTitle: options.fallbackTitle,
+                                                  cancelTitle: options.cancelTitle))
+        // An evaluation whose call already ended (Cancel right after the
+        // call, the caller gone) is interrupted here and never touches the reader.
+        request.record.evaluation = evaluation
+        try request.record.checkNotEnded()
+
+        let way: Way
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            way = try await fingerprint(evaluation)
+        case .deviceOwnerAuthentication:
+            way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+        }
+        if way == .fingerprint, let reader = reader(for: uid) {
+            lastFingerprintMatch[uid] = (.now, enrolledSetHash(uid: uid, reader: reader))
+        }
+        return [.boolean(true)]
+    }
+
+    /// Waits for the reader (at most `readerQueueWait`), then scans.
+    func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Way {
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { evaluation.stopBiometrics(.queueTimedOut) }
+        let acquired = await queue.acquire(evaluation.ticket)
+        waitLimit.cancel()
+        guard acquired else {
+            throw evaluation.biometricInterruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
+        }
+        defer { queue.release() }
+        // The evaluation may have ended while it waited.
+        if let interruption = evaluation.biometricInterruption { throw interruption.error }
+        _ = try await scan(evaluation)
+        return .fingerprint
+    }
+
+    /// Holds the reader: scans until a match, too many failures, or an interruption.
+    func scan(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
+        if let interruption = evaluation.biometricInterruption { throw interruption.error }
+        let timeout = EventLoopTimers.after(configuration.scanTimeout) { [weak self] in
+            evaluation.stopBiometrics(.timedOut)
+            // A wait that timed out on a warm reader: this user waits before the next one.
+            if let self {
+                let warm = self.reader(for: evaluation.uid).map(self.readers.isWarm) ?? false
+                self.fairness.waitTimedOut(evaluation.uid, at: .now, readerWarm: warm)
+            }
+        }
+        defer { timeout.cancel() }
+        var failures = 0
+        var scans = 0
+        emitEvaluationStatus(evaluation, .placeFinger)
+        while true {
+            // Re-read after every await: prints may have changed, the reader may be gone.
+            let gallery = try usablePrints(for: evaluation.uid).map(\.print)
+            // A reader that can only verify compares a scan with one print: each
+            // new scan tries the next of the user's prints, so every enrolled
+            // finger gets its turn within one evaluation.
+            let offset = gallery.isEmpty ? 0 : scans % gallery.count
+            scans += 1
+            let result: Readers.ScanResult
+            do {
+                result = try await readers.identify(Array(gallery[offset...] + gallery[..<offset]),
+                                                   cancellable: evaluation.cancellable)
+            } catch {
+                throw scanError(error, evaluation)
+            }
+            switch result {
+            case .match:
+                fairness.scanJudged(evaluation.uid)
+                try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
+                return true
+            case .noMatch:
+                failures += 1
+                fairness.scanJudged(evaluation.uid)
+                // A completed no-match always counts, whatever ends the
+                // evaluation next; one that cannot be written ends it.
+                let lockedOut: Bool
+                do {
+                    lockedOut = try lockout.recordFailure(evaluation.uid)
+                } catch {
+                    throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
+                                              "the failed attempt could not be recorded; try again later")
+                }
+                let reader = gallery.first.map { "\(PrintCodec.driver(of: $0))/\(PrintCodec.deviceID(of: $0))" } ?? "?"
+                Log.notice("failed fingerprint match for uid \(evaluation.uid) on \(reader) "
+                           + "(\(lockout.failures(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
+                if lockedOut {
+                    Log.warning("biometry locked out for uid \(evaluation.uid) after \(LockoutStore.limit) failed matches")
+                    throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")
+                }
+                if failures >= configuration.attemptsPerEvaluation {
+                    throw ServiceErrors.la(.authenticationFailed, "the fingerprint did not match")
+                }
+                emitEvaluationStatus(evaluation, .noMatch)
+            case .retry(let kind):
+                emitEvaluationStatus(evaluation, kind.progress)
+            }
+        }
+    }
+
+    func scanError(_ error: GLibError, _ evaluation: Evaluation) -> DBusError {
+        if let interruption = evaluation.biometricInterruption { return interruption.error }
+        if let unusable = readerUnusable(error) { return unusable }
+        Log.warning("scan failed: \(error)")
+        return ServiceErrors.la(.systemCancel, "the fingerprint reader failed: \(error.message)")
+    }
+
+    /// The reader's errors that mean it cannot be used now, for an
+    /// evaluation and an enrollment alike (a removed reader is forgotten at once).
+    func readerUnusable(_ error: GLibError) -> DBusError? {
+        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+            readers.forget()
+            return Evaluation.Interruption.readerRemoved.error
+        }
+        if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
+            return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
+        }
+        return nil
+    }
+
+    func emitEvaluationStatus(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
+        try? bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+                      member: LocalAuthBus.Signal.evaluationStatus,
+                      arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
+                      destination: evaluation.sender)
+    }
+
+    /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for
+    /// a finger keep timing out on a warm reader waits before the next one.
+    /// The password of policy 2 is never held back.
+    func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
+        let warm = reader(for: uid).map(readers.isWarm) ?? false
+        let remaining = fairness.remaining(uid, at: .now, readerWarm: warm)
+        guard remaining > 0 else { return }
+        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
+                                  "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
+    }
+
+    func cancel(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let id = request.arguments[0].string else { throw ServiceErrors.invalidArgs("request id must be a string") }
+        registry.end(requestID: id, of: request.sender, .appCancelled)
+        return []
+    }
+
+    /// EndEvaluation: the app ends an evaluation as the person's cancel or fallback.
+    func endEvaluation(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let id = request.arguments[0].string, let reason = request.arguments[1].string else {
+            throw ServiceErrors.invalidArgs("EndEvaluation takes (ss)")
+        }
+        let interruption: Evaluation.Interruption
+        switch reason {
+        case "user-cancel": interruption = .userCancelled
+        case "user-fallback": interruption = .userFallback
+        case "app-cancel": interruption = .appCancelled
+        default:
+            throw ServiceErrors.invalidArgs("unknown reason \(ServiceErrors.echo(reason)); "
+                                            + "use user-cancel, user-fallback or app-cancel")
+        }
+        registry.end(requestID: id, of: request.sender, interruption)
+        return []
+    }
+
+    /// ResetLockout: an administrator lifts a user's biometry lockout.
+    func resetLockout(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let name = request.arguments[0].string else { throw ServiceErrors.invalidArgs("ResetLockout takes (s)") }
+        let uid: UInt32
+        if name.isEmpty {
+            uid = request.uid
+        } else {
+            guard let found = Users.uid(of: name) else {
+                throw ServiceErrors.invalidArgs("no user named \(ServiceErrors.echo(name))")
+            }
+            uid = found
+        }
+        do {
+            try lockout.reset(uid)
+        } catch {
+            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not save the lockout count")
+        }
+        Log.info("biometry lockout of uid \(uid) reset by uid \(request.uid)")
+        return []
+    }
+}
+
+
+extension RetryKind {
+    var progress: EvaluationProgress {
+        switch self {
+        case .general: .retryScan
+        case .tooShort: .swipeTooShort
+        case .centerFinger: .fingerNotCentered
+        case .removeFinger: .removeAndRetry
+        }
+    }
+
+    /// The same advice during an enrollment: the contract names each
+    /// enrollment status after the evaluation one, with `enroll-` before it.
+    var enrollProgress: EnrollProgress {
+        EnrollProgress(rawValue: "enroll-" + progress.rawValue) ?? .retryScan
+    }
+}

@@ -1,0 +1,80 @@
+internal import CGLib
+import DBusCore
+import LocalAuthShared
+
+// The readers each user is served by, hotplug announced as PropertiesChanged,
+// and the domain state, which changes exactly when the enrolled set does.
+extension LocalAuthService {
+    // MARK: Readers
+
+    /// The reader that serves `uid`: the configured one (`--reader`), else the
+    /// first usable reader with prints of the user, else the first usable one.
+    func reader(for uid: UInt32) -> Readers.Identity? {
+        let usable = readers.usableReaders
+        if let wanted = configuration.reader { return usable.first { wanted.matches($0.driver, $0.deviceID) } }
+        guard usable.count > 1 else { return usable.first }
+        let withPrints = prints.readers(withPrintsOf: uid)
+        return usable.first { withPrints.contains($0) } ?? usable.first
+    }
+
+    /// At start: clears what interrupted writes left, and follows reader
+    /// hotplug so that BiometryType (PropertiesChanged) and preflight follow.
+    func prepareStoreAndReaders() {
+        prints.removeTemporaries()
+        let announced = Announced(readers.isPresent ? .touchID : .none)
+        readers.onChange = { [weak self] in
+            guard let self else { return }
+            let now: BiometryKind = self.readers.isPresent ? .touchID : .none
+            let names = self.readers.usableReaders.map(\.description)
+            Log.info("readers now: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
+            guard now != announced.value else { return }
+            announced.value = now
+            try? self.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+                               interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+                               arguments: [.string(LocalAuthBus.interface),
+                                           .dictionary([LocalAuthBus.Property.biometryType: .uint32(now.rawValue)]),
+                                           .strings([])])
+        }
+    }
+
+    // MARK: Domain state
+
+    /// A hash of the caller's enrolled set on the reader that serves them:
+    /// which fingers, from which source, and which enrollment of each (a new
+    /// enrollment of the same finger has a new id, so replacing changes it).
+    /// Made only of what is on disk, so it is the same across restarts.
+    func domainState(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
+        return [.bytes(enrolledSetHash(uid: request.uid, reader: reader))]
+    }
+
+    /// The hash behind the domain state; also what a reused match is tied to.
+    func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] {
+        var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
+        for stored in prints.prints(of: uid, for: reader) {
+            material += Array("\(stored.finger.rawValue)\n\(stored.source.rawValue)\n".utf8)
+            material += Checksum.sha256(stored.stamp) + Checksum.sha256(stored.bytes)
+        }
+        return Checksum.sha256(material)
+    }
+}
+
+/// The BiometryType last announced with PropertiesChanged.
+@ServiceActor
+private final class Announced {
+    var value: BiometryKind
+    init(_ value: BiometryKind) { self.value = value }
+}
+
+/// SHA-256 through GLib's GChecksum (Foundation on Linux has no hashing).
+enum Checksum {
+    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
+        let checksum = g_checksum_new(G_CHECKSUM_SHA256)!
+        defer { g_checksum_free(checksum) }
+        bytes.withUnsafeBufferPointer { g_checksum_update(checksum, $0.baseAddress, gssize($0.count)) }
+        var digest = [UInt8](repeating: 0, count: 32)
+        var length = gsize(32)
+        g_checksum_get_digest(checksum, &digest, &length)
+        return Array(digest.prefix(Int(length)))
+    }
+}

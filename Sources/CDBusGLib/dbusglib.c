@@ -217,7 +217,7 @@ void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data)
     g_source_unref(source);
 }
 
-guint cdbusglib_timer(GMainContext *context, guint milliseconds,
+void *cdbusglib_timer(GMainContext *context, guint milliseconds,
                       void (*function)(void *), void *data, void (*destroy)(void *)) {
     Work *work = g_new0(Work, 1);
     work->function = function;
@@ -225,14 +225,18 @@ guint cdbusglib_timer(GMainContext *context, guint milliseconds,
     work->destroy = destroy;
     GSource *source = g_timeout_source_new(milliseconds);
     g_source_set_callback(source, work_run, work, work_free);
-    guint id = g_source_attach(source, context);
-    g_source_unref(source);
-    return id;
+    g_source_attach(source, context);
+    return source;   /* the caller's reference: cdbusglib_release_timer */
 }
 
-void cdbusglib_cancel_timer(GMainContext *context, guint id) {
-    GSource *source = g_main_context_find_source_by_id(context, id);
-    if (source) g_source_destroy(source);
+void cdbusglib_cancel_timer(void *timer) {
+    /* Safe after the timer fired: destroying a destroyed source does nothing,
+     * whereas a source id may already name another source. */
+    g_source_destroy((GSource *)timer);
+}
+
+void cdbusglib_release_timer(void *timer) {
+    g_source_unref((GSource *)timer);
 }
 
 static gboolean signal_arrived(gpointer user_data) {

@@ -76,10 +76,7 @@ public final class BusConnection: Sendable {
         dbus_connection_set_exit_on_disconnect(raw, 0)
         let name = dbus_bus_get_unique_name(raw).map { String(cString: $0) } ?? ""
         let connection = BusConnection(raw: raw, loop: loop, uniqueName: name)
-        dbus_connection_add_filter(raw, { _, message, userData in
-            let connection = Unmanaged<BusConnection>.fromOpaque(userData!).takeUnretainedValue()
-            return connection.route(Message(retaining: message!))
-        }, Unmanaged.passUnretained(connection).toOpaque(), nil)
+        dbus_connection_add_filter(raw, messageFilter, Unmanaged.passUnretained(connection).toOpaque(), nil)
         cdbusglib_attach(raw, loop.context)
         return connection
     }
@@ -104,6 +101,9 @@ public final class BusConnection: Sendable {
         guard !wasClosed else { return }
         dbus_connection_flush(raw.pointer)
         cdbusglib_detach(raw.pointer)
+        // The filter holds an unretained pointer to this object: it must not
+        // outlive it, whatever libdbus still dispatches after the close.
+        dbus_connection_remove_filter(raw.pointer, messageFilter, Unmanaged.passUnretained(self).toOpaque())
         dbus_connection_close(raw.pointer)
     }
 
@@ -339,7 +339,7 @@ public final class BusConnection: Sendable {
     }
 
     /// Routes one incoming message; runs on the loop's thread inside libdbus's dispatch.
-    private func route(_ message: Message) -> DBusHandlerResult {
+    fileprivate func route(_ message: Message) -> DBusHandlerResult {
         switch message.kind {
         case .methodCall:
             routeMethodCall(message)
@@ -411,6 +411,14 @@ public struct IncomingCall: Sendable {
         guard message.expectsReply, let reply = message.errorReply(error) else { return }
         connection.send(reply)
     }
+}
+
+/// libdbus's filter for every connection: hands each message to its
+/// `BusConnection` (the user data). One function, so that `close()` can
+/// remove exactly what `connect` added.
+private let messageFilter: DBusHandleMessageFunction = { _, message, userData in
+    let connection = Unmanaged<BusConnection>.fromOpaque(userData!).takeUnretainedValue()
+    return connection.route(Message(retaining: message!))
 }
 
 extension BusConnection.Subscription {

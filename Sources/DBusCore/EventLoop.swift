@@ -2,6 +2,7 @@ internal import CGLib
 internal import CDBusGLib
 import Dispatch
 import Glibc
+import Synchronization
 
 /// A GLib main context and the one thread that iterates it, usable as a Swift
 /// serial executor.
@@ -23,6 +24,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     // GMainContext and GMainLoop are thread-safe objects in GLib.
     let context: OpaquePointer
     private let mainLoop: OpaquePointer
+    /// Set by `stop()`: work posted after it would never run.
+    private let stopped = Atomic<Bool>(false)
 
     /// The process's default GLib context, for a program whose main thread
     /// runs the loop (`run()`), as the service does.
@@ -65,8 +68,10 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         g_main_loop_run(mainLoop)
     }
 
-    /// Makes `run()` return. Safe from any thread.
+    /// Makes `run()` return. Safe from any thread. Work posted after this
+    /// would never run: debug builds trap on it (`post`, `enqueue`).
     public func stop() {
+        stopped.store(true, ordering: .releasing)
         g_main_loop_quit(mainLoop)
         g_main_context_wakeup(context)
     }
@@ -76,6 +81,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     /// Runs `work` on the loop's thread at its next iteration.
     public func post(_ work: @escaping @Sendable () -> Void) {
+        assertRunning()
         let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
         cdbusglib_post(context, { raw in
             Unmanaged<WorkBox>.fromOpaque(raw!).takeRetainedValue().work()
@@ -86,12 +92,12 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func schedule(after seconds: Double, _ work: @escaping @Sendable () -> Void) -> Timer {
         let milliseconds = UInt32(clamping: Int((seconds * 1000).rounded(.up)))
         let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
-        let id = cdbusglib_timer(context, milliseconds, { raw in
+        let source = cdbusglib_timer(context, milliseconds, { raw in
             Unmanaged<WorkBox>.fromOpaque(raw!).takeUnretainedValue().work()
         }, box, { raw in
             Unmanaged<WorkBox>.fromOpaque(raw!).release()
-        })
-        return Timer(loop: self, id: id)
+        })!
+        return Timer(source: SourceReference(source))
     }
 
     /// Runs `handler` on the loop's thread each time `signal` (e.g. SIGTERM) arrives.
@@ -102,11 +108,18 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         }, box)
     }
 
-    /// A pending `schedule(after:)`; `cancel()` is idempotent.
+    /// A pending `schedule(after:)`; `cancel()` is idempotent and safe after
+    /// the timer fired (it holds its GSource, never an id that may be reused).
     public struct Timer: Sendable {
-        let loop: EventLoop
-        let id: UInt32
-        public func cancel() { cdbusglib_cancel_timer(loop.context, id) }
+        let source: SourceReference
+        public func cancel() { cdbusglib_cancel_timer(source.pointer) }
+    }
+
+    /// One reference to a GSource (GSources are thread-safe), dropped with the last Timer.
+    final class SourceReference: @unchecked Sendable {
+        let pointer: UnsafeMutableRawPointer
+        init(_ pointer: UnsafeMutableRawPointer) { self.pointer = pointer }
+        deinit { cdbusglib_release_timer(pointer) }
     }
 
     // MARK: SerialExecutor and TaskExecutor
@@ -116,6 +129,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     /// same serial stream, so a task that resumes here and then needs the
     /// loop's actor continues at once instead of being queued again.
     public func enqueue(_ job: consuming ExecutorJob) {
+        assertRunning()
         let box = Unmanaged.passRetained(JobBox(job: UnownedJob(job), executor: self)).toOpaque()
         cdbusglib_post(context, { raw in
             let box = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
@@ -130,6 +144,11 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
 
     public func asUnownedTaskExecutor() -> UnownedTaskExecutor {
         UnownedTaskExecutor(ordinary: self)
+    }
+
+    /// Work for a stopped loop is a bug (it would be dropped without a word).
+    private func assertRunning() {
+        assert(!stopped.load(ordering: .acquiring), "work posted to an event loop after stop()")
     }
 
     public func checkIsolated() {

@@ -189,6 +189,7 @@ extension LocalAuthService {
             } catch {
                 throw scanError(error, evaluation)
             }
+            ServiceActor.assertOnLoop()
             switch result {
             case .match:
                 fairness.scanJudged(evaluation.uid)

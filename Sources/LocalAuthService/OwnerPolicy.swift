@@ -42,6 +42,7 @@ extension LocalAuthService {
             }
             var failures: [Way: DBusError] = [:]
             while let outcome = await group.next() {
+                ServiceActor.assertOnLoop()
                 guard let failure = outcome.failure else {
                     evaluation.stopBiometrics(.superseded)
                     evaluation.passwordCancellable.cancel()

@@ -181,10 +181,12 @@ public final class LocalAuthService {
         }
         do throws(DBusError) {
             let uid = try await callerUID(call.sender)
+            ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             try registry.admit(record, uid: uid)
             // polkit first (the action may depend on a `user` option): Enrollment.swift.
             let request = try await authorize(call, spec, uid: uid, record: record)
+            ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             call.reply(try await spec.handler(self, request))
         } catch {

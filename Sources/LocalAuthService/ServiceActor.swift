@@ -15,6 +15,14 @@ public actor ServiceActor {
 }
 
 extension ServiceActor {
+    /// Debug builds check, after an await, that service code resumed on the
+    /// loop's thread (where libfprint, polkit and libdbus may be touched):
+    /// a task that lost the loop's executor would otherwise run there silently.
+    @inline(__always)
+    static func assertOnLoop(_ place: StaticString = #function) {
+        assert(EventLoop.processDefault.isCurrent, "service code resumed off the loop thread in \(place)")
+    }
+
     /// Runs `body` as service-isolated code from a C callback that libfprint,
     /// polkit or libdbus invoked on the loop thread. Traps anywhere else.
     public static func assumeIsolated<T>(_ body: @ServiceActor () throws -> T) rethrows -> T {

@@ -53,6 +53,13 @@ extension RigTestCase {
     /// Enrolls `finger` for the test account with localauthctl, feeding scans of `id`.
     func enrollOwner(_ finger: String = "right-index-finger", as id: String) throws {
         try rig.polkit("org.example.LocalAuth.enroll", "yes")
+        let outcome = try feedingEnrollScans(of: id) { try localauthctlAsOwner(["enroll", finger]) }
+        guard outcome.status == 0 else { throw RigError("owner enroll failed: \(outcome.output)") }
+    }
+
+    /// Runs `enroll` (a blocking enrollment) while a thread feeds the virtual
+    /// sensor one scan of `id` per enroll stage; returns once both are done.
+    func feedingEnrollScans<T>(of id: String, _ enroll: () throws -> T) rethrows -> T {
         let service = self.service!
         let feeder = Thread {
             for _ in 0..<5 {
@@ -61,8 +68,7 @@ extension RigTestCase {
             }
         }
         feeder.start()
-        let outcome = try localauthctlAsOwner(["enroll", finger])
-        guard outcome.status == 0 else { throw RigError("owner enroll failed: \(outcome.output)") }
-        while feeder.isExecuting { usleep(50_000) }
+        defer { while feeder.isExecuting { usleep(50_000) } }
+        return try enroll()
     }
 }

@@ -411,17 +411,10 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
 
     /// Enrolls a finger for another user as root (EnrollWithOptions, `user`).
     private func enrollFor(user: String, finger: String, as id: String) throws {
-        let service = self.service!
-        let feeder = Thread {
-            for _ in 0..<5 {
-                usleep(300_000)
-                try? service.sensor("SCAN \(id)")
-            }
+        let outcome = try feedingEnrollScans(of: id) {
+            try callService("EnrollWithOptions", "sa{sv}", [finger, "1", "user", "s", user])
         }
-        feeder.start()
-        let outcome = try callService("EnrollWithOptions", "sa{sv}", [finger, "1", "user", "s", user])
         XCTAssertEqual(outcome.status, 0, outcome.output)
-        while feeder.isExecuting { usleep(50_000) }
     }
 
     private func recreateAccount(_ name: String, uid: UInt32) throws {

@@ -29,10 +29,14 @@ void cdbusglib_detach(DBusConnection *connection);
 void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data);
 
 /// Runs `function(data)` once after `milliseconds` on `context`'s thread.
-/// Returns an id for cdbusglib_cancel_timer.
-unsigned int cdbusglib_timer(GMainContext *context, unsigned int milliseconds,
+/// Returns the timer's GSource (as void *: GLib's types belong to CGLib) with
+/// a reference for the caller, who cancels with cdbusglib_cancel_timer (safe
+/// even after it fired: a source id could by then name another source) and
+/// drops it with cdbusglib_release_timer.
+void *cdbusglib_timer(GMainContext *context, unsigned int milliseconds,
                       void (*function)(void *), void *data, void (*destroy)(void *));
-void cdbusglib_cancel_timer(GMainContext *context, unsigned int id);
+void cdbusglib_cancel_timer(void *timer);
+void cdbusglib_release_timer(void *timer);
 
 /// Runs `function(data)` on `context`'s thread when `signal_number` arrives
 /// (SIGTERM, SIGINT, SIGHUP). Returns the source id.

@@ -130,6 +130,22 @@ public final class Message: @unchecked Sendable {
     /// values at 8 bytes. Lets a service refuse a huge call before the cost of
     /// turning it into `DBusValue`s.
     public var approximateBodySize: Int {
+        // Fixed-size arguments only (a preflight's `u`): their size is the
+        // signature's, without a walk through the body.
+        if let signature = dbus_message_get_signature(raw) {
+            var cursor = signature
+            var fixed = 0
+            var variable = false
+            while cursor.pointee != 0 {
+                switch UInt8(bitPattern: cursor.pointee) {
+                case UInt8(ascii: "s"), UInt8(ascii: "o"), UInt8(ascii: "g"), UInt8(ascii: "a"), UInt8(ascii: "v"),
+                     UInt8(ascii: "("), UInt8(ascii: "{"): variable = true
+                default: fixed += 8
+                }
+                cursor += 1
+            }
+            if !variable { return fixed }
+        }
         var iterator = DBusMessageIter()
         guard dbus_message_iter_init(raw, &iterator) != 0 else { return 0 }
         return Self.approximateSize(&iterator, depth: 0)

@@ -7,13 +7,13 @@ import LocalAuthShared
 // anything happens.
 extension LocalAuthService {
     /// The caller's uid, from the bus (never from an argument).
-    func callerUID(_ sender: String) async throws(DBusError) -> UInt32 {
-        if let uid = uids[sender] { return uid }
+    func callerUID(_ record: CallRecord) async throws(DBusError) -> UInt32 {
+        if let uid = record.caller?.uid { return uid }
         let reply = try await bus.call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
                                        interface: "org.freedesktop.DBus", member: "GetConnectionUnixUser",
-                                       arguments: [.string(sender)])
+                                       arguments: [.string(record.sender)])
         guard let uid = reply.first?.uint32 else { throw DBusError(.failed, "the bus did not say who the caller is") }
-        uids[sender] = uid
+        record.caller?.uid = uid
         return uid
     }
 

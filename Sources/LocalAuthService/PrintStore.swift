@@ -54,6 +54,12 @@ final class PrintStore {
         /// Identifies this enrollment for the domain state: new on every
         /// enrollment, the same across restarts.
         let stamp: [UInt8]
+        /// The account name the print was enrolled for (libfprint's username).
+        /// A uid reused for a new account must not inherit the old account's
+        /// prints, so our own prints are offered only while this is still the
+        /// name of their uid (checked on every read, since the account can
+        /// change while the file does not). A renamed account enrolls again.
+        var enrolledFor: String? = nil
     }
 
     init(stateDirectory: String, fprintdStore: String) {
@@ -83,7 +89,10 @@ final class PrintStore {
 
     /// Every valid print of `uid`, on every reader, from both sources.
     func allPrints(of uid: UInt32) -> [StoredPrint] {
-        ownPrints(of: uid) + fprintdPrints(of: uid)
+        // One look at the account database per read (fprintd keys by name;
+        // our prints must still belong to the account of their uid).
+        let account = Users.name(of: uid)
+        return ownPrints(of: uid, account: account) + fprintdPrints(of: uid, account: account)
     }
 
     /// The readers that have at least one print of `uid`.
@@ -91,7 +100,7 @@ final class PrintStore {
         Set(allPrints(of: uid).map(\.reader))
     }
 
-    private func ownPrints(of uid: UInt32) -> [StoredPrint] {
+    private func ownPrints(of uid: UInt32, account: String?) -> [StoredPrint] {
         var result: [StoredPrint] = []
         let user = userDirectory(uid)
         for driverName in Self.entries(user) {
@@ -108,9 +117,9 @@ final class PrintStore {
                     else { continue }
                     // Checked on every read, not cached with the file: the
                     // account behind a uid can change while the file does not.
-                    guard belongsToCurrentAccount(stored, uid: uid) else {
-                        report(path, "was enrolled for the account \(PrintCodec.username(of: stored.print) ?? "?"), "
-                               + "but uid \(uid) is now \(Users.name(of: uid) ?? "nobody's"); skipped")
+                    if let enrolledFor = stored.enrolledFor, enrolledFor != (account ?? String(uid)) {
+                        report(path, "was enrolled for the account \(enrolledFor), "
+                               + "but uid \(uid) is now \(account ?? "nobody's"); skipped")
                         continue
                     }
                     result.append(stored)
@@ -157,23 +166,16 @@ final class PrintStore {
             report(path, "is foreign: the print inside was made for another reader or finger; skipped")
             return nil
         }
+        let username = PrintCodec.username(of: print)
         return StoredPrint(finger: finger, print: print, bytes: file.print, source: .localauth,
                            reader: Readers.Identity(driver: file.driver, deviceID: file.deviceID),
-                           created: file.created, path: path, stamp: Array(("localauth " + file.id).utf8))
-    }
-
-    /// A uid reused for a new account must not inherit the old account's
-    /// prints: each print carries the account name it was enrolled for
-    /// (libfprint's username, set at enrollment), which must still be the
-    /// name of its uid. A renamed account enrolls again (docs/STORE.md).
-    private func belongsToCurrentAccount(_ stored: StoredPrint, uid: UInt32) -> Bool {
-        guard let enrolledFor = PrintCodec.username(of: stored.print), !enrolledFor.isEmpty else { return true }
-        return enrolledFor == (Users.name(of: uid) ?? String(uid))
+                           created: file.created, path: path, stamp: Array(("localauth " + file.id).utf8),
+                           enrolledFor: username?.isEmpty == false ? username : nil)
     }
 
     /// fprintd's prints of the user `uid` is called now (fprintd keys by name).
-    private func fprintdPrints(of uid: UInt32) -> [StoredPrint] {
-        guard let name = Users.name(of: uid), Escape.component(name) == name else { return [] }
+    private func fprintdPrints(of uid: UInt32, account: String?) -> [StoredPrint] {
+        guard let name = account, Escape.component(name) == name else { return [] }
         var result: [StoredPrint] = []
         let user = "\(fprintdRoot)/\(name)"
         for driver in Self.entries(user) {

@@ -14,10 +14,13 @@ final class CallRecord {
     /// EvaluatePolicy's `request-id` option, read at arrival, so that a
     /// Cancel sent right after the call finds it even before polkit answered.
     let requestID: String?
-    /// The caller's uid, once the bus said it.
-    var uid: UInt32?
-    /// Cancels an enrollment's scans.
-    let cancellable = Cancellable()
+    /// The caller's uid, once the bus said it and the registry admitted the call.
+    fileprivate(set) var uid: UInt32?
+    /// The connection it came from, while it is registered.
+    fileprivate(set) var caller: Caller?
+    /// Cancels an enrollment's scans. Made on first use: most calls (a
+    /// preflight) never need a GCancellable.
+    private(set) lazy var cancellable = Cancellable()
     /// The polkit check in progress, if any. Its own cancellable, used for
     /// that one check only: libpolkit stays connected to a cancellable after
     /// its check ends and would try to cancel a finished check later.
@@ -49,53 +52,87 @@ final class CallRecord {
     }
 }
 
+/// One bus connection seen by the service, from its first call until it
+/// leaves the bus: its uid once the bus said it (unique names are never
+/// reused, so the uid stays true), and its calls in flight. Looked up once per
+/// call, by unique name; everything else reaches it by reference.
+@ServiceActor
+final class Caller {
+    let sender: String
+    var uid: UInt32?
+    fileprivate(set) var calls: [CallRecord] = []
+
+    init(sender: String) { self.sender = sender }
+}
+
 /// Every call in flight. The one place that says whether the service is idle,
-/// and the place the per-caller limits are counted.
+/// and the place the per-caller limits are counted: one dictionary lookup
+/// per call (a preflight pays for this on every call).
 @ServiceActor
 final class CallRegistry {
-    private(set) var calls: [CallRecord] = []
+    private var callers: [String: Caller] = [:]
+    private var perUser: [UInt32: Int] = [:]
+    private var count = 0
 
-    var isEmpty: Bool { calls.isEmpty }
+    var isEmpty: Bool { count == 0 }
 
     /// Registers a call that just arrived, unless its connection or everyone
     /// together already has too many calls in flight.
     func register(_ record: CallRecord) throws(DBusError) {
-        guard calls.count < ServiceLimits.callsInTotal else {
+        guard count < ServiceLimits.callsInTotal else {
             throw ServiceErrors.limit("the service has \(ServiceLimits.callsInTotal) calls in flight; try again shortly")
         }
-        let fromSender = calls.reduce(0) { $0 + ($1.sender == record.sender ? 1 : 0) }
-        guard fromSender < ServiceLimits.callsPerConnection else {
+        let caller: Caller
+        if let known = callers[record.sender] {
+            caller = known
+        } else {
+            caller = Caller(sender: record.sender)
+            callers[record.sender] = caller
+        }
+        guard caller.calls.count < ServiceLimits.callsPerConnection else {
             throw ServiceErrors.limit("this connection has \(ServiceLimits.callsPerConnection) calls in flight")
         }
-        calls.append(record)
+        caller.calls.append(record)
+        record.caller = caller
+        count += 1
     }
 
     /// Once the caller's uid is known: refuses a call past the per-user limit.
     func admit(_ record: CallRecord, uid: UInt32) throws(DBusError) {
-        record.uid = uid
-        guard uid != 0 else { return }
-        let fromUser = calls.reduce(0) { $0 + ($1.uid == uid ? 1 : 0) }
-        guard fromUser <= ServiceLimits.callsPerUser else {
+        guard record.uid == nil else { return }
+        guard uid == 0 || perUser[uid, default: 0] < ServiceLimits.callsPerUser else {
             throw ServiceErrors.limit("uid \(uid) has \(ServiceLimits.callsPerUser) calls in flight")
         }
+        record.uid = uid
+        if uid != 0 { perUser[uid, default: 0] += 1 }
     }
 
     func remove(_ record: CallRecord) {
-        calls.removeAll { $0 === record }
+        guard let caller = record.caller, let index = caller.calls.firstIndex(where: { $0 === record }) else { return }
+        caller.calls.remove(at: index)
+        record.caller = nil
+        count -= 1
+        if let uid = record.uid, uid != 0 {
+            let left = (perUser[uid] ?? 1) - 1
+            perUser[uid] = left > 0 ? left : nil
+        }
     }
 
-    /// The caller left the bus: everything it asked for ends.
+    /// The caller left the bus: everything it asked for ends, and it is forgotten.
     func senderVanished(_ sender: String) {
-        for call in calls where call.sender == sender { call.interrupt(.callerVanished) }
+        guard let caller = callers.removeValue(forKey: sender) else { return }
+        for call in caller.calls { call.interrupt(.callerVanished) }
     }
 
     /// Cancel / EndEvaluation: only the caller's own request, by its id.
     func end(requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
-        for call in calls where call.sender == sender && call.requestID == requestID { call.interrupt(reason) }
+        for call in callers[sender]?.calls ?? [] where call.requestID == requestID { call.interrupt(reason) }
     }
 
     /// SIGTERM or idle exit: every call ends with SystemCancel.
     func stopAll() {
-        for call in calls { call.interrupt(.serviceStopping) }
+        for caller in callers.values {
+            for call in caller.calls { call.interrupt(.serviceStopping) }
+        }
     }
 }

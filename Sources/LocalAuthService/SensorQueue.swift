@@ -18,6 +18,9 @@ final class SensorQueue {
     private var holder: UInt32?
     private var waiting: [Ticket] = []
 
+    /// How many wait in line now.
+    var waitingCount: Int { waiting.count }
+
     /// Waits for the reader; false if the ticket was withdrawn first.
     func acquire(_ ticket: Ticket) async -> Bool {
         if !busy && waiting.isEmpty {

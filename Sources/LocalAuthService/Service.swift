@@ -28,8 +28,6 @@ public final class LocalAuthService {
     let prints: PrintStore
     let lockout: LockoutStore
 
-    /// uid of each caller seen, by unique bus name (names are never reused).
-    var uids: [String: UInt32] = [:]
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
     var enrollments: [String: Cancellable] = [:]
@@ -180,7 +178,7 @@ public final class LocalAuthService {
             finishIfStopped()
         }
         do throws(DBusError) {
-            let uid = try await callerUID(call.sender)
+            let uid = try await callerUID(record)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             try registry.admit(record, uid: uid)
@@ -210,7 +208,6 @@ public final class LocalAuthService {
         guard message.sender == BusConnection.busDriver else { return }
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
-        uids[name] = nil
         registry.senderVanished(name)
     }
 

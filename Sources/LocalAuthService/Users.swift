@@ -3,8 +3,8 @@ import Synchronization
 
 /// The account database (NSS, through getpwuid_r / getpwnam_r): user names
 /// for fprintd's store, which is keyed by name, and for `user` options, which
-/// name another user. Our own store is keyed by uid, which never changes when
-/// an account is renamed.
+/// name another user, and to check that a print still belongs to the account
+/// of its uid (PrintStore: a reused uid inherits nothing).
 enum Users {
     /// Names already looked up. Every preflight needs the caller's name (for
     /// fprintd's store), and NSS reads and parses /etc/passwd each time; the

@@ -71,6 +71,34 @@ final class MethodTableTests: XCTestCase {
         }
     }
 
+    /// Not only methods: the signals, option keys, statuses and error names the
+    /// code sends or reads are the ones the contract file spells.
+    func testSignalsOptionsAndErrorsAreTheContracts() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let xml = try String(contentsOf: url.appendingPathComponent("dbus/org.example.LocalAuth.xml"), encoding: .utf8)
+        for signal in [LocalAuthBus.Signal.evaluationStatus, LocalAuthBus.Signal.enrollStatus] {
+            XCTAssertTrue(xml.contains("<signal name=\"\(signal)\">"), signal)
+        }
+        for (key, type) in [(LocalAuthBus.Option.requestID, "s"), (LocalAuthBus.Option.fallbackTitle, "s"),
+                            (LocalAuthBus.Option.cancelTitle, "s"), (LocalAuthBus.Option.reuseDuration, "d"),
+                            (LocalAuthBus.Option.interactionNotAllowed, "b"),
+                            (LocalAuthBus.PrintOption.user, "s"), (LocalAuthBus.PrintOption.replace, "b")] {
+            XCTAssertTrue(xml.contains("\(key) (\(type))") || xml.contains("\"\(key)\" (\(type))"), "option \(key) (\(type))")
+        }
+        for status in EvaluationProgress.allCases.map(\.rawValue) + EnrollProgress.allCases.map(\.rawValue) {
+            XCTAssertTrue(xml.contains(status), "status \(status)")
+        }
+        let serviceErrors = [LocalAuthServiceError.permissionDenied, LocalAuthServiceError.alreadyEnrolled,
+                             LocalAuthServiceError.notEnrolled, LocalAuthServiceError.busy, LocalAuthServiceError.readOnly,
+                             LocalAuthServiceError.storageFailed, LocalAuthServiceError.limitExceeded,
+                             LocalAuthServiceError.readerCoolingDown]
+        for name in serviceErrors + LocalAuthErrorCode.allCases.map(\.dbusName) {
+            let suffix = String(name.dropFirst(LocalAuthBus.errorPrefix.count))
+            XCTAssertTrue(xml.contains(suffix), "error \(name)")
+        }
+    }
+
     func testReaderSelector() {
         XCTAssertEqual(ReaderSelector("virtual_device")?.deviceID, nil)
         XCTAssertEqual(ReaderSelector("synaptics/abc/1")?.deviceID, "abc/1")

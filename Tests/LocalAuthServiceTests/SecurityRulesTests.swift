@@ -113,16 +113,16 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertTrue(held)
         let tickets = [SensorQueue.Ticket(uid: 1000), SensorQueue.Ticket(uid: 1000), SensorQueue.Ticket(uid: 0)]
         var waiters: [Task<Void, Never>] = []
-        for ticket in tickets {
+        for (index, ticket) in tickets.enumerated() {
             waiters.append(Task { @ServiceActor in
                 if await queue.acquire(ticket) { order.values.append(ticket.uid) }
             })
-            await Task.yield()
+            // In line in this order before the next one comes.
+            while queue.waitingCount <= index { await Task.yield() }
         }
-        while order.values.count < tickets.count {
+        for handedOn in 1...tickets.count {
             queue.release()
-            await Task.yield()
-            await Task.yield()
+            while order.values.count < handedOn { await Task.yield() }
         }
         for waiter in waiters { await waiter.value }
         XCTAssertEqual(order.values, [0, 1000, 1000], "uid 0 waited behind two of uid 1000's calls, yet went first")
@@ -137,7 +137,7 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertTrue(held)
         let ticket = SensorQueue.Ticket(uid: 6)
         let waiting = Task { @ServiceActor in await queue.acquire(ticket) }
-        await Task.yield()
+        while queue.waitingCount == 0 { await Task.yield() }
         queue.withdraw(ticket)
         let acquired = await waiting.value
         XCTAssertFalse(acquired)

@@ -42,9 +42,10 @@ final class Authorizer {
         let authorityPointer = authority.pointer
         let subject = GObjectRef(taking: polkit_system_bus_name_new(busName)!)
         let subjectPointer = subject.pointer
-        let detailsObject = GObjectRef(taking: polkit_details_new()!)
-        for (key, value) in details { polkit_details_insert(detailsObject.pointer, key, value) }
-        let detailsPointer = detailsObject.pointer
+        // No details object unless there are details (most checks).
+        let detailsObject = details.isEmpty ? nil : GObjectRef(taking: polkit_details_new()!)
+        for (key, value) in details { polkit_details_insert(detailsObject?.pointer, key, value) }
+        let detailsPointer = detailsObject?.pointer
         let flags = interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE
         // polkit's own D-Bus timeout is long; a stuck polkitd must not hold a caller.
         let timer = EventLoopTimers.after(timeout) { cancellable.cancel() }

@@ -50,6 +50,9 @@ final class Evaluation {
     /// Cancels the password check of policy 2.
     let passwordCancellable = Cancellable()
     let ticket: SensorQueue.Ticket
+    /// The user's enrolled set the matching scan was compared with
+    /// (`LocalAuthService.enrolledSet`): what a reuse is tied to.
+    var matchedSet: [[UInt8]]?
     /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?
     /// Why only the fingerprint part ended early (its timeout; policy 2's password won).

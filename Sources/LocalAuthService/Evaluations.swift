@@ -98,8 +98,9 @@ extension LocalAuthService {
         let uid = request.uid
         // What this evaluation can use, decided before anything waits.
         let biometrics: DBusError?
+        var enrolledSet: [[UInt8]] = []
         do {
-            _ = try usablePrints(for: uid)
+            enrolledSet = Self.enrolledSet(try usablePrints(for: uid))
             try refuseWhileCooling(uid)
             biometrics = nil
         } catch {
@@ -110,8 +111,7 @@ extension LocalAuthService {
         // a finger), never once biometrics cannot be used (no reader, no
         // prints, locked out), never after the enrolled set changed.
         if options.reuseDuration > 0, biometrics == nil, let last = lastFingerprintMatch[uid],
-           ContinuousClock.now - last.time <= .seconds(options.reuseDuration),
-           let reader = reader(for: uid), last.enrolledSet == enrolledSetHash(uid: uid, reader: reader) {
+           ContinuousClock.now - last.time <= .seconds(options.reuseDuration), last.enrolledSet == enrolledSet {
             return [.boolean(true)]
         }
         if policy == .deviceOwnerAuthenticationWithBiometrics, let biometrics { throw biometrics }
@@ -138,10 +138,17 @@ extension LocalAuthService {
         case .deviceOwnerAuthentication:
             way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
         }
-        if way == .fingerprint, let reader = reader(for: uid) {
-            lastFingerprintMatch[uid] = (.now, enrolledSetHash(uid: uid, reader: reader))
+        if way == .fingerprint, let matchedSet = evaluation.matchedSet {
+            lastFingerprintMatch[uid] = (.now, matchedSet)
         }
         return [.boolean(true)]
+    }
+
+    /// What a reused match is tied to: each usable print's finger, source and
+    /// enrollment stamp (new on every enrollment). Cheap, since the scan loop
+    /// and the preflight have the prints at hand already.
+    static func enrolledSet(_ prints: [PrintStore.StoredPrint]) -> [[UInt8]] {
+        prints.map { Array("\($0.finger.rawValue) \($0.source.rawValue) ".utf8) + $0.stamp }
     }
 
     /// Waits for the reader (at most `readerQueueWait`), then scans.
@@ -176,7 +183,8 @@ extension LocalAuthService {
         emitEvaluationStatus(evaluation, .placeFinger)
         while true {
             // Re-read after every await: prints may have changed, the reader may be gone.
-            let gallery = try usablePrints(for: evaluation.uid).map(\.print)
+            let usable = try usablePrints(for: evaluation.uid)
+            let gallery = usable.map(\.print)
             // A reader that can only verify compares a scan with one print: each
             // new scan tries the next of the user's prints, so every enrolled
             // finger gets its turn within one evaluation.
@@ -192,6 +200,7 @@ extension LocalAuthService {
             ServiceActor.assertOnLoop()
             switch result {
             case .match:
+                evaluation.matchedSet = Self.enrolledSet(usable)
                 fairness.scanJudged(evaluation.uid)
                 try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
                 return true

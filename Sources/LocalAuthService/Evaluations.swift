@@ -106,20 +106,15 @@ extension LocalAuthService {
         } catch {
             biometrics = error
         }
-        // Both policies accept a fingerprint, so a recent fingerprint match
-        // may stand in for a new scan; never a password (policy 1 must mean
-        // a finger), never once biometrics cannot be used (no reader, no
-        // prints, locked out), never after the enrolled set changed.
-        if options.reuseDuration > 0, biometrics == nil, let last = lastFingerprintMatch[uid],
-           ContinuousClock.now - last.time <= .seconds(options.reuseDuration), last.enrolledSet == enrolledSet {
-            return [.boolean(true)]
-        }
-        if policy == .deviceOwnerAuthenticationWithBiometrics, let biometrics { throw biometrics }
-        if policy == .deviceOwnerAuthentication, biometrics != nil, !Accounts.hasPassword(uid: uid) {
-            throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
-        }
-        if options.interactionNotAllowed {
-            throw ServiceErrors.la(.notInteractive, "authentication needs the user but interaction is not allowed")
+        let plan = EvaluationPlan.decide(
+            policy: policy, biometrics: biometrics, enrolledSet: enrolledSet,
+            hasPassword: policy == .deviceOwnerAuthentication && biometrics != nil && Accounts.hasPassword(uid: uid),
+            interactionNotAllowed: options.interactionNotAllowed, reuseDuration: options.reuseDuration,
+            lastMatch: lastFingerprintMatch[uid], now: .now)
+        switch plan {
+        case .reuse: return [.boolean(true)]
+        case .fail(let error): throw error
+        case .run: break
         }
 
         let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
@@ -139,7 +134,7 @@ extension LocalAuthService {
             way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
         }
         if way == .fingerprint, let matchedSet = evaluation.matchedSet {
-            lastFingerprintMatch[uid] = (.now, matchedSet)
+            lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: .now, enrolledSet: matchedSet)
         }
         return [.boolean(true)]
     }

@@ -33,7 +33,7 @@ public final class LocalAuthService {
     var enrollments: [String: Cancellable] = [:]
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
-    var lastFingerprintMatch: [UInt32: (time: ContinuousClock.Instant, enrolledSet: [[UInt8]])] = [:]
+    var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
     private var idleTimer: EventLoop.Timer?

@@ -9,16 +9,9 @@ import XCTest
 /// counter that fails closed, and what an error may repeat of an argument.
 /// (SecurityTests in EndToEndTests mounts the same attacks for real.)
 final class SecurityRulesTests: XCTestCase {
-    /// The service's actor runs on the process's default GLib loop, which no
-    /// one iterates in a test process: one thread does it here.
-    private static let loopThread: Void = {
-        let thread = Thread { EventLoop.processDefault.run() }
-        thread.start()
-    }()
-
     override func setUp() {
         super.setUp()
-        _ = Self.loopThread
+        _ = ServiceLoop.running
     }
 
     // MARK: Reader fairness

@@ -32,10 +32,15 @@ final class CallRecord {
     /// Why the call was ended early; the first reason wins.
     private(set) var interruption: Evaluation.Interruption?
 
-    init(sender: String, member: String, requestID: String?) {
+    /// The call itself, so that a shutdown can still answer it when the
+    /// work it waits for never ends (a reader that ignores cancellation).
+    let call: IncomingCall?
+
+    init(sender: String, member: String, requestID: String?, call: IncomingCall? = nil) {
         self.sender = sender
         self.member = member
         self.requestID = requestID
+        self.call = call
     }
 
     func interrupt(_ reason: Evaluation.Interruption) {
@@ -127,6 +132,23 @@ final class CallRegistry {
     /// Cancel / EndEvaluation: only the caller's own request, by its id.
     func end(requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
         for call in callers[sender]?.calls ?? [] where call.requestID == requestID { call.interrupt(reason) }
+    }
+
+    /// The last resort of a shutdown: every call still registered is
+    /// answered with `error` and forgotten, whatever it still waits for.
+    func abandonAll(answering error: DBusError) -> Int {
+        var abandoned = 0
+        for caller in callers.values {
+            for call in caller.calls {
+                call.call?.fail(error)
+                call.caller = nil
+                abandoned += 1
+            }
+            caller.calls.removeAll()
+        }
+        count = 0
+        perUser.removeAll()
+        return abandoned
     }
 
     /// SIGTERM or idle exit: every call ends with SystemCancel.

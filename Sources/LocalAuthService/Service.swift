@@ -37,6 +37,10 @@ public final class LocalAuthService {
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
     private var idleTimer: EventLoop.Timer?
+    /// After SIGTERM: when the calls still running are abandoned.
+    private var shutdownDeadline: EventLoop.Timer?
+    private var finishing = false
+    private var readersStuck = false
     private var stopping = false
     private var exitContinuation: CheckedContinuation<Void, Never>?
 
@@ -98,12 +102,31 @@ public final class LocalAuthService {
         // the password), ends now with SystemCancel.
         registry.stopAll()
         finishIfStopped()
+        guard !registry.isEmpty else { return }
+        // Calls end as soon as what they wait on is cancelled; a reader that
+        // ignores its cancellation would keep the service alive for ever.
+        shutdownDeadline = EventLoopTimers.after(ServiceLimits.shutdownGrace) { [weak self] in
+            self?.abandonStuckCalls()
+        }
+    }
+
+    /// The shutdown grace is over: answer what is left and exit without
+    /// closing the readers (an operation still runs on one; closing waits for it).
+    private func abandonStuckCalls() {
+        guard stopping, !registry.isEmpty else { return }
+        let count = registry.abandonAll(answering: Evaluation.Interruption.serviceStopping.error)
+        Log.warning("\(count) call(s) still waited \(Int(ServiceLimits.shutdownGrace)) s after SIGTERM "
+                    + "(a reader ignored its cancellation); answered them and exiting")
+        readersStuck = true
+        finishIfStopped()
     }
 
     func finishIfStopped() {
-        guard stopping, registry.isEmpty else { return }
+        guard stopping, registry.isEmpty, !finishing else { return }
+        finishing = true
+        shutdownDeadline?.cancel()
         Task {
-            await readers.stop()
+            if !readersStuck { await readers.stop() }
             bus.close()
             exitContinuation?.resume()
             exitContinuation = nil
@@ -143,7 +166,7 @@ public final class LocalAuthService {
             // Cancel or SIGTERM ends it wherever it waits.
             let record = CallRecord(sender: call.sender, member: call.member,
                                     requestID: call.member == LocalAuthBus.Method.evaluatePolicy
-                                        ? Self.requestID(in: call.arguments[2]) : nil)
+                                        ? Self.requestID(in: call.arguments[2]) : nil, call: call)
             do throws(DBusError) {
                 try registry.register(record)
             } catch {

@@ -85,6 +85,10 @@ public enum ServiceLimits {
     /// Longest wait for the reader behind other callers, in seconds; then
     /// SystemCancel ("the reader is busy").
     public static let readerQueueWait = 60.0
+    /// After SIGTERM, how long the service waits for its calls to end before
+    /// it answers the rest with SystemCancel and exits anyway (a reader that
+    /// ignores cancellation must not keep it alive).
+    public static let shutdownGrace = 5.0
     /// Longest part of a caller's argument repeated in an error message, in bytes.
     public static let echoedArgumentBytes = 64
     /// After two waits for a finger of one user timed out in a row on a warm

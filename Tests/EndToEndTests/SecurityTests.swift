@@ -279,6 +279,22 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         service = nil
     }
 
+    /// SIGTERM while the reader ignores cancellation (the virtual reader is
+    /// told to): the service still answers its caller SystemCancel and exits
+    /// 0 after its shutdown grace, instead of waiting for ever.
+    func testSigtermExitsEvenWhenTheReaderIgnoresCancellation() async throws {
+        try await enroll(as: "owner-finger")
+        try service.sensor("SET_CANCELLATION_ENABLED 0")
+        let pending = try await startEvaluation()
+        let status = service.stop()
+        if service.isRunning { service.kill9() }
+        XCTAssertEqual(status, 0, "exited by itself: \(service.log)")
+        let result = await pending.value
+        XCTAssertEqual(result.code, .systemCancel, "\(result)")
+        XCTAssertTrue(service.log.contains("a reader ignored its cancellation"), service.log)
+        service = nil
+    }
+
     // MARK: 7. A cancel does not hide a failed match
 
     /// A wrong finger judged by the reader while a Cancel is on its way

@@ -43,7 +43,7 @@ extension LocalAuthService {
                    record: CallRecord) async throws(DBusError) -> Request {
         var action = spec.action
         var otherUser: String?
-        if let index = spec.userOptions, let name = try Self.printOptions(call.arguments[index]).user,
+        if let index = spec.userOptions, let name = try Self.printOptions(record.arguments[index]).user,
            name != Users.name(of: uid) {
             otherUser = name
             action = .manage

@@ -37,7 +37,7 @@ struct Request {
         self.record = record
     }
     var sender: String { call.sender }
-    var arguments: [DBusValue] { call.arguments }
+    var arguments: [DBusValue] { record.arguments }
 }
 
 extension LocalAuthService {

@@ -10,7 +10,9 @@ import LocalAuthShared
 @ServiceActor
 final class CallRecord {
     let sender: String
-    let member: String
+    /// The call's arguments, decoded once at arrival (`Message.arguments`
+    /// decodes the body on every access).
+    let arguments: [DBusValue]
     /// EvaluatePolicy's `request-id` option, read at arrival, so that a
     /// Cancel sent right after the call finds it even before polkit answered.
     let requestID: String?
@@ -36,10 +38,10 @@ final class CallRecord {
     /// work it waits for never ends (a reader that ignores cancellation).
     let call: IncomingCall?
 
-    init(sender: String, member: String, requestID: String?, call: IncomingCall? = nil) {
+    init(sender: String, requestID: String?, arguments: [DBusValue] = [], call: IncomingCall? = nil) {
         self.sender = sender
-        self.member = member
         self.requestID = requestID
+        self.arguments = arguments
         self.call = call
     }
 

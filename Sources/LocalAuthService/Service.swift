@@ -164,9 +164,11 @@ public final class LocalAuthService {
             }
             // Registered now, before anything awaits: from here on a vanish,
             // Cancel or SIGTERM ends it wherever it waits.
-            let record = CallRecord(sender: call.sender, member: call.member,
+            let arguments = call.arguments
+            let record = CallRecord(sender: call.sender,
                                     requestID: call.member == LocalAuthBus.Method.evaluatePolicy
-                                        ? Self.requestID(in: call.arguments[2]) : nil, call: call)
+                                        ? Self.requestID(in: arguments[2]) : nil,
+                                    arguments: arguments, call: call)
             do throws(DBusError) {
                 try registry.register(record)
             } catch {

@@ -280,8 +280,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
         try rig.polkit("org.example.LocalAuth.authenticate-owner", "auth_self")
         defer { try? rig.polkit("org.example.LocalAuth.authenticate-owner", nil) }
-        let outcome = try runProgram("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", "/usr/bin/python3",
-                                                          try testScript("cancel-agent.py"), "EvaluatePolicy", "usa{sv}",
+        let outcome = try runAs(uid, "/usr/bin/python3", [try testScript("cancel-agent.py"), "EvaluatePolicy", "usa{sv}",
                                                           #"[2, "Unlock the vault", {}]"#])
         XCTAssertTrue(outcome.stdout.contains("message=python3"), outcome.output)
         XCTAssertTrue(outcome.stdout.contains("Unlock the vault"), outcome.output)

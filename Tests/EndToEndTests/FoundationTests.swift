@@ -45,7 +45,7 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
 
     func testNonMatchingScansFailWithAuthenticationFailed() async throws {
         try await enroll(as: "owner-finger")
-        let statuses = StatusRecorder()
+        let statuses = Collected<LAEvaluationStatus>()
         let context = LAContext()
         context.evaluationStatusHandler = { statuses.append($0) }
         present("someone-else", after: 0.2, times: 3)
@@ -148,14 +148,6 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         let tree = try busctl(["tree", "org.example.LocalAuth"])
         XCTAssertTrue(tree.stdout.contains("/org/example/LocalAuth"), tree.output)
     }
-}
-
-/// Collects EvaluationStatus values delivered on the library's thread.
-final class StatusRecorder: @unchecked Sendable {
-    private let lock = NSLock()
-    private var stored: [LAEvaluationStatus] = []
-    func append(_ status: LAEvaluationStatus) { lock.withLock { stored.append(status) } }
-    var values: [LAEvaluationStatus] { lock.withLock { stored } }
 }
 
 /// "polkit unreachable" is "no", and the service keeps serving.

@@ -100,7 +100,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         let password = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: TestAccount.password)
         XCTAssertEqual(password.status, 0, password.output)
         // Policy 1 with reuse, no interaction possible: only a reuse could say yes.
-        let reused = try asUser(try TestAccount.ensure(), "/usr/bin/gdbus", gdbusArguments(
+        let reused = try runAs(try TestAccount.ensure(), "/usr/bin/gdbus", gdbusArguments(
             "EvaluatePolicy", ["1", "Unlock", "{'reuse-duration': <60.0>, 'interaction-not-allowed': <true>}"]))
         XCTAssertTrue(reused.output.contains("NotInteractive"), reused.output)
     }
@@ -136,9 +136,8 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try await enroll(as: "owner-finger")
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
         let outputPath = rig.directory + "/flood-\(UInt32.random(in: 0...UInt32.max)).out"
-        let flood = try Child("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
-                                                   try testScript("flood.py"), "3", "10", "20"],
-                              stdoutPath: outputPath, stderrPath: outputPath)
+        let flood = try startAs(Self.nobodyUID, "/usr/bin/python3", [try testScript("flood.py"), "3", "10", "20"],
+                                output: outputPath)
         defer { flood.signal(SIGKILL); _ = flood.wait(timeout: 5) }
         try await Task.sleep(for: .seconds(2))   // the flood is in: one call scans, the rest wait
 
@@ -265,10 +264,8 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("org.example.LocalAuth.evaluate", "hold")
         defer { try? rig.polkit("org.example.LocalAuth.evaluate", "release") }
         let outputPath = rig.directory + "/sigterm-\(UInt32.random(in: 0...UInt32.max)).out"
-        let caller = try Child("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/gdbus"]
-                               + gdbusArguments("EvaluatePolicy", ["1", "Unlock", "{}"]),
-                               environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
-                               stdoutPath: outputPath, stderrPath: outputPath)
+        let caller = try startAs(Self.nobodyUID, "/usr/bin/gdbus", gdbusArguments("EvaluatePolicy", ["1", "Unlock", "{}"]),
+                                 output: outputPath)
         try waitForHeldCheck("org.example.LocalAuth.evaluate")
         let stopping = Date()
         XCTAssertEqual(service.stop(), 0)
@@ -328,7 +325,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
         var outcomes: [String] = []
         for _ in 0..<4 {
-            let outcome = try asUser(Self.nobodyUID, "/usr/bin/gdbus", gdbusArguments("EvaluatePolicy", ["1", "Loop", "{}"]))
+            let outcome = try runAs(Self.nobodyUID, "/usr/bin/gdbus", gdbusArguments("EvaluatePolicy", ["1", "Loop", "{}"]))
             outcomes.append(outcome.output)
             if outcome.output.contains("ReaderCoolingDown") { break }
         }
@@ -361,7 +358,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try enrollFor(user: "laold", finger: "right-index-finger", as: "old-finger")
         try recreateAccount("lanew", uid: uid)
         defer { _ = try? runProgram("/usr/sbin/userdel", ["lanew"]) }
-        let status = try asUser(uid, "/usr/bin/gdbus", gdbusArguments("CanEvaluatePolicy", ["1"]))
+        let status = try runAs(uid, "/usr/bin/gdbus", gdbusArguments("CanEvaluatePolicy", ["1"]))
         XCTAssertTrue(status.output.contains("BiometryNotEnrolled"), status.output)
         XCTAssertTrue(service.log.contains("was enrolled for the account laold"), service.log)
     }
@@ -379,18 +376,11 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
     }
 
     private func asNobody(python script: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
-        try asUser(Self.nobodyUID, "/usr/bin/python3", [try testScript(script)] + arguments, timeout: timeout)
-    }
-
-    private func asUser(_ uid: UInt32, _ program: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
-        try runProgram("/usr/bin/setpriv", ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups", program] + arguments,
-                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: timeout)
+        try runAs(Self.nobodyUID, "/usr/bin/python3", [try testScript(script)] + arguments, timeout: timeout)
     }
 
     private func nobodyInBackground(_ program: String, _ arguments: [String]) throws -> Child {
-        let log = rig.directory + "/nobody-\(UInt32.random(in: 0...UInt32.max)).out"
-        return try Child("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", program] + arguments,
-                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
+        try startAs(Self.nobodyUID, program, arguments, output: rig.directory + "/nobody-\(UInt32.random(in: 0...UInt32.max)).out")
     }
 
     private func gdbusArguments(_ member: String, _ values: [String]) -> [String] {

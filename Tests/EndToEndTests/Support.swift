@@ -43,7 +43,7 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
     func busctl(_ arguments: [String], timeout: Double = 60, asNobody: Bool = false) throws -> Outcome {
         let busctlArguments = ["--address=\(rig.address)"] + arguments
         if asNobody {
-            return try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/busctl"] + busctlArguments,
+            return try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + ["/usr/bin/busctl"] + busctlArguments,
                            timeout: timeout)
         }
         return try runProgram("/usr/bin/busctl", busctlArguments, timeout: timeout)
@@ -63,7 +63,7 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
                          "--method", "org.example.LocalAuth.\(member)"] + values
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
         if asNobody {
-            return try runProgram("/usr/bin/setpriv", ["--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/gdbus"] + arguments,
+            return try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + ["/usr/bin/gdbus"] + arguments,
                            environment: environment)
         }
         return try runProgram("/usr/bin/gdbus", arguments, environment: environment)
@@ -104,6 +104,21 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
         try await updates.wait(count: 1)
         return pending
     }
+
+    /// Runs `program` as `uid` (setpriv: no groups) on the rig's bus, to completion.
+    func runAs(_ uid: UInt32, _ program: String, _ arguments: [String], timeout: Double = 60) throws -> Outcome {
+        try runProgram("/usr/bin/setpriv", Self.dropTo(uid) + [program] + arguments,
+                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: timeout)
+    }
+
+    /// Starts `program` as `uid` on the rig's bus; its output goes to `output`.
+    func startAs(_ uid: UInt32, _ program: String, _ arguments: [String], output: String) throws -> Child {
+        try Child("/usr/bin/setpriv", Self.dropTo(uid) + [program] + arguments,
+                  environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
+    }
+
+    /// setpriv's arguments that make a program run as `uid`, with no groups.
+    static func dropTo(_ uid: UInt32) -> [String] { ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
 
     /// A copy of a test helper from scripts/test that any uid can run.
     func testScript(_ name: String) throws -> String {

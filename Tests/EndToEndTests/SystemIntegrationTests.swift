@@ -330,7 +330,7 @@ final class ServiceLifeTests: RigTestCase, @unchecked Sendable {
     /// service exits 0, and every log line carries a journald priority.
     func testSigtermDuringEvaluationAnswersSystemCancelAndExitsZero() async throws {
         try await enroll(as: "owner-finger")
-        let statuses = StatusRecorder()
+        let statuses = Collected<LAEvaluationStatus>()
         let context = LAContext()
         context.evaluationStatusHandler = { statuses.append($0) }
         let evaluation = Task { await self.evaluate(context: context) }

@@ -144,9 +144,9 @@ final class SecurityRulesTests: XCTestCase {
     private static func checkCallsAreLimitedPerConnectionPerUserAndNotForRoot() throws {
         let registry = CallRegistry()
         for index in 0..<ServiceLimits.callsPerConnection {
-            try registry.register(CallRecord(sender: ":1.5", member: "EvaluatePolicy", requestID: "r\(index)"))
+            try registry.register(CallRecord(sender: ":1.5", requestID: "r\(index)"))
         }
-        XCTAssertThrowsError(try registry.register(CallRecord(sender: ":1.5", member: "EvaluatePolicy", requestID: nil))) {
+        XCTAssertThrowsError(try registry.register(CallRecord(sender: ":1.5", requestID: nil))) {
             XCTAssertEqual(($0 as? DBusError)?.name.rawValue, LocalAuthServiceError.limitExceeded)
         }
         // One uid over several connections.
@@ -154,7 +154,7 @@ final class SecurityRulesTests: XCTestCase {
         var refused = 0
         for connection in 0..<3 {
             for _ in 0..<ServiceLimits.callsPerConnection {
-                let record = CallRecord(sender: ":2.\(connection)", member: "EvaluatePolicy", requestID: nil)
+                let record = CallRecord(sender: ":2.\(connection)", requestID: nil)
                 try registry.register(record)
                 do {
                     try registry.admit(record, uid: 1000)
@@ -169,7 +169,7 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertEqual(refused, 3 * ServiceLimits.callsPerConnection - ServiceLimits.callsPerUser)
         // Root is not limited per user (only per connection and in total).
         for connection in 0..<4 {
-            let record = CallRecord(sender: ":3.\(connection)", member: "Cancel", requestID: nil)
+            let record = CallRecord(sender: ":3.\(connection)", requestID: nil)
             try registry.register(record)
             XCTAssertNoThrow(try registry.admit(record, uid: 0))
         }
@@ -180,7 +180,7 @@ final class SecurityRulesTests: XCTestCase {
     @ServiceActor
     private static func checkACallEndedBeforeItsEvaluationExistsInterruptsTheEvaluation() throws {
         let registry = CallRegistry()
-        let record = CallRecord(sender: ":1.9", member: "EvaluatePolicy", requestID: "early")
+        let record = CallRecord(sender: ":1.9", requestID: "early")
         try registry.register(record)
         registry.end(requestID: "early", of: ":1.8", .appCancelled)
         XCTAssertNil(record.interruption, "another caller cannot end it")

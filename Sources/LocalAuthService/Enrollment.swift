@@ -58,7 +58,7 @@ extension LocalAuthService {
         let uid = request.target
         guard let reader = reader(for: uid) else { throw ServiceErrors.noReader }
         if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
-        guard enrollments[request.sender] == nil else {
+        guard !queue.isEnrolling(request.sender) else {
             throw ServiceErrors.named(LocalAuthServiceError.busy, "this caller is already enrolling")
         }
         // The call's own cancellable: a vanish, or SIGTERM, at any moment since
@@ -66,12 +66,7 @@ extension LocalAuthService {
         // for a caller who left.
         let cancellable = request.record.cancellable
         try request.record.checkNotEnded()
-        enrollments[request.sender] = cancellable
-        defer {
-            enrollments[request.sender] = nil
-            finishIfStopped()
-        }
-        let ticket = SensorQueue.Ticket(uid: request.uid)
+        let ticket = SensorQueue.Ticket(uid: request.uid, purpose: .enrollment(sender: request.sender))
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()

@@ -66,7 +66,7 @@ final class Evaluation {
         self.uid = uid
         self.prompt = prompt
         self.queue = queue
-        ticket = SensorQueue.Ticket(uid: uid)
+        ticket = SensorQueue.Ticket(uid: uid, purpose: .evaluation)
     }
 
     /// Ends the evaluation early; the first reason wins.

@@ -26,6 +26,13 @@ struct GLibError: Error, Sendable, CustomStringConvertible {
         return result
     }
 
+    /// What an operation that a stuck shutdown gave up on ends with: a
+    /// cancellation, which is what was asked of it and never honoured.
+    static var abandoned: GLibError {
+        GLibError(domain: cglib_io_error_quark(), code: Int32(G_IO_ERROR_CANCELLED.rawValue),
+                  message: "abandoned: the operation did not end after it was cancelled")
+    }
+
     var isCancelled: Bool { domain == cglib_io_error_quark() && code == Int32(G_IO_ERROR_CANCELLED.rawValue) }
     var isRetry: Bool { domain == cfprint_device_retry_quark() }
     var isDeviceError: Bool { domain == cfprint_device_error_quark() }

@@ -34,23 +34,70 @@ final class Cancellable: @unchecked Sendable {
 /// Bridges one GLib async call (callback + `_finish`) to Swift `async`.
 /// `start` receives the GAsyncReadyCallback and its user data; `finish` runs in
 /// the callback with the GAsyncResult and turns it into a Swift result.
+///
+/// Every call in progress is known (`PendingGLibCalls`), so that a shutdown
+/// can give up on an operation whose C side never finishes (a reader that
+/// ignores its cancellation): the awaiting task then ends with
+/// `GLibError.abandoned`, and the late callback, if it ever comes, is dropped.
 @ServiceActor
 func glibAsync<T: Sendable>(
     _ start: (GAsyncReadyCallback, UnsafeMutableRawPointer) -> Void,
     finish: @escaping @ServiceActor (OpaquePointer) -> Result<T, GLibError>
 ) async throws(GLibError) -> T {
     let result: Result<T, GLibError> = await withCheckedContinuation { continuation in
-        let box = AsyncCompletion { asyncResult in
-            continuation.resume(returning: ServiceActor.assumeIsolated { finish(asyncResult) })
-        }
+        let pending = PendingGLibCalls.Call(
+            completed: { asyncResult in continuation.resume(returning: finish(asyncResult)) },
+            abandoned: { continuation.resume(returning: .failure(.abandoned)) })
+        PendingGLibCalls.add(pending)
         start({ _, asyncResult, userData in
-            Unmanaged<AsyncCompletion>.fromOpaque(userData!).takeRetainedValue().complete(asyncResult!)
-        }, Unmanaged.passRetained(box).toOpaque())
+            let call = Unmanaged<PendingGLibCalls.Call>.fromOpaque(userData!).takeRetainedValue()
+            ServiceActor.assumeIsolated { call.complete(asyncResult!) }
+        }, Unmanaged.passRetained(pending).toOpaque())
     }
     return try result.get()
 }
 
-private final class AsyncCompletion {
-    let complete: (OpaquePointer) -> Void
-    init(_ complete: @escaping (OpaquePointer) -> Void) { self.complete = complete }
+/// The GLib async calls awaited now. Each resumes its task exactly once:
+/// by its callback, or by `abandonAll` at a stuck shutdown.
+@ServiceActor
+enum PendingGLibCalls {
+    @ServiceActor
+    final class Call {
+        private var completed: ((OpaquePointer) -> Void)?
+        private var abandoned: (() -> Void)?
+
+        init(completed: @escaping (OpaquePointer) -> Void, abandoned: @escaping () -> Void) {
+            self.completed = completed
+            self.abandoned = abandoned
+        }
+
+        func complete(_ asyncResult: OpaquePointer) {
+            PendingGLibCalls.calls.removeValue(forKey: ObjectIdentifier(self))
+            let resume = completed
+            completed = nil
+            abandoned = nil
+            resume?(asyncResult)
+        }
+
+        fileprivate func abandon() {
+            let resume = abandoned
+            completed = nil
+            abandoned = nil
+            resume?()
+        }
+    }
+
+    private static var calls: [ObjectIdentifier: Call] = [:]
+
+    static var count: Int { calls.count }
+
+    fileprivate static func add(_ call: Call) { calls[ObjectIdentifier(call)] = call }
+
+    /// Ends every awaiting task with `GLibError.abandoned`; the C operations
+    /// keep their user data until their callbacks come, which then do nothing.
+    static func abandonAll() {
+        let stuck = calls.values
+        calls.removeAll()
+        for call in stuck { call.abandon() }
+    }
 }

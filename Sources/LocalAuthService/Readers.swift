@@ -19,6 +19,7 @@ final class Readers {
     }
 
     /// One reader libfprint found.
+    @ServiceActor
     final class Reader {
         let device: GObjectRef
         let identity: Identity
@@ -41,6 +42,22 @@ final class Readers {
     private var active: Reader?
     /// Called whenever the set of usable readers changes.
     var onChange: (@ServiceActor () -> Void)?
+
+    /// Work that hotplug asks for, run later by `perform` as a task of the
+    /// service's task group (a signal handler cannot await).
+    enum Work: Sendable {
+        case open(GObjectRef)
+        case close(Reader)
+    }
+    /// Where hotplug's work goes: the service's task group.
+    var schedule: (@ServiceActor (Work) -> Void)?
+
+    func perform(_ work: Work) async {
+        switch work {
+        case .open(let device): await add(device.cast())
+        case .close(let reader): await close(reader)
+        }
+    }
 
     init() {
         context = GObjectRef(taking: OpaquePointer(fp_context_new()))
@@ -90,10 +107,7 @@ final class Readers {
             guard let device, let data else { return }
             let manager = Unmanaged<Readers>.fromOpaque(data).takeUnretainedValue()
             let ref = GObjectRef(retaining: OpaquePointer(device))
-            ServiceActor.assumeIsolated {
-                Task { await manager.add(ref.cast()) }
-                return
-            }
+            ServiceActor.assumeIsolated { manager.schedule?(.open(ref)) }
         }, me)
         _ = cfprint_connect_context_device(context.cast(), "device-removed", { _, device, data in
             guard let device, let data else { return }
@@ -147,7 +161,7 @@ final class Readers {
         Log.info("reader \(reader.identity) was removed")
         if wasUsable { onChange?() }
         // libfprint drops the device from its context once it is closed.
-        if reader.isOpen { Task { await close(reader) } }
+        if reader.isOpen { schedule?(.close(reader)) }
     }
 
     /// FpContext::device-removed: libfprint dropped the device.

@@ -31,6 +31,8 @@ final class CallRecord {
     var evaluation: Evaluation? {
         didSet { if let interruption { evaluation?.interrupt(interruption) } }
     }
+    /// A stuck shutdown answered it already (`CallRegistry.abandonAll`).
+    fileprivate(set) var abandoned = false
     /// Why the call was ended early; the first reason wins.
     private(set) var interruption: Evaluation.Interruption?
 
@@ -143,6 +145,7 @@ final class CallRegistry {
         for caller in callers.values {
             for call in caller.calls {
                 call.call?.fail(error)
+                call.abandoned = true
                 call.caller = nil
                 abandoned += 1
             }

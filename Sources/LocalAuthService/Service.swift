@@ -30,19 +30,28 @@ public final class LocalAuthService {
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
-    var enrollments: [String: Cancellable] = [:]
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
+    /// The work the task group of `run()` runs: every call, and the readers'
+    /// hotplug work. Finished by `stop()`, which ends `run()` once the last
+    /// task has ended.
+    private let work: AsyncStream<Work>
+    private let workInput: AsyncStream<Work>.Continuation
+    enum Work: Sendable {
+        case call(IncomingCall, MethodSpec, CallRecord)
+        case reader(Readers.Work)
+    }
+    /// When the service last did anything: the idle exit waits for quiet.
+    private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?
-    private var finishing = false
+    /// The shutdown gave up on operations a reader never ended: do not close it.
     private var readersStuck = false
-    private var stopping = false
-    private var exitContinuation: CheckedContinuation<Void, Never>?
+    private(set) var stopping = false
 
     static let interfaceXML = String(cString: clocalauth_interface_xml())
 
@@ -51,13 +60,26 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
+        (work, workInput) = AsyncStream.makeStream(of: Work.self)
     }
 
-    /// Connects to the system bus, opens the reader and takes the bus name.
-    public static func start(_ configuration: Configuration) async throws -> LocalAuthService {
+    /// Runs the service until it stops (one of `stopSignals`, the idle
+    /// timeout, the bus lost): connects to the system bus, opens the readers,
+    /// takes the bus name, serves, and returns once every call is answered
+    /// and the readers are closed. Throws only if it could not start.
+    public static func run(_ configuration: Configuration, stopSignals: [Int32]) async throws {
+        let service = try await start(configuration)
+        for signal in stopSignals {
+            EventLoop.processDefault.onSignal(signal) { ServiceActor.assumeIsolated { service.stop() } }
+        }
+        await service.serveUntilStopped()
+    }
+
+    private static func start(_ configuration: Configuration) async throws -> LocalAuthService {
         try AtomicFile.makeDirectory(configuration.stateDirectory)
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
+        service.readers.schedule = { [workInput = service.workInput] in workInput.yield(.reader($0)) }
         await service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
@@ -82,26 +104,44 @@ public final class LocalAuthService {
         case .taken: throw DBusError(.failed, "\(LocalAuthBus.serviceName) is owned by another process")
         }
         Log.info("serving \(LocalAuthBus.serviceName) as \(bus.uniqueName); state in \(configuration.stateDirectory)")
-        service.restartIdleTimer()
+        service.armIdleTimer(after: configuration.idleTimeout)
         return service
     }
 
-    /// Returns once the service has stopped (SIGTERM, idle timeout, bus lost).
-    public func waitUntilStopped() async {
-        if stopping && registry.isEmpty { return }
-        await withCheckedContinuation { exitContinuation = $0 }
+    /// The service's one task group: each call is a child task, started
+    /// immediately on the loop (a preflight is answered without waiting for
+    /// another turn of the loop after this one), and so is the readers'
+    /// hotplug work. Child tasks inherit the loop as their executor
+    /// preference (SE-0417), so everything the service awaits resumes on the
+    /// loop. Returns once `stop()` ended the work stream and every child ended.
+    private func serveUntilStopped() async {
+        await withDiscardingTaskGroup { group in
+            for await item in work {
+                switch item {
+                case .call(let call, let spec, let record):
+                    group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
+                case .reader(let work):
+                    group.addTask { [readers] in await readers.perform(work) }
+                }
+            }
+        }
+        shutdownDeadline?.cancel()
+        if !readersStuck { await readers.stop() }
+        bus.close()
+        Log.info("stopped")
     }
 
-    /// Ends pending work with SystemCancel, answers every caller, then stops.
+    /// Ends pending work with SystemCancel, answers every caller; `run()`
+    /// returns once the last call has been answered.
     public func stop() {
         guard !stopping else { return }
         stopping = true
         Log.info("stopping")
         idleTimer?.cancel()
+        workInput.finish()
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
-        finishIfStopped()
         guard !registry.isEmpty else { return }
         // Calls end as soon as what they wait on is cancelled; a reader that
         // ignores its cancellation would keep the service alive for ever.
@@ -110,53 +150,66 @@ public final class LocalAuthService {
         }
     }
 
-    /// The shutdown grace is over: answer what is left and exit without
-    /// closing the readers (an operation still runs on one; closing waits for it).
+    /// The shutdown grace is over: answer what is left, give up on the
+    /// operations that never ended, and exit without closing the readers (an
+    /// operation still runs on one; closing would wait for it).
     private func abandonStuckCalls() {
         guard stopping, !registry.isEmpty else { return }
         let count = registry.abandonAll(answering: Evaluation.Interruption.serviceStopping.error)
         Log.warning("\(count) call(s) still waited \(Int(ServiceLimits.shutdownGrace)) s after SIGTERM "
                     + "(a reader ignored its cancellation); answered them and exiting")
         readersStuck = true
-        finishIfStopped()
+        PendingGLibCalls.abandonAll()
     }
 
-    func finishIfStopped() {
-        guard stopping, registry.isEmpty, !finishing else { return }
-        finishing = true
-        shutdownDeadline?.cancel()
-        Task {
-            if !readersStuck { await readers.stop() }
-            bus.close()
-            exitContinuation?.resume()
-            exitContinuation = nil
+    // MARK: Idle exit
+
+    /// The one idle rule: no call registered, and nothing received for the
+    /// idle timeout. Checked when the timer fires; activity only moves
+    /// `lastActivity`, so a busy service arms no timers.
+    private var isIdle: Bool {
+        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+    }
+
+    private func armIdleTimer(after seconds: Double) {
+        guard configuration.idleTimeout > 0, !stopping else { return }
+        idleTimer = EventLoopTimers.after(max(seconds, 0.05)) { [weak self] in
+            guard let self, !self.stopping else { return }
+            if self.isIdle {
+                Log.info("idle for \(Int(self.configuration.idleTimeout)) s; exiting")
+                self.stop()
+            } else {
+                let quiet = ContinuousClock.now - self.lastActivity
+                let quietSeconds = Double(quiet.components.seconds) + Double(quiet.components.attoseconds) / 1e18
+                self.armIdleTimer(after: self.configuration.idleTimeout - quietSeconds)
+            }
         }
     }
 
     // MARK: Receiving calls
 
     func receive(_ call: IncomingCall) {
-        idleTimer?.cancel()
+        lastActivity = .now
         // Bounds first, before anything is decoded or kept (docs/SECURITY.md).
         // A refused call is dropped here, and with it any fds it carried.
         if call.message.carriesFileDescriptors {
             call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors"))
-            return restartIdleTimer()
+            return
         }
         if call.message.approximateBodySize > ServiceLimits.maximumBodyBytes {
             call.fail(ServiceErrors.limit("the call's arguments are larger than \(ServiceLimits.maximumBodyBytes) bytes"))
-            return restartIdleTimer()
+            return
         }
         switch call.interface {
         case LocalAuthBus.interface?, nil:
             guard let spec = Self.methods[call.member] else {
                 call.fail(DBusError(.unknownMethod, "\(LocalAuthBus.interface) has no method \(call.member)"))
-                return restartIdleTimer()
+                return
             }
             guard call.signature == spec.signature else {
                 call.fail(DBusError(.invalidArgs,
                     "\(call.member) takes (\(spec.signature)), not (\(call.signature))"))
-                return restartIdleTimer()
+                return
             }
             guard !stopping else {
                 call.fail(ServiceErrors.la(.systemCancel, "the authentication service is stopping"))
@@ -173,34 +226,27 @@ public final class LocalAuthService {
                 try registry.register(record)
             } catch {
                 call.fail(error)
-                return restartIdleTimer()
+                return
             }
-            // Started immediately, on this thread: a call that never has to wait
-            // (a preflight) is answered within this dispatch, with no extra
-            // trip through the loop; one that waits (polkit, the readers)
-            // suspends there and resumes on the loop.
-            Task.immediate(executorPreference: EventLoop.processDefault) { await self.serve(call, spec, record) }
+            // Served by a task of the service's task group (`serveUntilStopped`).
+            workInput.yield(.call(call, spec, record))
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
                 call.reply([.string(Self.interfaceXML)])
             } else {
                 call.fail(DBusError(.unknownMethod, "Introspectable has no method \(call.member)(\(call.signature))"))
             }
-            restartIdleTimer()
         case "org.freedesktop.DBus.Properties":
             properties(call)
-            restartIdleTimer()
         default:
             call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "")"))
-            restartIdleTimer()
         }
     }
 
     func serve(_ call: IncomingCall, _ spec: MethodSpec, _ record: CallRecord) async {
         defer {
             registry.remove(record)
-            restartIdleTimer()
-            finishIfStopped()
+            lastActivity = .now
         }
         do throws(DBusError) {
             let uid = try await callerUID(record)
@@ -211,8 +257,12 @@ public final class LocalAuthService {
             let request = try await authorize(call, spec, uid: uid, record: record)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
-            call.reply(try await spec.handler(self, request))
+            let answer = try await spec.handler(self, request)
+            guard !record.abandoned else { return }
+            call.reply(answer)
         } catch {
+            // A call a stuck shutdown answered already is not answered twice.
+            guard !record.abandoned else { return }
             call.fail(record.interruption?.error ?? error)
         }
     }
@@ -234,17 +284,6 @@ public final class LocalAuthService {
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
-    }
-
-    func restartIdleTimer() {
-        idleTimer?.cancel()
-        idleTimer = nil
-        guard configuration.idleTimeout > 0, !stopping, registry.isEmpty else { return }
-        idleTimer = EventLoopTimers.after(configuration.idleTimeout) { [weak self] in
-            guard let self, self.registry.isEmpty else { return }
-            Log.info("idle for \(Int(self.configuration.idleTimeout)) s; exiting")
-            self.stop()
-        }
     }
 
     // MARK: Properties

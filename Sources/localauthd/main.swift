@@ -68,14 +68,11 @@ let loop = EventLoop.processDefault
 let configured = parse(Array(CommandLine.arguments.dropFirst()))
 nonisolated(unsafe) var exitStatus: Int32 = 0
 
-// The loop is also the task's executor preference: see EventLoop.
+// The loop is also the task's executor preference: see EventLoop. The
+// service's own tasks are children of the one task `run` runs in.
 Task(executorPreference: loop) { @ServiceActor in
     do {
-        let service = try await LocalAuthService.start(configured)
-        for signal in [SIGTERM, SIGINT, SIGHUP] {
-            loop.onSignal(signal) { ServiceActor.assumeIsolated { service.stop() } }
-        }
-        await service.waitUntilStopped()
+        try await LocalAuthService.run(configured, stopSignals: [SIGTERM, SIGINT, SIGHUP])
     } catch {
         writeError("<3>localauthd: \(error)\n")
         exitStatus = 1

@@ -212,10 +212,13 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
             return seen
         }
         let service = self.service!
+        let seen = Collected<LAEvaluationStatus>()
+        context.evaluationStatusHandler = { seen.append($0) }
         Task.detached {
-            try await Task.sleep(for: .milliseconds(300))
+            // Each input once the evaluation said it waits for it.
+            try await seen.wait(count: 1)
             try service.sensor("RETRY 1")
-            try await Task.sleep(for: .milliseconds(300))
+            try await seen.wait(count: 2)
             try service.sensor("SCAN owner-finger")
         }
         let awaited16 = await evaluate(context: context)

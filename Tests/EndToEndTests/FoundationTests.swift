@@ -169,7 +169,12 @@ final class PolkitGoneTests: XCTestCase, @unchecked Sendable {
 
         let polkitd = try String(contentsOfFile: rig.directory + "/polkitd.pid", encoding: .utf8)
         XCTAssertEqual(kill(pid_t(polkitd.trimmingCharacters(in: .whitespacesAndNewlines))!, SIGKILL), 0)
-        usleep(300_000)
+        // Gone once the bus says polkit's name has no owner.
+        let deadline = Date().addingTimeInterval(10)
+        while try runProgram("/usr/bin/busctl", ["--address=\(rig.address)", "status", "org.freedesktop.PolicyKit1"]).status == 0 {
+            guard Date() < deadline else { return XCTFail("polkitd still owns its name 10 s after SIGKILL") }
+            usleep(20_000)
+        }
         let refused = try evaluate()
         XCTAssertTrue(refused.stderr.contains("org.example.LocalAuth.Error.PermissionDenied"), refused.output)
         XCTAssertTrue(service.isRunning)

@@ -307,8 +307,10 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         context.invalidate()
         let result = await pending.value
         XCTAssertFalse(result.succeeded)
-        try await Task.sleep(for: .milliseconds(300))
-        let count = readText(service.stateDirectory + "/lockout/0").trimmingCharacters(in: .whitespacesAndNewlines)
+        // The scan is judged after the cancellation was answered: wait for its count.
+        let lockoutFile = service.stateDirectory + "/lockout/0"
+        try? waitUntil("the no-match is counted") { !readText(lockoutFile).isEmpty }
+        let count = readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines)
         XCTAssertEqual(count, "1", "the judged no-match was counted")
         XCTAssertTrue(service.log.contains("failed fingerprint match for uid 0"), service.log)
     }

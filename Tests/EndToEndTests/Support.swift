@@ -139,6 +139,16 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
         }
     }
 
+    /// Waits until `condition` holds (polling every 20 ms): for state a test
+    /// can observe, instead of a fixed sleep.
+    func waitUntil(_ what: String, timeout: Double = 10, _ condition: () throws -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while try !condition() {
+            guard Date() < deadline else { throw RigError("waited \(timeout) s until \(what)") }
+            usleep(20_000)
+        }
+    }
+
     /// Evaluates through the library; the LAError code on failure.
     func evaluate(_ policy: LAPolicy = .deviceOwnerAuthenticationWithBiometrics, reason: String = "Unlock the test",
                   context: LAContext = LAContext()) async -> Result<Bool, LAError> {

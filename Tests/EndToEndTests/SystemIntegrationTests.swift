@@ -334,9 +334,7 @@ final class ServiceLifeTests: RigTestCase, @unchecked Sendable {
         let context = LAContext()
         context.evaluationStatusHandler = { statuses.append($0) }
         let evaluation = Task { await self.evaluate(context: context) }
-        let waitUntil = Date().addingTimeInterval(10)
-        while !statuses.values.contains(.placeFinger) && Date() < waitUntil { try await Task.sleep(for: .milliseconds(20)) }
-        XCTAssertTrue(statuses.values.contains(.placeFinger), "the evaluation should be waiting for a finger")
+        try waitUntil("the evaluation waits for a finger") { statuses.values.contains(.placeFinger) }
 
         // A second caller, another connection, queued behind the first.
         let output = rig.directory + "/gdbus-\(UInt32.random(in: 0...UInt32.max))"
@@ -344,7 +342,8 @@ final class ServiceLifeTests: RigTestCase, @unchecked Sendable {
                                                   "--object-path", "/org/example/LocalAuth",
                                                   "--method", "org.example.LocalAuth.EvaluatePolicy", "1", "Unlock", "{}"],
                                environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
-        try await Task.sleep(for: .milliseconds(300))
+        let service = self.service!
+        try waitUntil("the second evaluation waits for the reader") { service.log.contains("waits for the reader") }
         XCTAssertTrue(second.isRunning, "the second evaluation should be pending")
 
         let status = service.stop()

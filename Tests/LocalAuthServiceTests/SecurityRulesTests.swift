@@ -101,10 +101,10 @@ final class SecurityRulesTests: XCTestCase {
     private static func checkTheReaderGoesToAnotherUserBeforeTheSameUserAgain() async {
         let queue = SensorQueue()
         let order = Collected()
-        let holder = SensorQueue.Ticket(uid: 1000)
+        let holder = SensorQueue.Ticket(uid: 1000, purpose: .evaluation)
         let held = await queue.acquire(holder)
         XCTAssertTrue(held)
-        let tickets = [SensorQueue.Ticket(uid: 1000), SensorQueue.Ticket(uid: 1000), SensorQueue.Ticket(uid: 0)]
+        let tickets = [1000, 1000, 0].map { SensorQueue.Ticket(uid: $0, purpose: .evaluation) }
         var waiters: [Task<Void, Never>] = []
         for (index, ticket) in tickets.enumerated() {
             waiters.append(Task { @ServiceActor in
@@ -126,14 +126,38 @@ final class SecurityRulesTests: XCTestCase {
     @ServiceActor
     private static func checkAWithdrawnTicketNeverGetsTheReader() async {
         let queue = SensorQueue()
-        let held = await queue.acquire(SensorQueue.Ticket(uid: 5))
+        let held = await queue.acquire(SensorQueue.Ticket(uid: 5, purpose: .evaluation))
         XCTAssertTrue(held)
-        let ticket = SensorQueue.Ticket(uid: 6)
+        let ticket = SensorQueue.Ticket(uid: 6, purpose: .evaluation)
         let waiting = Task { @ServiceActor in await queue.acquire(ticket) }
         while queue.waitingCount == 0 { await Task.yield() }
         queue.withdraw(ticket)
         let acquired = await waiting.value
         XCTAssertFalse(acquired)
+    }
+
+    func testAnEnrollmentHoldingOrWaitingBlocksASecondOfTheSameCaller() async {
+        await Self.checkAnEnrollmentHoldingOrWaitingBlocksASecondOfTheSameCaller()
+    }
+
+    @ServiceActor
+    private static func checkAnEnrollmentHoldingOrWaitingBlocksASecondOfTheSameCaller() async {
+        let queue = SensorQueue()
+        XCTAssertFalse(queue.isEnrolling(":1.5"))
+        let held = await queue.acquire(SensorQueue.Ticket(uid: 0, purpose: .enrollment(sender: ":1.5")))
+        XCTAssertTrue(held)
+        XCTAssertTrue(queue.isEnrolling(":1.5"), "holding the reader")
+        XCTAssertFalse(queue.isEnrolling(":1.6"))
+        let waiter = SensorQueue.Ticket(uid: 0, purpose: .enrollment(sender: ":1.6"))
+        let waiting = Task { @ServiceActor in await queue.acquire(waiter) }
+        while queue.waitingCount == 0 { await Task.yield() }
+        XCTAssertTrue(queue.isEnrolling(":1.6"), "waiting in line")
+        queue.release()
+        let acquired = await waiting.value
+        XCTAssertTrue(acquired)
+        XCTAssertFalse(queue.isEnrolling(":1.5"), "released")
+        queue.release()
+        guard case .free = queue.state else { return XCTFail("the reader should be free") }
     }
 
     // MARK: Call limits

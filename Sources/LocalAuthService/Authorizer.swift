@@ -18,6 +18,14 @@ final class Authorizer {
         case denied(String)
     }
 
+    /// polkit's answer as a decision: yes only when it says "authorized" and
+    /// nothing else (a dismissed prompt is no, even if a buggy agent also set
+    /// the authorized flag).
+    nonisolated static func decision(authorized: Bool, dismissed: Bool, action: PolkitAction) -> Decision {
+        if dismissed { return .dismissed }
+        return authorized ? .authorized : .denied("polkit did not authorize \(action.rawValue)")
+    }
+
     /// Connects to polkit lazily; a failure is retried at the next check.
     private func currentAuthority() -> GObjectRef? {
         if let authority { return authority }
@@ -59,9 +67,9 @@ final class Authorizer {
                     let answer = try GLibError.check { polkit_authority_check_authorization_finish(authorityPointer, result, $0) }
                     guard let answer else { return .denied("polkit gave no answer") }
                     defer { cglib_object_unref(UnsafeMutableRawPointer(answer)) }
-                    if polkit_authorization_result_get_is_authorized(answer) != 0 { return .authorized }
-                    if polkit_authorization_result_get_dismissed(answer) != 0 { return .dismissed }
-                    return .denied("polkit did not authorize \(action.rawValue)")
+                    return Self.decision(authorized: polkit_authorization_result_get_is_authorized(answer) != 0,
+                                         dismissed: polkit_authorization_result_get_dismissed(answer) != 0,
+                                         action: action)
                 }
             })
             return answer

@@ -214,18 +214,30 @@ extension LocalAuthService {
                 let reader = gallery.first.map { "\(PrintCodec.driver(of: $0))/\(PrintCodec.deviceID(of: $0))" } ?? "?"
                 Log.notice("failed fingerprint match for uid \(evaluation.uid) on \(reader) "
                            + "(\(lockout.failures(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
-                if lockedOut {
+                switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut,
+                                         attemptsPerEvaluation: configuration.attemptsPerEvaluation) {
+                case .lockedOut:
                     Log.warning("biometry locked out for uid \(evaluation.uid) after \(LockoutStore.limit) failed matches")
                     throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")
-                }
-                if failures >= configuration.attemptsPerEvaluation {
+                case .failed:
                     throw ServiceErrors.la(.authenticationFailed, "the fingerprint did not match")
+                case .scanAgain:
+                    emitEvaluationStatus(evaluation, .noMatch)
                 }
-                emitEvaluationStatus(evaluation, .noMatch)
             case .retry(let kind):
                 emitEvaluationStatus(evaluation, kind.progress)
             }
         }
+    }
+
+    /// What a judged no-match means, as pure logic: the persisted lockout
+    /// wins over this evaluation's own attempts; until either is reached,
+    /// the person scans again.
+    enum AfterNoMatch: Equatable { case lockedOut, failed, scanAgain }
+
+    nonisolated static func afterNoMatch(failures: Int, lockedOut: Bool, attemptsPerEvaluation: Int) -> AfterNoMatch {
+        if lockedOut { return .lockedOut }
+        return failures >= attemptsPerEvaluation ? .failed : .scanAgain
     }
 
     func scanError(_ error: GLibError, _ evaluation: Evaluation) -> DBusError {

@@ -41,7 +41,7 @@ final class PrintStore {
         return print
     }
 
-    struct StoredPrint {
+    struct StoredPrint: OfferablePrint {
         let finger: FingerName
         let print: GObjectRef
         /// libfprint's serialized print.
@@ -79,8 +79,14 @@ final class PrintStore {
     /// before fprintd's for the same finger (enrolling again with `replace`
     /// over an fprintd print shadows it without touching fprintd's file).
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [StoredPrint] {
-        var byFinger: [FingerName: StoredPrint] = [:]
-        for stored in allPrints(of: uid) where stored.reader == reader {
+        Self.offered(allPrints(of: uid), on: reader)
+    }
+
+    /// The shadowing rule, as pure logic: of `prints`, those made on `reader`,
+    /// one per finger in libfprint's finger order, ours before fprintd's.
+    nonisolated static func offered<Stored: OfferablePrint>(_ prints: [Stored], on reader: Readers.Identity) -> [Stored] {
+        var byFinger: [FingerName: Stored] = [:]
+        for stored in prints where stored.reader == reader {
             if let existing = byFinger[stored.finger], existing.source == .localauth { continue }
             byFinger[stored.finger] = stored
         }
@@ -343,4 +349,12 @@ enum SafeFile {
         guard filled == bytes.count else { return .failure(Problem(description: "could not be read completely")) }
         return .success(Contents(bytes: bytes, modified: "\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"))
     }
+}
+
+/// What the shadowing rule looks at in a print (so that it can be tested
+/// without libfprint's print objects).
+protocol OfferablePrint {
+    var finger: FingerName { get }
+    var source: PrintSource { get }
+    var reader: Readers.Identity { get }
 }

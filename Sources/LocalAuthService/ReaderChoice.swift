@@ -11,9 +11,17 @@ extension LocalAuthService {
     /// first usable reader with prints of the user, else the first usable one.
     func reader(for uid: UInt32) -> Readers.Identity? {
         let usable = readers.usableReaders
-        if let wanted = configuration.reader { return usable.first { wanted.matches($0.driver, $0.deviceID) } }
-        guard usable.count > 1 else { return usable.first }
-        let withPrints = prints.readers(withPrintsOf: uid)
+        return Self.chooseReader(among: usable, configured: configuration.reader,
+                                 withPrints: usable.count > 1 && configuration.reader == nil
+                                     ? prints.readers(withPrintsOf: uid) : [])
+    }
+
+    /// The rule of `reader(for:)`, as pure logic: the configured reader or
+    /// none; else the first of `usable` that has prints of the user, else the
+    /// first. `withPrints` is read only when there is a choice to make.
+    nonisolated static func chooseReader(among usable: [Readers.Identity], configured: ReaderSelector?,
+                                         withPrints: Set<Readers.Identity>) -> Readers.Identity? {
+        if let configured { return usable.first { configured.matches($0.driver, $0.deviceID) } }
         return usable.first { withPrints.contains($0) } ?? usable.first
     }
 

@@ -48,10 +48,13 @@ final class Authorizer {
             return .denied("the authorization service (polkit) cannot be reached")
         }
         let authorityPointer = authority.pointer
-        let subject = GObjectRef(taking: polkit_system_bus_name_new(busName)!)
+        guard let rawSubject = polkit_system_bus_name_new(busName) else {
+            return .denied("polkit cannot name the caller \(busName)")
+        }
+        let subject = GObjectRef(taking: rawSubject)
         let subjectPointer = subject.pointer
         // No details object unless there are details (most checks).
-        let detailsObject = details.isEmpty ? nil : GObjectRef(taking: polkit_details_new()!)
+        let detailsObject = details.isEmpty ? nil : polkit_details_new().map { GObjectRef(taking: $0) }
         for (key, value) in details { polkit_details_insert(detailsObject?.pointer, key, value) }
         let detailsPointer = detailsObject?.pointer
         let flags = interactive ? POLKIT_CHECK_AUTHORIZATION_FLAGS_ALLOW_USER_INTERACTION : POLKIT_CHECK_AUTHORIZATION_FLAGS_NONE

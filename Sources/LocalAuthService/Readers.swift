@@ -296,7 +296,10 @@ final class Readers {
             var error: UnsafeMutablePointer<GError>? = nil
             let print = fp_device_enroll_finish(fpDevice, result, &error)
             if error != nil { return .failure(GLibError.take(error)) }
-            return .success(GObjectRef(taking: print!))
+            guard let print else {
+                return .failure(GLibError(domain: 0, code: 0, message: "the reader finished enrolling without a print"))
+            }
+            return .success(GObjectRef(taking: print))
         })
     }
 }

@@ -1,5 +1,8 @@
-/// One row per LAError.Code: its Apple raw value and its D-Bus error name.
-/// This one table is the mapping both ways; nothing else spells these names.
+/// One row per LAError code the service sends: Apple's raw value and the
+/// D-Bus error name. This one table is the mapping both ways; nothing else
+/// spells these names. (The library's `LAError.Code` restates Apple's enum,
+/// since it is Apple's public API; LAErrorTests checks that every row here
+/// arrives as the same case there.)
 public enum LocalAuthErrorCode: Int, Sendable, CaseIterable {
     case authenticationFailed = -1
     case userCancel = -2

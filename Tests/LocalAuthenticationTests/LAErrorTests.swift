@@ -1,4 +1,5 @@
 import LocalAuthentication
+import LocalAuthShared
 import XCTest
 
 /// LAError behaves as on Apple's platforms: raw values, domain, bridging.
@@ -68,5 +69,16 @@ final class LAErrorTests: XCTestCase {
         XCTAssertNil(context.localizedFallbackTitle)
         context.localizedFallbackTitle = ""
         XCTAssertEqual(context.localizedFallbackTitle, "")
+    }
+
+    /// The wire's table (LocalAuthErrorCode) is the one source of the D-Bus
+    /// names; LAError.Code restates Apple's enum because it is Apple's API.
+    /// Every code the service can send must arrive as the same LAError case.
+    func testEveryCodeOnTheWireIsTheSameLAErrorCase() {
+        for wire in LocalAuthErrorCode.allCases {
+            let code = LAError.Code(rawValue: wire.rawValue)
+            XCTAssertNotNil(code, "\(wire) has no LAError.Code")
+            XCTAssertEqual(code.map { String(describing: $0) }, String(describing: wire), "\(wire.rawValue)")
+        }
     }
 }

@@ -206,15 +206,102 @@ static void work_free(gpointer user_data) {
     g_free(work);
 }
 
-void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data) {
-    Work *work = g_new0(Work, 1);
-    work->function = function;
-    work->data = data;
-    GSource *source = g_idle_source_new();
+
+// ---- the job queue: one GSource per context for all posted work ----------
+//
+// Posting used to attach a new idle GSource per job; every Swift task resume
+// on the loop paid for a source's allocation, a hash-table insert and removal
+// in the context, and its own dispatch. One persistent source with a locked
+// array of jobs costs an append under a mutex, and one dispatch runs every
+// job that was queued when it started (jobs queued meanwhile wait for the
+// next iteration, so posting is never re-entrant and I/O is not starved).
+
+typedef struct {
+    void (*function)(void *);
+    void *data;
+} Job;
+
+typedef struct {
+    GSource source;
+    GMutex lock;
+    GArray *queued;    /* Job, appended by any thread */
+    GArray *running;   /* Job, swapped in by dispatch; only the loop's thread */
+} JobQueue;
+
+static gboolean jobs_ready(GSource *source) {
+    JobQueue *queue = (JobQueue *)source;
+    g_mutex_lock(&queue->lock);
+    gboolean ready = queue->queued->len > 0;
+    g_mutex_unlock(&queue->lock);
+    return ready;
+}
+
+static gboolean jobs_prepare(GSource *source, gint *timeout) {
+    *timeout = -1;
+    return jobs_ready(source);
+}
+
+static gboolean jobs_check(GSource *source) { return jobs_ready(source); }
+
+static gboolean jobs_dispatch(GSource *source, GSourceFunc callback, gpointer user_data) {
+    (void)callback; (void)user_data;
+    JobQueue *queue = (JobQueue *)source;
+    g_mutex_lock(&queue->lock);
+    GArray *batch = queue->queued;
+    queue->queued = queue->running;
+    queue->running = batch;
+    g_mutex_unlock(&queue->lock);
+    for (guint i = 0; i < batch->len; i++) {
+        Job job = g_array_index(batch, Job, i);
+        job.function(job.data);
+    }
+    g_array_set_size(batch, 0);
+    return G_SOURCE_CONTINUE;
+}
+
+static void jobs_finalize(GSource *source) {
+    JobQueue *queue = (JobQueue *)source;
+    g_array_unref(queue->queued);
+    g_array_unref(queue->running);
+    g_mutex_clear(&queue->lock);
+}
+
+static GSourceFuncs job_queue_funcs = {
+    .prepare = jobs_prepare,
+    .check = jobs_check,
+    .dispatch = jobs_dispatch,
+    .finalize = jobs_finalize,
+};
+
+void *cdbusglib_job_queue_new(GMainContext *context) {
+    GSource *source = g_source_new(&job_queue_funcs, sizeof(JobQueue));
+    JobQueue *queue = (JobQueue *)source;
+    g_mutex_init(&queue->lock);
+    queue->queued = g_array_sized_new(FALSE, FALSE, sizeof(Job), 64);
+    queue->running = g_array_sized_new(FALSE, FALSE, sizeof(Job), 64);
     g_source_set_priority(source, G_PRIORITY_DEFAULT);
-    g_source_set_callback(source, work_run, work, g_free);
     g_source_attach(source, context);
-    g_source_unref(source);
+    return source;   /* the context holds it too; this reference is the caller's */
+}
+
+void cdbusglib_job_queue_free(void *job_queue) {
+    g_source_destroy(job_queue);
+    g_source_unref(job_queue);
+}
+
+void cdbusglib_job_queue_post(void *job_queue, void (*function)(void *), void *data) {
+    JobQueue *queue = job_queue;
+    Job job = { function, data };
+    g_mutex_lock(&queue->lock);
+    gboolean was_empty = queue->queued->len == 0;
+    g_array_append_val(queue->queued, job);
+    g_mutex_unlock(&queue->lock);
+    /* A loop asleep in poll() must notice; one that is running notices at
+     * its next prepare. Waking once per batch is enough. */
+    if (was_empty) {
+        GMainContext *context = g_source_get_context(&queue->source);
+        if (context && !g_main_context_is_owner(context)) g_main_context_wakeup(context);
+    }
 }
 
 void *cdbusglib_timer(GMainContext *context, guint milliseconds,

@@ -24,6 +24,8 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     // GMainContext and GMainLoop are thread-safe objects in GLib.
     let context: OpaquePointer
     private let mainLoop: OpaquePointer
+    /// Where posted work and enqueued jobs wait (CDBusGLib's job queue).
+    private let jobs: UnsafeMutableRawPointer
     /// Set by `stop()`: work posted after it would never run.
     private let stopped = Atomic<Bool>(false)
 
@@ -35,6 +37,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
         self.context = context
         g_main_context_ref(context)
         mainLoop = g_main_loop_new(context, 0)
+        jobs = cdbusglib_job_queue_new(context)
     }
 
     /// A loop with a private context on a new thread of its own. For a library
@@ -59,6 +62,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     }
 
     deinit {
+        cdbusglib_job_queue_free(jobs)
         g_main_loop_unref(mainLoop)
         g_main_context_unref(context)
     }
@@ -83,7 +87,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func post(_ work: @escaping @Sendable () -> Void) {
         assertRunning()
         let box = Unmanaged.passRetained(WorkBox(work)).toOpaque()
-        cdbusglib_post(context, { raw in
+        cdbusglib_job_queue_post(jobs, { raw in
             Unmanaged<WorkBox>.fromOpaque(raw!).takeRetainedValue().work()
         }, box)
     }
@@ -131,7 +135,7 @@ public final class EventLoop: SerialExecutor, TaskExecutor, @unchecked Sendable 
     public func enqueue(_ job: consuming ExecutorJob) {
         assertRunning()
         let box = Unmanaged.passRetained(JobBox(job: UnownedJob(job), executor: self)).toOpaque()
-        cdbusglib_post(context, { raw in
+        cdbusglib_job_queue_post(jobs, { raw in
             let box = Unmanaged<JobBox>.fromOpaque(raw!).takeRetainedValue()
             box.job.runSynchronously(isolatedTo: box.executor.asUnownedSerialExecutor(),
                                      taskExecutor: box.executor.asUnownedTaskExecutor())

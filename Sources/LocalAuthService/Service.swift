@@ -38,8 +38,7 @@ public final class LocalAuthService {
     /// The work the task group of `run()` runs: every call, and the readers'
     /// hotplug work. Finished by `stop()`, which ends `run()` once the last
     /// task has ended.
-    private let work: AsyncStream<Work>
-    private let workInput: AsyncStream<Work>.Continuation
+    private let work = WorkQueue<Work>()
     enum Work: Sendable {
         case call(IncomingCall, MethodSpec, CallRecord)
         case reader(Readers.Work)
@@ -60,7 +59,6 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
-        (work, workInput) = AsyncStream.makeStream(of: Work.self)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -79,7 +77,7 @@ public final class LocalAuthService {
         try AtomicFile.makeDirectory(configuration.stateDirectory)
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
-        service.readers.schedule = { [workInput = service.workInput] in workInput.yield(.reader($0)) }
+        service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
         await service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
@@ -116,12 +114,12 @@ public final class LocalAuthService {
     /// loop. Returns once `stop()` ended the work stream and every child ended.
     private func serveUntilStopped() async {
         await withDiscardingTaskGroup { group in
-            for await item in work {
+            while let item = await work.next() {
                 switch item {
                 case .call(let call, let spec, let record):
                     group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
-                case .reader(let work):
-                    group.addTask { [readers] in await readers.perform(work) }
+                case .reader(let job):
+                    group.addTask { [readers] in await readers.perform(job) }
                 }
             }
         }
@@ -138,7 +136,7 @@ public final class LocalAuthService {
         stopping = true
         Log.info("stopping")
         idleTimer?.cancel()
-        workInput.finish()
+        work.finish()
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
@@ -229,7 +227,7 @@ public final class LocalAuthService {
                 return
             }
             // Served by a task of the service's task group (`serveUntilStopped`).
-            workInput.yield(.call(call, spec, record))
+            work.yield(.call(call, spec, record))
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
                 call.reply([.string(Self.interfaceXML)])

@@ -23,10 +23,20 @@ void cdbusglib_attach(DBusConnection *connection, GMainContext *context);
 /// Undoes cdbusglib_attach; call before closing the connection.
 void cdbusglib_detach(DBusConnection *connection);
 
-/// Runs `function(data)` on `context`'s thread at its next iteration; never
-/// re-entrantly from inside the caller, even when called on that thread.
-/// Safe to call from any thread.
-void cdbusglib_post(GMainContext *context, void (*function)(void *), void *data);
+/// A queue of work for `context`'s thread: one GSource for all of it, so that
+/// posting a job (every Swift task resume on the loop) allocates no source.
+/// Returns the queue (as void *), attached to `context`, with a reference
+/// the caller keeps for the context's lifetime.
+void *cdbusglib_job_queue_new(GMainContext *context);
+
+/// Runs `function(data)` on the queue's context thread at a later iteration,
+/// in the order posted; never re-entrantly from inside the caller, even when
+/// called on that thread. Safe to call from any thread.
+void cdbusglib_job_queue_post(void *job_queue, void (*function)(void *), void *data);
+
+/// Detaches the queue from its context and drops the caller's reference;
+/// jobs still queued never run.
+void cdbusglib_job_queue_free(void *job_queue);
 
 /// Runs `function(data)` once after `milliseconds` on `context`'s thread.
 /// Returns the timer's GSource (as void *: GLib's types belong to CGLib) with

@@ -60,7 +60,7 @@ public struct RightRecord: Sendable {
 
     /// A new right: a fresh P-256 key pair and per-right key; `secret` may be absent.
     public static func create(owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
-                              created: Int64, protector: some KeyProtector) throws(RightsError) -> RightRecord {
+                              created: Int64, protector: any KeyProtector) throws(RightsError) -> RightRecord {
         if let secret, secret.count > RightLimits.secretBytes {
             throw RightsError(.secretTooLarge, "a secret of \(secret.count) bytes; at most \(RightLimits.secretBytes)")
         }
@@ -164,26 +164,26 @@ public struct RightRecord: Sendable {
     // MARK: Opening (after the person is verified)
 
     /// The secret, or nil if the right was saved without one.
-    public func secret(using protector: some KeyProtector) throws(RightsError) -> [UInt8]? {
+    public func secret(using protector: any KeyProtector) throws(RightsError) -> [UInt8]? {
         let plaintext = try open(.secret, sealedSecret, rightKey(using: protector))
         guard let flag = plaintext.first, flag <= 1, flag == 1 || plaintext.count == 1 else { throw RightsError(.malformed, "sealed secret has no valid flag") }
         return flag == 1 ? Array(plaintext.dropFirst()) : nil
     }
 
     /// The private key; it must match the public key in the header.
-    public func privateKey(using protector: some KeyProtector) throws(RightsError) -> P256.PrivateKey {
+    public func privateKey(using protector: any KeyProtector) throws(RightsError) -> P256.PrivateKey {
         try privateKey(rightKey: rightKey(using: protector))
     }
 
     /// Proves the whole file authentic: unwraps the key, opens both parts
     /// (their plaintext is dropped at once) and matches the key pair.
-    public func verify(using protector: some KeyProtector) throws(RightsError) {
+    public func verify(using protector: any KeyProtector) throws(RightsError) {
         let key = try rightKey(using: protector)
         _ = try open(.secret, sealedSecret, key)
         _ = try privateKey(rightKey: key)
     }
 
-    private func rightKey(using protector: some KeyProtector) throws(RightsError) -> [UInt8] {
+    private func rightKey(using protector: any KeyProtector) throws(RightsError) -> [UInt8] {
         guard protector.backendName == backendName else {
             throw RightsError(.wrongBackend, "\(owner) was saved by key backend \(backendName), not \(protector.backendName)")
         }

@@ -57,16 +57,18 @@ public enum P256 {
         }
 
         /// PKCS#8 PrivateKeyInfo DER: what the service seals at rest.
-        public func derRepresentation() throws(CryptoError) -> [UInt8] {
-            let info = try OpenSSL.object("EVP_PKEY2PKCS8") { EVP_PKEY2PKCS8(handle.pointer) }
-            defer { PKCS8_PRIV_KEY_INFO_free(info) }
-            let count = try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, nil) }
-            var der = [UInt8](repeating: 0, count: count)
-            _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-                var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                return try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, &cursor) }
+        public var derRepresentation: [UInt8] {
+            get throws(CryptoError) {
+                let info = try OpenSSL.object("EVP_PKEY2PKCS8") { EVP_PKEY2PKCS8(handle.pointer) }
+                defer { PKCS8_PRIV_KEY_INFO_free(info) }
+                let count = try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, nil) }
+                var der = [UInt8](repeating: 0, count: count)
+                _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
+                    var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+                    return try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, &cursor) }
+                }
+                return der
             }
-            return der
         }
 
         /// ECDSA over SHA-256 of `message`, DER-encoded (X9.62):
@@ -182,14 +184,16 @@ public enum P256 {
         }
 
         /// SubjectPublicKeyInfo DER.
-        public func derRepresentation() throws(CryptoError) -> [UInt8] {
-            let count = try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, nil) }
-            var der = [UInt8](repeating: 0, count: count)
-            _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-                var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                return try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, &cursor) }
+        public var derRepresentation: [UInt8] {
+            get throws(CryptoError) {
+                let count = try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, nil) }
+                var der = [UInt8](repeating: 0, count: count)
+                _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
+                    var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+                    return try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, &cursor) }
+                }
+                return der
             }
-            return der
         }
 
         /// Whether `signature` (DER) is this key's ECDSA over SHA-256 of `message`.

@@ -121,7 +121,7 @@ enum Files {
     /// A regular file's bytes, read through one descriptor (no symlinks), or
     /// `.tooLarge` without reading it when it is bigger than `limit`.
     static func read(_ path: String, limit: Int) throws(RightsError) -> ReadResult {
-        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)
+        let fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK)   // a planted FIFO must not block the service
         guard fd >= 0 else {
             if errno == ENOENT { return .missing }
             throw failure("open", path)

@@ -9,7 +9,7 @@ public enum RightLimits {
     public static let secretBytes = 64 * 1024
     /// Rights one app of one user may keep (`.tooManyRights`): bounds disk use per caller.
     public static let rightsPerApp = 256
-    /// A wrapped key blob: 45 bytes in software; room for a TPM's sealed object later.
+    /// A wrapped key blob: 61 bytes in software; room for a TPM's sealed object later.
     public static let wrappedKeyBytes = 4096
     /// A backend name ("software", later "tpm2").
     public static let backendNameBytes = 32

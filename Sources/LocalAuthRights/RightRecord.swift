@@ -95,7 +95,7 @@ public struct RightRecord: Sendable {
 
             let secretPlaintext: [UInt8] = secret.map { [1] + $0 } ?? [0]
             let sealedSecret = try AESGCM.seal(secretPlaintext, key: rightKey, associatedData: header.bytes + [Tag.secret.rawValue]).combined
-            let sealedPrivateKey = try AESGCM.seal(privateKey.derRepresentation(), key: rightKey,
+            let sealedPrivateKey = try AESGCM.seal(privateKey.derRepresentation, key: rightKey,
                                                    associatedData: header.bytes + [Tag.privateKey.rawValue]).combined
             return RightRecord(owner: owner, requirement: requirement, created: created, backendName: protector.backendName,
                                publicKey: privateKey.publicKey, header: header.bytes, wrappedKey: wrapped,

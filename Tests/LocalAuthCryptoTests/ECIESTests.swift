@@ -75,8 +75,8 @@ final class ECIESTests: XCTestCase {
         let ciphertext = try ECIES.encrypt(message, to: recipient.publicKey, ephemeralKey: ephemeral)
         XCTAssertEqual(Array(ciphertext.prefix(65)), ephemeral.publicKey.x963Representation)
 
-        try tool.write("ephemeral.der", ephemeral.derRepresentation())
-        try tool.write("recipient.der", recipient.publicKey.derRepresentation())
+        try tool.write("ephemeral.der", ephemeral.derRepresentation)
+        try tool.write("recipient.der", recipient.publicKey.derRepresentation)
         let derived = try tool.run(["pkeyutl", "-derive", "-keyform", "DER", "-inkey", "ephemeral.der",
                                     "-peerform", "DER", "-peerkey", "recipient.der", "-out", "z.bin"])
         XCTAssertEqual(derived.status, 0, derived.output)

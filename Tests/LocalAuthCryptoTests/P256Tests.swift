@@ -16,7 +16,7 @@ final class P256Tests: XCTestCase {
 
     func testPKCS8RoundTripAndTheToolReadsIt() throws {
         let key = try P256.PrivateKey()
-        let der = try key.derRepresentation()
+        let der = try key.derRepresentation
         let again = try P256.PrivateKey(derRepresentation: der)
         XCTAssertEqual(again.publicKey, key.publicKey)
         XCTAssertEqual(key.publicKey.x963Representation.count, 65)
@@ -26,7 +26,7 @@ final class P256Tests: XCTestCase {
         let result = try tool.run(["pkey", "-inform", "DER", "-in", "key.der", "-pubout", "-outform", "DER", "-out", "pub.der"])
         XCTAssertEqual(result.status, 0, result.output)
         XCTAssertEqual(try P256.PublicKey(derRepresentation: tool.read("pub.der")), key.publicKey)
-        XCTAssertEqual(try tool.read("pub.der"), try key.publicKey.derRepresentation())
+        XCTAssertEqual(try tool.read("pub.der"), try key.publicKey.derRepresentation)
     }
 
     func testASignatureMadeHereVerifiesWithTheTool() throws {
@@ -36,7 +36,7 @@ final class P256Tests: XCTestCase {
         XCTAssertTrue(key.publicKey.isValidSignature(signature, for: message))
         try tool.write("msg", message)
         try tool.write("sig.der", signature)
-        try pem(key.publicKey.derRepresentation(), "PUBLIC KEY").write(toFile: tool.path("pub.pem"), atomically: true, encoding: .utf8)
+        try pem(key.publicKey.derRepresentation, "PUBLIC KEY").write(toFile: tool.path("pub.pem"), atomically: true, encoding: .utf8)
         let good = try tool.run(["dgst", "-sha256", "-verify", "pub.pem", "-signature", "sig.der", "msg"])
         XCTAssertEqual(good.status, 0, good.output)
         XCTAssertTrue(good.output.contains("Verified OK"), good.output)
@@ -85,8 +85,8 @@ final class P256Tests: XCTestCase {
         XCTAssertEqual(try theirs.sharedSecretFromKeyAgreement(with: ours.publicKey), secret)
         XCTAssertEqual(try ours.exchangeKeys(with: theirs.publicKey, algorithm: .ecdhKeyExchangeCofactor), secret)
 
-        try tool.write("ours.der", ours.derRepresentation())
-        try tool.write("theirs.der", theirs.publicKey.derRepresentation())
+        try tool.write("ours.der", ours.derRepresentation)
+        try tool.write("theirs.der", theirs.publicKey.derRepresentation)
         let result = try tool.run(["pkeyutl", "-derive", "-keyform", "DER", "-inkey", "ours.der",
                                    "-peerform", "DER", "-peerkey", "theirs.der", "-out", "shared.bin"])
         XCTAssertEqual(result.status, 0, result.output)
@@ -116,7 +116,7 @@ final class P256Tests: XCTestCase {
         }
         assertCode(try P256.PublicKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]), .invalidKey, "junk DER")
         assertCode(try P256.PrivateKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]), .invalidKey, "junk PKCS#8")
-        assertCode(try P256.PrivateKey(derRepresentation: P256.PrivateKey().derRepresentation() + [0]), .invalidKey, "trailing byte")
+        assertCode(try P256.PrivateKey(derRepresentation: P256.PrivateKey().derRepresentation + [0]), .invalidKey, "trailing byte")
         XCTAssertEqual(try P256.PublicKey(x963Representation: good).x963Representation, good)
     }
 

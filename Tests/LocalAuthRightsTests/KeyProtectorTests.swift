@@ -31,8 +31,9 @@ final class KeyProtectorTests: XCTestCase {
     }
 
     func testAnotherMachineKeyCannotUnwrap() throws {
-        let here = try SoftwareKeyProtector(stateDirectory: StateDirectory().path)
-        let elsewhere = try SoftwareKeyProtector(stateDirectory: StateDirectory().path)
+        let hereState = try StateDirectory(), elsewhereState = try StateDirectory()
+        let here = try SoftwareKeyProtector(stateDirectory: hereState.path)
+        let elsewhere = try SoftwareKeyProtector(stateDirectory: elsewhereState.path)
         let context = KeyContext(owner: try owner(), purpose: .rightKey)
         let blob = try here.wrap(SecureRandom.bytes(32), context: context)
         XCTAssertRightsError(try elsewhere.unwrap(blob, context: context), .unwrapFailed)

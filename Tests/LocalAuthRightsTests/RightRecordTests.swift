@@ -105,7 +105,7 @@ final class RightRecordTests: XCTestCase {
         let text = try make(secret: secret).encode()
         XCTAssertFalse(contains(text, Array("horse".utf8)))
         // The private scalar (after 02 01 01 04 20 in the PKCS#8 DER) appears nowhere.
-        let der = try record.privateKey(using: protector).derRepresentation()
+        let der = try record.privateKey(using: protector).derRepresentation
         let marker: [UInt8] = [0x02, 0x01, 0x01, 0x04, 0x20]
         let start = try XCTUnwrap((0..<der.count - marker.count).first { Array(der[$0..<$0 + marker.count]) == marker }) + marker.count
         let scalar = Array(der[start..<start + 32])

@@ -140,13 +140,12 @@ public enum AESGCM {
         func finish(as code: CryptoError.Code = .library) throws(CryptoError) {
             var tail = [UInt8](repeating: 0, count: 32)
             var written: Int32 = 0
-            let what = encrypting ? "EVP_EncryptFinal_ex" : "AES-GCM tag check (EVP_DecryptFinal_ex)"
-            ERR_clear_error()
-            let result = tail.withUnsafeMutableBufferPointer {
-                encrypting ? EVP_EncryptFinal_ex(pointer, $0.baseAddress, &written)
-                           : EVP_DecryptFinal_ex(pointer, $0.baseAddress, &written)
+            try OpenSSL.check(encrypting ? "EVP_EncryptFinal_ex" : "AES-GCM tag check (EVP_DecryptFinal_ex)", as: code) {
+                tail.withUnsafeMutableBufferPointer {
+                    encrypting ? EVP_EncryptFinal_ex(pointer, $0.baseAddress, &written)
+                               : EVP_DecryptFinal_ex(pointer, $0.baseAddress, &written)
+                }
             }
-            guard result == 1 else { throw OpenSSL.failure(what, as: code) }
         }
     }
 }

@@ -9,6 +9,9 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
     case eciesEncryptionStandardVariableIVX963SHA256AESGCM = "algid:encrypt:ECIES:ECDH:KDFX963:SHA256:AESGCM-KDFIV"
     case ecdhKeyExchangeStandard = "algid:keyexchange:ECDH"
     case ecdhKeyExchangeCofactor = "algid:keyexchange:ECDHC"
+    /// ECDH, then the X9.63 KDF with SHA-256 (Apple's `kSecKeyKeyExchangeParameterRequestedSize` and `…SharedInfo`).
+    case ecdhKeyExchangeStandardX963SHA256 = "algid:keyexchange:ECDH:KDFX963:SHA256"
+    case ecdhKeyExchangeCofactorX963SHA256 = "algid:keyexchange:ECDHC:KDFX963:SHA256"
 
     public enum Operation: Sendable {
         case sign, encrypt, keyExchange
@@ -18,7 +21,8 @@ public enum KeyAlgorithm: String, Sendable, CaseIterable {
         switch self {
         case .ecdsaSignatureMessageX962SHA256, .ecdsaSignatureDigestX962SHA256: .sign
         case .eciesEncryptionCofactorVariableIVX963SHA256AESGCM, .eciesEncryptionStandardVariableIVX963SHA256AESGCM: .encrypt
-        case .ecdhKeyExchangeStandard, .ecdhKeyExchangeCofactor: .keyExchange
+        case .ecdhKeyExchangeStandard, .ecdhKeyExchangeCofactor,
+             .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256: .keyExchange
         }
     }
 }
@@ -39,11 +43,17 @@ extension P256.PrivateKey {
         return try ECIES.decrypt(data, with: self)
     }
 
-    /// Key exchange (`SecKeyCopyKeyExchangeResult` without KDF parameters).
-    public func exchangeKeys(with peer: P256.PublicKey, algorithm: KeyAlgorithm) throws(CryptoError) -> [UInt8] {
+    /// Key exchange (`SecKeyCopyKeyExchangeResult`): the raw shared secret,
+    /// or for the X9.63 algorithms `requestedSize` bytes derived with `sharedInfo`.
+    public func exchangeKeys(with peer: P256.PublicKey, algorithm: KeyAlgorithm,
+                             requestedSize: Int? = nil, sharedInfo: [UInt8] = []) throws(CryptoError) -> [UInt8] {
         switch algorithm {
-        case .ecdhKeyExchangeStandard: try sharedSecretFromKeyAgreement(with: peer)
-        case .ecdhKeyExchangeCofactor: try sharedSecretFromKeyAgreement(with: peer, cofactor: true)
+        case .ecdhKeyExchangeStandard: return try sharedSecretFromKeyAgreement(with: peer)
+        case .ecdhKeyExchangeCofactor: return try sharedSecretFromKeyAgreement(with: peer, cofactor: true)
+        case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256:
+            guard let requestedSize else { throw CryptoError(.invalidInput, "\(algorithm.rawValue) needs a requested size") }
+            let secret = try sharedSecretFromKeyAgreement(with: peer, cofactor: algorithm == .ecdhKeyExchangeCofactorX963SHA256)
+            return try KDF.x963SHA256(sharedSecret: secret, sharedInfo: sharedInfo, outputByteCount: requestedSize)
         default: throw KeyAlgorithm.wrongOperation(algorithm, "exchange keys")
         }
     }

@@ -42,8 +42,13 @@ enum OpenSSL {
         return CryptoError(code, what + " failed" + detail)
     }
 
-    /// Forgets what a call that is allowed to fail (a verification) left on the queue.
-    static func clearErrors() { ERR_clear_error() }
+    /// Runs a verification, whose "no" is an answer, not an error: true only
+    /// for 1; whatever a "no" or a malformed input left on the queue is cleared.
+    static func verdict(_ body: () -> Int32) -> Bool {
+        ERR_clear_error()
+        defer { ERR_clear_error() }
+        return body() == 1
+    }
 }
 
 /// An `EVP_PKEY`, freed with its owner.

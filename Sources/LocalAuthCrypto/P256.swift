@@ -200,27 +200,31 @@ public enum P256 {
         /// A malformed signature is simply not valid.
         public func isValidSignature(_ signature: [UInt8], for message: [UInt8]) -> Bool {
             guard !signature.isEmpty, signature.count <= maximumDERByteCount,
-                  let context = EVP_MD_CTX_new() else { return false }
-            defer { EVP_MD_CTX_free(context); OpenSSL.clearErrors() }
-            guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, handle.pointer) == 1 else { return false }
-            let result = (try? message.withCBytes { (bytes, count) throws(CryptoError) in
-                signature.withUnsafeBufferPointer { EVP_DigestVerify(context, $0.baseAddress, $0.count, bytes, count) }
-            }) ?? 0
-            return result == 1
+                  let context = try? OpenSSL.object("EVP_MD_CTX_new", { EVP_MD_CTX_new() }) else { return false }
+            defer { EVP_MD_CTX_free(context) }
+            return OpenSSL.verdict {
+                guard EVP_DigestVerifyInit(context, nil, EVP_sha256(), nil, handle.pointer) == 1 else { return 0 }
+                return signature.withUnsafeBufferPointer { sig in
+                    // An empty message still needs a valid pointer.
+                    (message.isEmpty ? [0] : message).withUnsafeBufferPointer {
+                        EVP_DigestVerify(context, sig.baseAddress, sig.count, $0.baseAddress, message.count)
+                    }
+                }
+            }
         }
 
         /// Whether `signature` (DER) is this key's ECDSA of a SHA-256 `digest`.
         public func isValidSignature(_ signature: [UInt8], forDigest digest: [UInt8]) -> Bool {
             guard digest.count == SHA256.byteCount, !signature.isEmpty, signature.count <= maximumDERByteCount else { return false }
-            defer { OpenSSL.clearErrors() }
-            let result = try? P256.withContext(handle) { (context) throws(CryptoError) -> Int32 in
-                guard EVP_PKEY_verify_init(context) == 1,
-                      EVP_PKEY_CTX_set_signature_md(context, EVP_sha256()) == 1 else { return 0 }
-                return signature.withUnsafeBufferPointer { sig in
-                    digest.withUnsafeBufferPointer { EVP_PKEY_verify(context, sig.baseAddress, sig.count, $0.baseAddress, $0.count) }
+            return (try? P256.withContext(handle) { (context) throws(CryptoError) -> Bool in
+                OpenSSL.verdict {
+                    guard EVP_PKEY_verify_init(context) == 1,
+                          EVP_PKEY_CTX_set_signature_md(context, EVP_sha256()) == 1 else { return 0 }
+                    return signature.withUnsafeBufferPointer { sig in
+                        digest.withUnsafeBufferPointer { EVP_PKEY_verify(context, sig.baseAddress, sig.count, $0.baseAddress, $0.count) }
+                    }
                 }
-            }
-            return result == 1
+            }) ?? false
         }
 
         public static func == (lhs: PublicKey, rhs: PublicKey) -> Bool { lhs.x963Representation == rhs.x963Representation }

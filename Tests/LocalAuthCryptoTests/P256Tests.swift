@@ -84,6 +84,10 @@ final class P256Tests: XCTestCase {
         XCTAssertEqual(secret.count, 32)
         XCTAssertEqual(try theirs.sharedSecretFromKeyAgreement(with: ours.publicKey), secret)
         XCTAssertEqual(try ours.exchangeKeys(with: theirs.publicKey, algorithm: .ecdhKeyExchangeCofactor), secret)
+        XCTAssertEqual(try ours.exchangeKeys(with: theirs.publicKey, algorithm: .ecdhKeyExchangeStandardX963SHA256,
+                                             requestedSize: 20, sharedInfo: [1, 2]),
+                       Array(try SHA256.hash(secret + [0, 0, 0, 1, 1, 2]).prefix(20)))
+        assertCode(try ours.exchangeKeys(with: theirs.publicKey, algorithm: .ecdhKeyExchangeCofactorX963SHA256), .invalidInput)
 
         try tool.write("ours.der", ours.derRepresentation)
         try tool.write("theirs.der", theirs.publicKey.derRepresentation)

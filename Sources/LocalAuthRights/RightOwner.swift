@@ -50,10 +50,19 @@ public struct RightOwner: Hashable, Sendable, CustomStringConvertible {
         return out.bytes
     }
 
-    /// For logs: uid and app, and the identifier cut to 64 bytes.
+    /// For logs: uid, app and identifier, each cut to 64 bytes with control
+    /// characters shown as "?", so a caller's name cannot forge log lines.
     public var description: String {
-        let shown = identifier.utf8.count <= 64 ? identifier : String(decoding: identifier.utf8.prefix(64), as: UTF8.self) + "…"
-        return "uid \(uid) app \(appID) right \"\(shown)\""
+        "uid \(uid) app \(Self.loggable(appID)) right \"\(Self.loggable(identifier))\""
+    }
+
+    static func loggable(_ name: String) -> String {
+        var shown = ""
+        for scalar in name.unicodeScalars {
+            guard shown.utf8.count < 64 else { return shown + "…" }
+            shown.unicodeScalars.append(scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) ? "?" : scalar)
+        }
+        return shown
     }
 }
 

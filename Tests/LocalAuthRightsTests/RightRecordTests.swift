@@ -141,6 +141,13 @@ final class RightRecordTests: XCTestCase {
         XCTAssertRightsError(try record.privateKey(using: OtherBackend()), .wrongBackend)
     }
 
+    func testOwnersAreLoggedSafely() throws {
+        let shown = try owner("line\nforged: root logged in" + String(repeating: "x", count: 100)).description
+        XCTAssertFalse(shown.contains("\n"))
+        XCTAssertTrue(shown.hasPrefix("uid 1000 app org.example.Notes right \"line?forged"), shown)
+        XCTAssertLessThan(shown.utf8.count, 120)
+    }
+
     func testLimitsAreNamed() throws {
         XCTAssertRightsError(try owner(String(repeating: "x", count: RightLimits.identifierBytes + 1)), .identifierTooLong)
         XCTAssertNoThrow(try owner(String(repeating: "é", count: RightLimits.identifierBytes / 2)))

@@ -15,6 +15,7 @@ let package = Package(
         .systemLibrary(name: "CGLib", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(name: "CFprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev"])]),
         .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
         .target(name: "CLocalAuthInterface"),
@@ -33,6 +34,10 @@ let package = Package(
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
         .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport"]),
+        // Cryptography over OpenSSL's EVP API, for the service and the client library.
+        .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
+        // Rights and secrets at rest: key protection, the right file, its storage (for the service).
+        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto"]),
         // Processes and the virtual sensor, for the end-to-end tests and the benchmark.
         .target(name: "RigSupport"),
 
@@ -48,6 +53,8 @@ let package = Package(
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         // The service's pure parts (the print file format), without a bus.
         .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared"]),
+        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -11,6 +11,7 @@ PACKAGES=(
     libfprint-2-dev          # libfprint-2 (its virtual_device driver is in libfprint-2-2)
     libpolkit-gobject-1-dev  # polkit-gobject-1
     libglib2.0-dev           # glib-2.0 / gio-2.0 (libfprint and polkit headers need it)
+    libssl-dev               # libcrypto (OpenSSL 3): LocalAuthCrypto's EVP primitives for rights and keys
     make
     # test rig (scripts/rig.sh): private bus, real polkitd, baseline fprintd
     dbus-daemon              # /usr/bin/dbus-daemon
@@ -24,6 +25,7 @@ PACKAGES=(
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
+    openssl                  # the crypto unit tests check signatures, ECDH and ECIES against the openssl tool
 )
 
 missing=()

@@ -126,13 +126,21 @@ extension LocalAuthService {
         request.record.evaluation = evaluation
         try request.record.checkNotEnded()
 
+        // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
+        promptEvaluationStarted(evaluation, record: request.record, policy: policy)
         let way: Way
-        switch policy {
-        case .deviceOwnerAuthenticationWithBiometrics:
-            way = try await fingerprint(evaluation)
-        case .deviceOwnerAuthentication:
-            way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+        do throws(DBusError) {
+            switch policy {
+            case .deviceOwnerAuthenticationWithBiometrics:
+                way = try await fingerprint(evaluation)
+            case .deviceOwnerAuthentication:
+                way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+            }
+        } catch {
+            promptEvaluationEnded(evaluation, error: error)
+            throw error
         }
+        promptEvaluationEnded(evaluation, error: nil)
         if way == .fingerprint, let matchedSet = evaluation.matchedSet {
             lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: .now, enrolledSet: matchedSet)
         }
@@ -253,6 +261,7 @@ extension LocalAuthService {
                       member: LocalAuthBus.Signal.evaluationStatus,
                       arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
                       destination: evaluation.sender)
+        promptStatus(evaluation, progress)
     }
 
     /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for

@@ -36,6 +36,8 @@ public final class LocalAuthService {
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
+    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
+    let promptAgents = PromptAgents()
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?
@@ -234,6 +236,7 @@ public final class LocalAuthService {
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
+        promptAgentVanished(name)
     }
 
     func restartIdleTimer() {

@@ -283,7 +283,9 @@ final class PromptWindow {
         for (name, button) in [("cancel", cancelButton), ("fallback", fallbackButton)] {
             guard let button else { continue }
             var bounds = graphene_rect_t()
-            guard gtk_widget_compute_bounds(button, window, &bounds) != 0, bounds.size.width > 1 else {
+            // Laid out once it has an allocation of its own (bounds before that are estimates).
+            guard gtk_widget_get_mapped(button) != 0, gtk_widget_get_width(button) > 1,
+                  gtk_widget_compute_bounds(button, window, &bounds) != 0, bounds.origin.x >= 0 else {
                 if attempt < 50 {
                     _ = EventLoop.processDefault.schedule(after: 0.1) {
                         AgentActor.assumeIsolated { self.reportGeometry(attempt: attempt + 1) }
@@ -331,7 +333,7 @@ enum Style {
         installed = true
         let css = """
             .sheet-body { margin: 24px 28px 20px 28px; }
-            .sheet-icon { color: @accent_color; margin-bottom: 4px; }
+            .sheet-icon { color: @theme_selected_bg_color; margin-bottom: 4px; }
             .sheet-title { font-weight: bold; font-size: 15pt; }
             .sheet-program { font-size: 9pt; opacity: 0.7; }
             .sheet-reason { margin-top: 4px; margin-bottom: 4px; }

@@ -14,6 +14,7 @@ final class PromptAgent {
     let path: ObjectPath = ObjectPath(stringLiteral: LocalAuthPrompt.agentObjectPath)
     private var windows: [String: PromptWindow] = [:]
     private var registeredWith: String?
+    private var everRegistered = false
 
     init(bus: BusConnection) { self.bus = bus }
 
@@ -51,11 +52,17 @@ final class PromptAgent {
             let owner = bus.owner(of: LocalAuthBus.serviceName) ?? "?"
             guard registeredWith != owner else { return }
             registeredWith = owner
+            everRegistered = true
             Output.line("registered with \(owner) as \(bus.uniqueName)")
         } catch where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
             Output.line("waiting for \(LocalAuthBus.serviceName)")
+        } catch where error.name.rawValue == LocalAuthPrompt.agentExistsError && registeredWith == nil && !everRegistered {
+            // Started twice for one session (the autostart entry and the user
+            // unit): the session has its sheet already.
+            Output.line("not registered: \(error.name.rawValue): \(error.message); exiting")
+            exit(0)
         } catch {
-            // PromptAgentExists, PermissionDenied: tried again when the service restarts.
+            // PermissionDenied (no login session), …: tried again when the service restarts.
             Output.line("not registered: \(error.name.rawValue): \(error.message)")
         }
     }

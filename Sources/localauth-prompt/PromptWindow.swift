@@ -333,7 +333,7 @@ enum Style {
         installed = true
         let css = """
             .sheet-body { margin: 24px 28px 20px 28px; }
-            .sheet-icon { color: @theme_selected_bg_color; margin-bottom: 4px; }
+            .sheet-icon { color: mix(@theme_selected_bg_color, @theme_fg_color, 0.2); margin-bottom: 4px; }
             .sheet-title { font-weight: bold; font-size: 15pt; }
             .sheet-program { font-size: 9pt; opacity: 0.7; }
             .sheet-reason { margin-top: 4px; margin-bottom: 4px; }

@@ -225,10 +225,13 @@ extension LocalAuthService {
         ServiceActor.assertOnLoop()
         let prompt = sheet.evaluation.prompt
         var details: [String: DBusValue] = [
-            LocalAuthPrompt.Detail.program: .string(pid.flatMap(Self.trustedProgram) ?? "unknown program"),
             LocalAuthPrompt.Detail.reason: .string(prompt.reason),
             LocalAuthPrompt.Detail.policy: .uint32(sheet.policy.rawValue),
         ]
+        if let pid { details[LocalAuthPrompt.Detail.pid] = .uint32(pid) }
+        // Absent when this service may not read it (ProtectProc=invisible):
+        // the agent, of the caller's own uid, then reads it from the pid.
+        if let program = pid.flatMap(Self.trustedProgram) { details[LocalAuthPrompt.Detail.program] = .string(program) }
         if let title = prompt.cancelTitle { details[LocalAuthPrompt.Detail.cancelTitle] = .string(title) }
         if let title = prompt.fallbackTitle { details[LocalAuthPrompt.Detail.fallbackTitle] = .string(title) }
         if let name = Self.declaredAppName(sheet.record.arguments) { details[LocalAuthPrompt.Detail.appName] = .string(name) }

@@ -25,6 +25,11 @@ public enum LocalAuthPrompt {
         /// (s) who asks, as the service sees it (trusted): a sandboxed app's id
         /// ("flatpak:org.example.Vault", "snap:vault"), else the executable's path.
         public static let program = "program"
+        /// (u) the asking process's pid, from the bus. When the service cannot
+        /// read who it is (its unit hides other users' /proc entries), `program`
+        /// is absent and the agent, which runs as the same user, reads
+        /// /proc/PID itself.
+        public static let pid = "pid"
         /// (s) the name the app declares for itself (untrusted); absent if none.
         public static let appName = "app-name"
         /// (s) the app's localizedReason.

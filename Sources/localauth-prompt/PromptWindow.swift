@@ -21,7 +21,8 @@ final class PromptWindow {
         let fallbackTitle: String?
 
         init(_ details: [String: DBusValue]) {
-            program = details[LocalAuthPrompt.Detail.program]?.string ?? "unknown program"
+            program = details[LocalAuthPrompt.Detail.program]?.string
+                ?? details[LocalAuthPrompt.Detail.pid]?.uint32.flatMap(Caller.program(pid:)) ?? "unknown program"
             appName = details[LocalAuthPrompt.Detail.appName]?.string.flatMap { $0.isEmpty ? nil : $0 }
             reason = details[LocalAuthPrompt.Detail.reason]?.string ?? ""
             let cancel = details[LocalAuthPrompt.Detail.cancelTitle]?.string ?? ""

@@ -205,6 +205,40 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(nobody.log.contains("show "), nobody.log)
     }
 
+    /// The other direction, as on a shared machine: uid 65534 evaluates with
+    /// localauthctl; its own agent shows the sheet, root's agent never does,
+    /// and its Cancel ends that evaluation (localauthctl exits 5, cancelled).
+    func testAUsersOwnAgentShowsTheirSheetAndRootsAgentDoesNot() async throws {
+        try rig.polkit("org.example.LocalAuth.enroll", "yes")
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        defer {
+            try? rig.polkit("org.example.LocalAuth.enroll", nil)
+            try? rig.polkit("org.example.LocalAuth.evaluate", nil)
+        }
+        let nobody = try AgentProcess(rig: rig, display: display, name: "agent-nobody", uid: 65534)
+        defer { nobody.stop() }
+        let feeder = present("nobody-finger", after: 0.3, times: 5)
+        let enrolled = try runAs(65534, Paths.localauthctl, ["enroll"], timeout: 30)
+        try await feeder.value
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+
+        let output = rig.directory + "/nobody-evaluate-\(UInt32.random(in: 0...UInt32.max)).out"
+        let app = try startAs(65534, Paths.localauthctl, ["evaluate", "--reason", "Unlock nobody's notes"], output: output)
+        let shown = try nobody.waitForShow()
+        XCTAssertEqual(shown.program, Paths.localauthctl)
+        XCTAssertEqual(shown.reason, "Unlock nobody's notes")
+        let window = try display.waitForWindow(named: "LocalAuth: localauthctl")
+        let buttons = try nobody.waitForGeometry(shown.id)
+        try nobody.waitForUpdate(shown.id, "place-finger")
+        try display.screenshot(Self.outputDirectory + "/sheet-uid-65534.png", window: window)
+        XCTAssertFalse(agent.log.contains("show "), "root's agent saw uid 65534's sheet: \(agent.log)")
+
+        try display.click(window, at: try XCTUnwrap(buttons["cancel"]))
+        XCTAssertEqual(app.wait(timeout: 20), 5, readText(output))
+        XCTAssertTrue(readText(output).contains("UserCancel"), readText(output))
+        XCTAssertFalse(agent.log.contains("show "), agent.log)
+    }
+
     /// An agent that goes away is forgotten: evaluations go on as without one,
     /// and an agent that registers while one is in progress gets its sheet.
     func testAnAgentThatLeavesIsForgottenAndANewOneGetsTheSheet() async throws {

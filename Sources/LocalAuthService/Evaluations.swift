@@ -127,7 +127,7 @@ extension LocalAuthService {
         try request.record.checkNotEnded()
 
         // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
-        promptEvaluationStarted(evaluation, record: request.record, policy: policy)
+        await promptEvaluationStarted(evaluation, record: request.record, policy: policy)
         let way: Way
         do throws(DBusError) {
             switch policy {

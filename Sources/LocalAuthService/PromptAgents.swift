@@ -82,12 +82,15 @@ final class PromptAgents {
 extension LocalAuthService {
     // MARK: Hooks of an evaluation (Evaluations.swift)
 
-    /// An evaluation starts: its sheet goes to the agent of the caller's session.
-    func promptEvaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) {
+    /// An evaluation starts: its sheet goes to the agent of the caller's
+    /// session. Who asks and from which session are looked up here, in the
+    /// evaluation's own task (two bus round trips), only when an agent of the
+    /// caller's uid is registered at all.
+    func promptEvaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
         let sheet = PromptAgents.Sheet(record: record, evaluation: evaluation, policy: policy)
         promptAgents.sheets[sheet.id] = sheet
         promptAgents.sheetOfEvaluation[ObjectIdentifier(evaluation)] = sheet
-        offer(sheet)
+        await resolveAndOffer(sheet)
     }
 
     /// The same status as the EvaluationStatus signal, for the sheet.
@@ -157,7 +160,7 @@ extension LocalAuthService {
         // Evaluations already in progress for this session (the service was
         // just started by the evaluation that activated it) get their sheet now.
         for sheet in promptAgents.sheets.values where sheet.agent == nil && sheet.evaluation.uid == request.uid {
-            offer(sheet)
+            await resolveAndOffer(sheet)
         }
         return []
     }
@@ -195,29 +198,34 @@ extension LocalAuthService {
 
     // MARK: Showing
 
-    /// Shows `sheet` on the agent of its caller's session, if one is registered;
-    /// looks up the caller's program and session first (once).
-    private func offer(_ sheet: PromptAgents.Sheet) {
-        guard sheet.agent == nil, promptAgents.sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
-              promptAgents.agents.values.contains(where: { $0.uid == sheet.evaluation.uid }) else { return }
-        if let details = sheet.details, let session = sheet.callerSession {
-            guard let agent = promptAgents.agents.values.first(where: {
-                $0.serves(uid: sheet.evaluation.uid, session: session)
-            }) else { return }
-            sheet.agent = agent.sender
-            Log.info("prompt \(sheet.id) of uid \(agent.uid) shown by \(agent.sender)")
-            sendToAgent(agent, LocalAuthPrompt.AgentMethod.showPrompt, [.string(sheet.id), .dictionary(details)])
-            if let status = sheet.lastStatus {
-                sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(status)])
-            }
-            return
+    /// Looks up who asks and the caller's session (once, and only when an
+    /// agent of the caller's uid is registered), then offers the sheet.
+    private func resolveAndOffer(_ sheet: PromptAgents.Sheet) async {
+        if sheet.details == nil, !sheet.resolving,
+           promptAgents.agents.values.contains(where: { $0.uid == sheet.evaluation.uid }) {
+            sheet.resolving = true
+            await resolve(sheet)
+            ServiceActor.assertOnLoop()
         }
-        guard !sheet.resolving else { return }
-        sheet.resolving = true
-        Task.immediate(executorPreference: EventLoop.processDefault) { await self.resolve(sheet) }
+        offer(sheet)
     }
 
-    /// Looks up who asks (program, declared name) and the caller's session, then offers the sheet.
+    /// Shows `sheet` on the agent of its caller's session, if one is
+    /// registered and the sheet is still in progress and not shown yet.
+    private func offer(_ sheet: PromptAgents.Sheet) {
+        guard sheet.agent == nil, promptAgents.sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
+              let details = sheet.details, let session = sheet.callerSession,
+              let agent = promptAgents.agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
+        else { return }
+        sheet.agent = agent.sender
+        Log.info("prompt \(sheet.id) of uid \(agent.uid) shown by \(agent.sender)")
+        sendToAgent(agent, LocalAuthPrompt.AgentMethod.showPrompt, [.string(sheet.id), .dictionary(details)])
+        if let status = sheet.lastStatus {
+            sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(status)])
+        }
+    }
+
+    /// Who asks (program, declared name) and the caller's session.
     private func resolve(_ sheet: PromptAgents.Sheet) async {
         let pid = await connectionPID(sheet.evaluation.sender)
         var session = LoginSession.none
@@ -238,7 +246,6 @@ extension LocalAuthService {
         sheet.details = details
         sheet.callerSession = session
         sheet.resolving = false
-        offer(sheet)
     }
 
     private func sendToAgent(_ agent: Agent, _ member: String, _ arguments: [DBusValue]) {

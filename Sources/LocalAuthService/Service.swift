@@ -27,6 +27,8 @@ public final class LocalAuthService {
     let queue = SensorQueue()
     let prints: PrintStore
     let lockout: LockoutStore
+    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
+    let promptAgents = PromptAgents()
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -36,8 +38,6 @@ public final class LocalAuthService {
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
-    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
-    let promptAgents = PromptAgents()
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?

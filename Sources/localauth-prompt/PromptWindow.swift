@@ -259,15 +259,19 @@ final class PromptWindow {
                 .assumingMemoryBound(to: GtkWidget.self)), &color)
             cairo_set_source_rgba(cr, Double(color.red), Double(color.green), Double(color.blue), Double(color.alpha))
             let size = Double(min(width, height))
-            let (cx, cy) = (Double(width) / 2, Double(height) / 2 + size * 0.04)
-            cairo_set_line_width(cr, size / 22)
+            let (cx, cy) = (Double(width) / 2, Double(height) / 2 - size * 0.04)
+            cairo_set_line_width(cr, size / 18)
             cairo_set_line_cap(cr, CAIRO_LINE_CAP_ROUND)
-            // Ridges: concentric arcs, open at the bottom like a fingertip.
-            for ring in 0..<5 {
-                let radius = size * (0.08 + Double(ring) * 0.085)
-                let gap = 0.35 + Double(ring) * 0.08
+            // Ridges: nested arches whose two legs run down unevenly, as a
+            // fingertip's do (the shape of the usual fingerprint glyph).
+            let legs: [(left: Double, right: Double)] = [(0.20, 0.30), (0.34, 0.16), (0.26, 0.36), (0.36, 0.24), (0.16, 0.30)]
+            for (ring, leg) in legs.enumerated() {
+                let radius = size * (0.07 + Double(ring) * 0.08)
                 cairo_new_sub_path(cr)
-                cairo_arc(cr, cx, cy, radius, Double.pi / 2 + gap, Double.pi * 2.5 - gap)
+                cairo_move_to(cr, cx - radius, cy + size * leg.left)
+                cairo_line_to(cr, cx - radius, cy)
+                cairo_arc(cr, cx, cy, radius, Double.pi, Double.pi * 2)
+                cairo_line_to(cr, cx + radius, cy + size * leg.right)
                 cairo_stroke(cr)
             }
         }, nil, nil)

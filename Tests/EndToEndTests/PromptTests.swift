@@ -94,13 +94,20 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         try display.waitUntilGone(window)
     }
 
-    /// Enter chooses the fallback.
+    /// Enter chooses the fallback. (This agent draws its fingerprint with
+    /// cairo, as it does when the icon theme has none.)
     func testEnterChoosesTheFallback() async throws {
+        agent.stop()
+        agent = try AgentProcess(rig: rig, display: display, name: "agent-drawn-icon",
+                                 environment: ["LOCALAUTH_PROMPT_DRAWN_ICON": "1"])
         try await enroll(as: "owner-finger")
         let pending = Task { await self.evaluate(reason: "Unlock", context: LAContext()) }
         let shown = try agent.waitForShow()
         let window = try display.waitForWindow(named: "LocalAuth: ")
         _ = try agent.waitForGeometry(shown.id)
+        try agent.waitForUpdate(shown.id, "place-finger")
+        usleep(200_000)
+        try display.screenshot(Self.outputDirectory + "/sheet-drawn-icon.png", window: window)
         try display.key(window, "Return")
         let result = await pending.value
         XCTAssertEqual(result.code, .userFallback, "\(result)")

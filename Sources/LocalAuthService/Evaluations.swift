@@ -75,6 +75,11 @@ extension LocalAuthService {
                     throw ServiceErrors.invalidArgs("reuse-duration must be a non-negative double (seconds)")
                 }
                 options.reuseDuration = min(seconds, LocalAuthBus.maximumReuseDuration)
+            case LocalAuthPrompt.appNameOption:
+                // Shown by the system sheet (PromptAgents.swift), which reads it from the call.
+                guard let name = value.string, name.utf8.count <= LocalAuthBus.maximumTextLength else {
+                    throw ServiceErrors.invalidArgs("app-name must be a string of at most \(LocalAuthBus.maximumTextLength) bytes")
+                }
             case LocalAuthBus.Option.interactionNotAllowed:
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("interaction-not-allowed must be a boolean") }
                 options.interactionNotAllowed = flag

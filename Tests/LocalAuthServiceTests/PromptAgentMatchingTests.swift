@@ -31,6 +31,19 @@ final class PromptAgentMatchingTests: XCTestCase {
         XCTAssertFalse(agent(uid: 1000, .none).serves(uid: 1000, session: .none))
     }
 
+    func testAnAppNameOfTheWrongTypeIsInvalidArgs() async throws {
+        _ = ServiceLoop.running
+        try await Self.checkAppNameOption()
+    }
+
+    @ServiceActor
+    private static func checkAppNameOption() throws {
+        XCTAssertThrowsError(try LocalAuthService.evaluationOptions(.dictionary(["app-name": .uint32(3)])))
+        XCTAssertThrowsError(try LocalAuthService.evaluationOptions(
+            .dictionary(["app-name": .string(String(repeating: "x", count: 1025))])))
+        XCTAssertNoThrow(try LocalAuthService.evaluationOptions(.dictionary(["app-name": .string("Vault")])))
+    }
+
     func testTheDeclaredAppNameIsReadFromTheOptions() {
         let options = DBusValue.dictionary(["app-name": .string("Vault")])
         XCTAssertEqual(LocalAuthService.declaredAppName([.uint32(1), .string("r"), options]), "Vault")

@@ -14,7 +14,7 @@
 #                    "--json FILE" are passed on; see BENCHMARKS.md)
 #   make clean       remove build output
 #
-# Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR
+# Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR
 # DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST.
 # BUILD=release (default) or debug picks the binaries; NO_BUILD=1 installs
 # what is already built (BINARIES=DIR: binaries from elsewhere, no build).
@@ -46,7 +46,7 @@ endif
 VERSION ?= 0.1.0
 
 # Passed to scripts/install.sh only when set (it has the defaults).
-INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR \
+INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 

@@ -8,6 +8,7 @@ let package = Package(
         .library(name: "LocalAuthentication", targets: ["LocalAuthentication"]),
         .executable(name: "localauthd", targets: ["localauthd"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
+        .executable(name: "localauth-prompt", targets: ["localauth-prompt"]),
     ],
     targets: [
         // C libraries Debian ships, each behind a module map and a shim header.
@@ -16,9 +17,12 @@ let package = Package(
         .systemLibrary(name: "CFprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev"])]),
         .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
         .target(name: "CLocalAuthInterface"),
+        // GTK's macros and variadic functions, for the prompt agent only.
+        .target(name: "CGtkShims", dependencies: ["CGtk"]),
 
         // Our D-Bus layer over libdbus, shared by the service and the client.
         .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib"]),
@@ -32,6 +36,8 @@ let package = Package(
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
+        // The system sheet: a GTK 4 prompt agent in the person's desktop session.
+        .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
         .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.

@@ -26,6 +26,14 @@ PACKAGES=(
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
     openssl                  # the crypto unit tests check signatures, ECDH and ECIES against the openssl tool
+    # the system sheet (localauth-prompt) and its tests (Tests/EndToEndTests/PromptTests.swift)
+    libgtk-4-dev             # gtk4: the agent's window (CGtk, CGtkShims)
+    adwaita-icon-theme       # auth-fingerprint-symbolic, and the theme's other icons
+    librsvg2-common          # gdk-pixbuf's SVG loader, for scalable symbolic icons
+    fonts-dejavu-core        # a font for GTK under Xvfb
+    xvfb                     # Xvfb: the X server the tests draw on
+    xdotool                  # find the sheet, click its buttons, type Escape / Enter
+    imagemagick              # import: screenshots; convert: the dark-theme pixel check
 )
 
 missing=()

@@ -18,6 +18,8 @@
 #   DBUS_IFACEDIR    $DATADIR/dbus-1/interfaces
 #   POLKIT_ACTIONDIR $DATADIR/polkit-1/actions
 #   UNITDIR          /lib/systemd/system for PREFIX=/usr, else $PREFIX/lib/systemd/system
+#   USERUNITDIR      /usr/lib/systemd/user for PREFIX=/usr, else $PREFIX/lib/systemd/user
+#   AUTOSTARTDIR     /etc/xdg/autostart     localauth-prompt.desktop (the sheet, every session)
 #   BINARIES         directory holding the built localauthd and localauthctl
 #   MANIFEST         $DATADIR/localauth/install-manifest; empty: write none
 #                    (the .deb has dpkg's own file list)
@@ -46,12 +48,16 @@ if [ -z "${UNITDIR:-}" ]; then
     # is there); systemd also reads /usr/local/lib/systemd/system.
     if [ "$PREFIX" = /usr ]; then UNITDIR=/lib/systemd/system; else UNITDIR="$PREFIX/lib/systemd/system"; fi
 fi
+if [ -z "${USERUNITDIR:-}" ]; then
+    if [ "$PREFIX" = /usr ]; then USERUNITDIR=/usr/lib/systemd/user; else USERUNITDIR="$PREFIX/lib/systemd/user"; fi
+fi
+AUTOSTARTDIR="${AUTOSTARTDIR:-/etc/xdg/autostart}"
 BINARIES="${BINARIES:-$REPO/.build/release}"
 MANIFEST="${MANIFEST-$DATADIR/localauth/install-manifest}"
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-for v in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR UNITDIR; do
+for v in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR UNITDIR USERUNITDIR AUTOSTARTDIR; do
     case "${!v}" in /*) ;; *) die "$v must be an absolute path: ${!v}" ;; esac
 done
 
@@ -64,6 +70,10 @@ files() {
 0644 $REPO/dbus/org.example.LocalAuth.conf $DBUS_POLICYDIR/org.example.LocalAuth.conf
 0644 $REPO/dbus/org.example.LocalAuth.service.in $DBUS_SERVICEDIR/org.example.LocalAuth.service
 0644 $REPO/dbus/org.example.LocalAuth.xml $DBUS_IFACEDIR/org.example.LocalAuth.xml
+0644 $REPO/dbus/org.example.LocalAuth.PromptAgent.xml $DBUS_IFACEDIR/org.example.LocalAuth.PromptAgent.xml
+0755 $BINARIES/localauth-prompt $LIBEXECDIR/localauth-prompt
+0644 $REPO/data/localauth-prompt.desktop.in $AUTOSTARTDIR/localauth-prompt.desktop
+0644 $REPO/data/localauth-prompt.service.in $USERUNITDIR/localauth-prompt.service
 0644 $REPO/polkit/org.example.LocalAuth.policy $POLKIT_ACTIONDIR/org.example.LocalAuth.policy
 0644 $REPO/systemd/localauthd.service.in $UNITDIR/localauthd.service
 0644 $REPO/man/localauthd.8.in $MANDIR/man8/localauthd.8
@@ -90,7 +100,7 @@ make_dirs() {
 
 cmd_install() {
     local mode source target
-    for binary in localauthd localauthctl; do
+    for binary in localauthd localauthctl localauth-prompt; do
         [ -x "$BINARIES/$binary" ] || die "$BINARIES/$binary not built (make build-release, or set BINARIES=)"
     done
     [ -z "$DESTDIR" ] || mkdir -p "$DESTDIR"

@@ -26,7 +26,7 @@ PKG="$REPO/packaging/deb"
 
 die() { echo "make-deb.sh: $*" >&2; exit 1; }
 
-for binary in localauthd localauthctl; do
+for binary in localauthd localauthctl localauth-prompt; do
     [ -x "$BINARIES/$binary" ] || die "$BINARIES/$binary not built (make release)"
     if readelf -d "$BINARIES/$binary" | grep -q 'NEEDED.*libswiftCore'; then
         die "$BINARIES/$binary needs the Swift runtime; build with --static-swift-stdlib (make release)"
@@ -43,7 +43,7 @@ chmod 0755 "$STAGE"
 DESTDIR="$STAGE" PREFIX=/usr MANIFEST= BINARIES="$BINARIES" "$REPO/scripts/install.sh" install >/dev/null
 
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-    "$STAGE/usr/libexec/localauthd" "$STAGE/usr/bin/localauthctl"
+    "$STAGE/usr/libexec/localauthd" "$STAGE/usr/bin/localauthctl" "$STAGE/usr/libexec/localauth-prompt"
 find "$STAGE/usr/share/man" -type f -exec gzip -9n {} +
 
 DOC="$STAGE/usr/share/doc/localauth"
@@ -67,7 +67,8 @@ trap 'rm -rf "$SHLIBS"' EXIT
 mkdir -p "$SHLIBS/debian"
 printf 'Source: localauth\n\nPackage: localauth\nArchitecture: any\n' >"$SHLIBS/debian/control"
 mkdir -p "$STAGE/DEBIAN"
-depends="$(cd "$SHLIBS" && dpkg-shlibdeps -O -e"$STAGE/usr/libexec/localauthd" -e"$STAGE/usr/bin/localauthctl" 2>/dev/null |
+depends="$(cd "$SHLIBS" && dpkg-shlibdeps -O -e"$STAGE/usr/libexec/localauthd" -e"$STAGE/usr/bin/localauthctl" \
+    -e"$STAGE/usr/libexec/localauth-prompt" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')"
 [ -n "$depends" ] || die "dpkg-shlibdeps found no dependencies"
 rmdir "$STAGE/DEBIAN" 2>/dev/null || true

@@ -75,6 +75,11 @@ extension LocalAuthService {
                     throw ServiceErrors.invalidArgs("reuse-duration must be a non-negative double (seconds)")
                 }
                 options.reuseDuration = min(seconds, LocalAuthBus.maximumReuseDuration)
+            case LocalAuthPrompt.appNameOption:
+                // Shown by the system sheet (PromptAgents.swift), which reads it from the call.
+                guard let name = value.string, name.utf8.count <= LocalAuthBus.maximumTextLength else {
+                    throw ServiceErrors.invalidArgs("app-name must be a string of at most \(LocalAuthBus.maximumTextLength) bytes")
+                }
             case LocalAuthBus.Option.interactionNotAllowed:
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("interaction-not-allowed must be a boolean") }
                 options.interactionNotAllowed = flag
@@ -126,13 +131,21 @@ extension LocalAuthService {
         request.record.evaluation = evaluation
         try request.record.checkNotEnded()
 
+        // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
+        await promptEvaluationStarted(evaluation, record: request.record, policy: policy)
         let way: Way
-        switch policy {
-        case .deviceOwnerAuthenticationWithBiometrics:
-            way = try await fingerprint(evaluation)
-        case .deviceOwnerAuthentication:
-            way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+        do throws(DBusError) {
+            switch policy {
+            case .deviceOwnerAuthenticationWithBiometrics:
+                way = try await fingerprint(evaluation)
+            case .deviceOwnerAuthentication:
+                way = try await fingerprintOrPassword(evaluation, biometrics: biometrics == nil)
+            }
+        } catch {
+            promptEvaluationEnded(evaluation, error: error)
+            throw error
         }
+        promptEvaluationEnded(evaluation, error: nil)
         if way == .fingerprint, let matchedSet = evaluation.matchedSet {
             lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: .now, enrolledSet: matchedSet)
         }
@@ -265,6 +278,7 @@ extension LocalAuthService {
                       member: LocalAuthBus.Signal.evaluationStatus,
                       arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
                       destination: evaluation.sender)
+        promptStatus(evaluation, progress)
     }
 
     /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for

@@ -74,5 +74,16 @@ extension LocalAuthService {
         LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
             signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
             handler: { service, request throws(DBusError) in try service.deleteEnrolledFingersWithOptions(request) }),
+        // The system sheet's agents (PromptAgents.swift): no polkit action; an
+        // agent acts only for its own uid and session.
+        LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
+            signature: "o", action: nil, interactive: false,
+            handler: { service, request throws(DBusError) in try await service.registerPromptAgent(request) }),
+        LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
+            signature: "o", action: nil, interactive: false,
+            handler: { service, request throws(DBusError) in try service.unregisterPromptAgent(request) }),
+        LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
+            signature: "ss", action: nil, interactive: false,
+            handler: { service, request throws(DBusError) in try service.promptAnswer(request) }),
     ]
 }

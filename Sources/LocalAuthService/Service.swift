@@ -27,6 +27,8 @@ public final class LocalAuthService {
     let queue = SensorQueue()
     let prints: PrintStore
     let lockout: LockoutStore
+    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
+    let promptAgents = PromptAgents()
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -282,6 +284,7 @@ public final class LocalAuthService {
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
+        promptAgentVanished(name)
     }
 
     // MARK: Properties

@@ -55,6 +55,11 @@ func expectedFiles(prefix: String, unitDirectory: String) -> [String: Int] {
         "\(prefix)/share/man/man8/localauthd.8": 0o644,
         "\(prefix)/share/man/man1/localauthctl.1": 0o644,
         "\(prefix)/share/localauth/install-manifest": 0o644,
+        // The system sheet (issue 14): the agent, its protocol, its two ways of starting.
+        "\(prefix)/libexec/localauth-prompt": 0o755,
+        "\(prefix)/share/dbus-1/interfaces/org.example.LocalAuth.PromptAgent.xml": 0o644,
+        "/etc/xdg/autostart/localauth-prompt.desktop": 0o644,
+        "\(prefix)/lib/systemd/user/localauth-prompt.service": 0o644,
     ]
 }
 

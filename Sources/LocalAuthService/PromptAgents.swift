@@ -1,0 +1,311 @@
+import DBusCore
+import Glibc
+import LocalAuthShared
+
+// The system sheet: prompt agents (localauth-prompt, one per desktop session)
+// register here, as polkit agents do with polkitd, and the service shows each
+// evaluation on the agent of the caller's own uid and logind session, streams
+// its status, and closes it when it ends. The person's Cancel or fallback
+// comes back as PromptAnswer, accepted only from the agent showing that
+// evaluation. Contract: dbus/org.example.LocalAuth.PromptAgent.xml.
+//
+// Whose agent: the uid from the bus (GetConnectionUnixUser) and the logind
+// session of the connection's pid (GetSessionByPID), for the agent and for
+// the caller alike. Without logind on the bus, uid alone decides (documented
+// in docs/SECURITY.md). Another uid's agent never sees or answers a prompt.
+
+/// Where a process runs, as logind says.
+enum LoginSession: Equatable, CustomStringConvertible {
+    /// logind's session object path.
+    case session(String)
+    /// logind runs, and the process is in no session (a daemon, cron): no sheet.
+    case none
+    /// No logind on this bus: the uid alone decides.
+    case noLogind
+
+    var description: String {
+        switch self {
+        case .session(let path): path
+        case .none: "no session"
+        case .noLogind: "no logind"
+        }
+    }
+}
+
+/// The registered agents and the sheets of the evaluations in progress.
+@ServiceActor
+final class PromptAgents {
+    struct Agent {
+        let sender: String
+        let path: ObjectPath
+        let uid: UInt32
+        let session: LoginSession
+
+        /// Whether this agent shows the evaluations of a caller of `uid` in `session`.
+        func serves(uid: UInt32, session: LoginSession) -> Bool {
+            guard uid == self.uid else { return false }
+            switch (self.session, session) {
+            case (.session(let mine), .session(let theirs)): return mine == theirs
+            case (.noLogind, .noLogind): return true
+            default: return false
+            }
+        }
+    }
+
+    /// One evaluation's sheet, from the evaluation's start to its end.
+    @ServiceActor
+    final class Sheet {
+        let id = Posix.randomID()
+        let record: CallRecord
+        let evaluation: Evaluation
+        let policy: PolicyValue
+        /// ShowPrompt's details and the caller's session, once looked up.
+        var details: [String: DBusValue]?
+        var callerSession: LoginSession?
+        var resolving = false
+        /// The agent showing it (its unique name), once shown.
+        var agent: String?
+        var lastStatus: String?
+
+        init(record: CallRecord, evaluation: Evaluation, policy: PolicyValue) {
+            self.record = record
+            self.evaluation = evaluation
+            self.policy = policy
+        }
+    }
+
+    var agents: [String: Agent] = [:]
+    var sheets: [String: Sheet] = [:]
+    var sheetOfEvaluation: [ObjectIdentifier: Sheet] = [:]
+}
+
+extension LocalAuthService {
+    // MARK: Hooks of an evaluation (Evaluations.swift)
+
+    /// An evaluation starts: its sheet goes to the agent of the caller's
+    /// session. Who asks and from which session are looked up here, in the
+    /// evaluation's own task (two bus round trips), only when an agent of the
+    /// caller's uid is registered at all.
+    func promptEvaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
+        let sheet = PromptAgents.Sheet(record: record, evaluation: evaluation, policy: policy)
+        promptAgents.sheets[sheet.id] = sheet
+        promptAgents.sheetOfEvaluation[ObjectIdentifier(evaluation)] = sheet
+        await resolveAndOffer(sheet)
+    }
+
+    /// The same status as the EvaluationStatus signal, for the sheet.
+    func promptStatus(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
+        guard let sheet = promptAgents.sheetOfEvaluation[ObjectIdentifier(evaluation)] else { return }
+        sheet.lastStatus = progress.rawValue
+        guard let agent = sheet.agent.flatMap({ promptAgents.agents[$0] }) else { return }
+        sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(progress.rawValue)])
+    }
+
+    /// The evaluation ended (`error` nil: success): the sheet closes.
+    func promptEvaluationEnded(_ evaluation: Evaluation, error: DBusError?) {
+        guard let sheet = promptAgents.sheetOfEvaluation.removeValue(forKey: ObjectIdentifier(evaluation)) else { return }
+        promptAgents.sheets[sheet.id] = nil
+        guard let agent = sheet.agent.flatMap({ promptAgents.agents[$0] }) else { return }
+        let outcome: LocalAuthPrompt.Outcome
+        switch error.flatMap({ LocalAuthErrorCode(dbusName: $0.name.rawValue) }) {
+        case nil where error == nil: outcome = .success
+        case .authenticationFailed?: outcome = .failed
+        case .biometryLockout?: outcome = .lockedOut
+        default: outcome = error?.name.rawValue == LocalAuthServiceError.storageFailed ? .failed : .cancelled
+        }
+        sendToAgent(agent, LocalAuthPrompt.AgentMethod.closePrompt, [.string(sheet.id), .string(outcome.rawValue)])
+    }
+
+    /// A connection left the bus: if it was an agent, it is forgotten, and
+    /// its sheets go on without it (as with no agent at all).
+    func promptAgentVanished(_ name: String) {
+        guard promptAgents.agents.removeValue(forKey: name) != nil else { return }
+        for sheet in promptAgents.sheets.values where sheet.agent == name { sheet.agent = nil }
+        Log.info("prompt agent \(name) left")
+    }
+
+    // MARK: Methods agents call (MethodTable.swift)
+
+    /// RegisterPromptAgent(o): the caller shows sheets for its own uid and
+    /// logind session. Registering again from the same connection is not an error.
+    func registerPromptAgent(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        guard case .objectPath(let path) = request.arguments[0] else {
+            throw ServiceErrors.invalidArgs("RegisterPromptAgent takes (o)")
+        }
+        if let known = promptAgents.agents[request.sender] {
+            if known.path == path { return [] }
+            promptAgents.agents[request.sender] = Agent(sender: known.sender, path: path, uid: known.uid,
+                                                        session: known.session)
+            return []
+        }
+        guard promptAgents.agents.count < LocalAuthPrompt.maximumAgents else {
+            throw ServiceErrors.limit("\(LocalAuthPrompt.maximumAgents) prompt agents are registered")
+        }
+        let pid = await connectionPID(request.sender)
+        var session = LoginSession.none
+        if let pid { session = await loginSession(of: pid) }
+        ServiceActor.assertOnLoop()
+        try request.record.checkNotEnded()
+        if case .none = session {
+            throw ServiceErrors.permissionDenied("a prompt agent must run in a login session")
+        }
+        if let other = promptAgents.agents.values.first(where: { $0.sender != request.sender && $0.uid == request.uid
+                                                                   && $0.session == session }) {
+            throw ServiceErrors.named(LocalAuthPrompt.agentExistsError,
+                                      "a prompt agent (\(other.sender)) is already registered for this session")
+        }
+        let agent = Agent(sender: request.sender, path: path, uid: request.uid, session: session)
+        promptAgents.agents[request.sender] = agent
+        Log.info("prompt agent \(request.sender) registered for uid \(request.uid) (\(session))")
+        // Evaluations already in progress for this session (the service was
+        // just started by the evaluation that activated it) get their sheet now.
+        for sheet in promptAgents.sheets.values where sheet.agent == nil && sheet.evaluation.uid == request.uid {
+            await resolveAndOffer(sheet)
+        }
+        return []
+    }
+
+    typealias Agent = PromptAgents.Agent
+
+    /// UnregisterPromptAgent(o): the caller's own registration only.
+    func unregisterPromptAgent(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard case .objectPath(let path) = request.arguments[0] else {
+            throw ServiceErrors.invalidArgs("UnregisterPromptAgent takes (o)")
+        }
+        if promptAgents.agents[request.sender]?.path == path { promptAgentVanished(request.sender) }
+        return []
+    }
+
+    /// PromptAnswer(s prompt_id, s answer): the person's Cancel or fallback,
+    /// only from the agent that shows that sheet (same uid and session as
+    /// the caller, checked when it was shown). Anything else is
+    /// PermissionDenied, without saying whether the id exists.
+    func promptAnswer(_ request: Request) throws(DBusError) -> [DBusValue] {
+        guard let id = request.arguments[0].string, let text = request.arguments[1].string else {
+            throw ServiceErrors.invalidArgs("PromptAnswer takes (ss)")
+        }
+        guard let answer = LocalAuthPrompt.Answer(rawValue: text) else {
+            throw ServiceErrors.invalidArgs("unknown answer \(ServiceErrors.echo(text)); use user-cancel or user-fallback")
+        }
+        guard let agent = promptAgents.agents[request.sender], let sheet = promptAgents.sheets[id],
+              sheet.agent == request.sender, agent.uid == sheet.evaluation.uid, agent.uid == request.uid else {
+            throw ServiceErrors.permissionDenied("only the prompt agent that shows this evaluation may answer it")
+        }
+        Log.info("prompt \(id) of uid \(agent.uid): the person chose \(answer.rawValue)")
+        sheet.record.interrupt(answer == .userCancel ? .userCancelled : .userFallback)
+        return []
+    }
+
+    // MARK: Showing
+
+    /// Looks up who asks and the caller's session (once, and only when an
+    /// agent of the caller's uid is registered), then offers the sheet.
+    private func resolveAndOffer(_ sheet: PromptAgents.Sheet) async {
+        if sheet.details == nil, !sheet.resolving,
+           promptAgents.agents.values.contains(where: { $0.uid == sheet.evaluation.uid }) {
+            sheet.resolving = true
+            await resolve(sheet)
+            ServiceActor.assertOnLoop()
+        }
+        offer(sheet)
+    }
+
+    /// Shows `sheet` on the agent of its caller's session, if one is
+    /// registered and the sheet is still in progress and not shown yet.
+    private func offer(_ sheet: PromptAgents.Sheet) {
+        guard sheet.agent == nil, promptAgents.sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
+              let details = sheet.details, let session = sheet.callerSession,
+              let agent = promptAgents.agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
+        else { return }
+        sheet.agent = agent.sender
+        Log.info("prompt \(sheet.id) of uid \(agent.uid) shown by \(agent.sender)")
+        sendToAgent(agent, LocalAuthPrompt.AgentMethod.showPrompt, [.string(sheet.id), .dictionary(details)])
+        if let status = sheet.lastStatus {
+            sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(status)])
+        }
+    }
+
+    /// Who asks (program, declared name) and the caller's session.
+    private func resolve(_ sheet: PromptAgents.Sheet) async {
+        let pid = await connectionPID(sheet.evaluation.sender)
+        var session = LoginSession.none
+        if let pid { session = await loginSession(of: pid) }
+        ServiceActor.assertOnLoop()
+        let prompt = sheet.evaluation.prompt
+        var details: [String: DBusValue] = [
+            LocalAuthPrompt.Detail.reason: .string(prompt.reason),
+            LocalAuthPrompt.Detail.policy: .uint32(sheet.policy.rawValue),
+        ]
+        if let pid { details[LocalAuthPrompt.Detail.pid] = .uint32(pid) }
+        // Absent when this service may not read it (ProtectProc=invisible):
+        // the agent, of the caller's own uid, then reads it from the pid.
+        if let program = pid.flatMap(Self.trustedProgram) { details[LocalAuthPrompt.Detail.program] = .string(program) }
+        if let title = prompt.cancelTitle { details[LocalAuthPrompt.Detail.cancelTitle] = .string(title) }
+        if let title = prompt.fallbackTitle { details[LocalAuthPrompt.Detail.fallbackTitle] = .string(title) }
+        if let name = Self.declaredAppName(sheet.record.arguments) { details[LocalAuthPrompt.Detail.appName] = .string(name) }
+        sheet.details = details
+        sheet.callerSession = session
+        sheet.resolving = false
+    }
+
+    private func sendToAgent(_ agent: Agent, _ member: String, _ arguments: [DBusValue]) {
+        // Sent without waiting for the reply, in order: one connection keeps
+        // the order of what it sends to one destination.
+        guard let message = try? Message.methodCall(destination: agent.sender, path: agent.path,
+                                                    interface: LocalAuthPrompt.agentInterface, member: member,
+                                                    arguments: arguments) else { return }
+        bus.send(message)
+    }
+
+    // MARK: Who
+
+    /// The pid of a bus connection, from the bus.
+    func connectionPID(_ sender: String) async -> UInt32? {
+        try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
+                            interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
+                            arguments: [.string(sender)]).first?.uint32
+    }
+
+    /// logind's session of `pid`; `.noLogind` when no logind answers on this bus.
+    func loginSession(of pid: UInt32) async -> LoginSession {
+        do {
+            let reply = try await bus.call(destination: "org.freedesktop.login1", path: "/org/freedesktop/login1",
+                                           interface: "org.freedesktop.login1.Manager", member: "GetSessionByPID",
+                                           arguments: [.uint32(pid)], timeout: 5)
+            guard case .objectPath(let path)? = reply.first else { return .none }
+            return .session(path.rawValue)
+        } catch where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
+            return .noLogind
+        } catch {
+            return .none
+        }
+    }
+
+    /// Who asks, as the sheet names it: a sandboxed app's id (Flatpak's
+    /// /.flatpak-info, a snap's cgroup), else the executable's path. The app
+    /// cannot choose either.
+    nonisolated static func trustedProgram(pid: UInt32) -> String? {
+        if let info = Posix.readFile("/proc/\(pid)/root/.flatpak-info").map({ String(decoding: $0, as: UTF8.self) }) {
+            var inApplication = false
+            for line in info.split(separator: "\n") {
+                if line.hasPrefix("[") { inApplication = line == "[Application]" }
+                if inApplication, line.hasPrefix("name=") { return "flatpak:" + line.dropFirst(5) }
+            }
+        }
+        // A snap's processes run in the cgroup snap.NAME.APP-….scope.
+        if let cgroup = Posix.readFile("/proc/\(pid)/cgroup").map({ String(decoding: $0, as: UTF8.self) }) {
+            for component in cgroup.split(whereSeparator: { $0 == "/" || $0 == "\n" }) where component.hasPrefix("snap.") {
+                if let name = component.split(separator: ".").dropFirst().first, !name.isEmpty { return "snap:" + name }
+            }
+        }
+        return Posix.readLink("/proc/\(pid)/exe")
+    }
+
+    /// EvaluatePolicy's `app-name` option, if it is a string of at most 1024 bytes.
+    nonisolated static func declaredAppName(_ arguments: [DBusValue]) -> String? {
+        guard arguments.count > 2, let options = arguments[2].stringKeyedDictionary,
+              let name = options[LocalAuthPrompt.appNameOption]?.string,
+              !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else { return nil }
+        return name
+    }
+}

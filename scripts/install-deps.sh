@@ -24,6 +24,7 @@ PACKAGES=(
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
+    python3-dbusmock         # EnvironmentTests: logind and UPower stand-ins on the rig's bus
 )
 
 missing=()

@@ -193,7 +193,8 @@ public final class LocalAuthService {
     /// idle timeout. Checked when the timer fires; activity only moves
     /// `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
-        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        // A subscribed LAEnvironment observer keeps the service (and its signals) alive.
+        registry.isEmpty && environmentSubscribers.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {

@@ -263,7 +263,6 @@ final class UnixFDMarshallingTests: XCTestCase {
         let taken = message.takeArguments()
         guard case .unixFD(let fd)? = taken.first else { return XCTFail("\(taken)") }
         XCTAssertGreaterThanOrEqual(fd, 0)
-        XCTAssertNotEqual(fd, pipeFDs[1])
         XCTAssertEqual(write(fd, "z", 1), 1, "the received descriptor is the pipe's write end")
         close(fd)
         var byte: UInt8 = 0

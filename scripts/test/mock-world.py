@@ -33,10 +33,10 @@ bus = dbus.bus.BusConnection(address)
 login1 = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1')
 if command == 'setup':
     login1.AddMethod('org.freedesktop.login1.Manager', 'GetSessionByPID', 'u', 'o',
-        "uid = os.stat('/proc/%d' % args[0]).st_uid\n"
-        "found = [k for k, o in objects.items() if '/session/' in k and o.props['org.freedesktop.login1.Session']['User'][0] == uid]\n"
-        "if not found: raise dbus.exceptions.DBusException('no session', name='org.freedesktop.login1.NoSessionForPID')\n"
-        "ret = dbus.ObjectPath(found[0])", dbus_interface=MOCK)
+        "ret = None\n"
+        "for k, o in objects.items():\n"
+        "    if '/session/' in k and o.props['org.freedesktop.login1.Session']['User'][0] == os.stat('/proc/%d' % args[0]).st_uid: ret = dbus.ObjectPath(k)\n"
+        "if ret is None: raise dbus.exceptions.DBusException('no session', name='org.freedesktop.login1.NoSessionForPID')", dbus_interface=MOCK)
     login1.AddProperty('org.freedesktop.login1.Manager', 'LidClosed', False, dbus_interface=MOCK)
     login1.AddSession('c1', 'seat0', dbus.UInt32(0), 'root', True, dbus_interface=MOCK)
     path = login1.AddSession('c2', 'seat1', dbus.UInt32(65534), 'nobody', True, dbus_interface=MOCK)

@@ -34,6 +34,7 @@ PACKAGES=(
     xvfb                     # Xvfb: the X server the tests draw on
     xdotool                  # find the sheet, click its buttons, type Escape / Enter
     imagemagick              # import: screenshots; convert: the dark-theme pixel check
+    python3-dbusmock         # EnvironmentTests: logind and UPower stand-ins on the rig's bus
 )
 
 missing=()

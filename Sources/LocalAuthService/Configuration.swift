@@ -17,6 +17,28 @@ public struct Configuration: Sendable {
     /// The one reader to use (`--reader DRIVER[/DEVICE_ID]`); nil: the first
     /// reader with prints of the user, else the first reader.
     public var reader: ReaderSelector?
+    /// Readers said to be built in (`--built-in-reader`) or external
+    /// (`--external-reader`), whatever the kernel says of their USB port.
+    public var builtInReaders: [ReaderSelector] = []
+    public var externalReaders: [ReaderSelector] = []
+    /// `--require-password-after boot|DURATION`: biometrics only once the
+    /// password was given since boot and/or within the period. Off by default.
+    public var requirePasswordAfterBoot = false
+    public var requirePasswordWithin: Double?
+
+    /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
+    public mutating func requirePassword(after text: String) -> Bool {
+        var requirement = EnvironmentRules.PasswordRequirement(sinceBoot: requirePasswordAfterBoot,
+                                                               within: requirePasswordWithin)
+        guard EnvironmentRules.parseRequirement(text, into: &requirement) else { return false }
+        requirePasswordAfterBoot = requirement.sinceBoot
+        requirePasswordWithin = requirement.within
+        return true
+    }
+
+    var passwordRequirement: EnvironmentRules.PasswordRequirement {
+        .init(sinceBoot: requirePasswordAfterBoot, within: requirePasswordWithin)
+    }
 
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
                 fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {

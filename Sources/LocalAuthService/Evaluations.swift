@@ -18,10 +18,11 @@ extension LocalAuthService {
 
     /// The user's prints on the current reader, or why biometrics cannot be used.
     func usablePrints(for uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
-        guard let identity = reader(for: uid) else { throw ServiceErrors.noReader }
+        guard let identity = reader(for: uid) else { throw noReaderError }
         if lockout.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
         }
+        if let needed = passwordNeeded(uid) { throw needed }
         let stored = prints.prints(of: uid, for: identity)
         guard !stored.isEmpty else {
             throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
@@ -29,13 +30,30 @@ extension LocalAuthService {
         return stored
     }
 
-    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        switch try Self.policy(request.arguments[0]) {
-        case .deviceOwnerAuthenticationWithBiometrics:
+    /// Why biometrics cannot be used by this caller now, or nil: a remote or
+    /// seatless session first (EnvironmentRules.refusal), then the reader,
+    /// lockout and prints (`usablePrints`).
+    func biometricsRefusal(_ request: Request) async -> DBusError? {
+        let presence = await presence(of: request.sender)
+        if let refusal = EnvironmentRules.refusal(presence) { return refusal }
+        do {
             _ = try usablePrints(for: request.uid)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let policy = try Self.policy(request.arguments[0])
+        let refusal = await biometricsRefusal(request)
+        try request.record.checkNotEnded()
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            if let refusal { throw refusal }
         case .deviceOwnerAuthentication:
             // Biometrics, or else the account password.
-            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+            if refusal != nil, !Accounts.hasPassword(uid: request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -101,10 +119,13 @@ extension LocalAuthService {
         }
         let options = try Self.evaluationOptions(arguments[2])
         let uid = request.uid
+        let presence = await presence(of: request.sender)
+        try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
         let biometrics: DBusError?
         var enrolledSet: [[UInt8]] = []
-        do {
+        do throws(DBusError) {
+            if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
             enrolledSet = Self.enrolledSet(try usablePrints(for: uid))
             try refuseWhileCooling(uid)
             biometrics = nil

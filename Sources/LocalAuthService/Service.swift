@@ -29,6 +29,16 @@ public final class LocalAuthService {
     let lockout: LockoutStore
     /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
     let promptAgents = PromptAgents()
+    /// logind and UPower: sleep, the lid, the caller's session (Logind.swift).
+    let logind: Logind
+    /// When each user last gave the password (`--require-password-after`).
+    let passwords: PasswordStore
+    /// Between PrepareForSleep(true) and (false): no reader is offered.
+    var asleep = false
+    /// Whether each connection can be the person at the reader, asked once.
+    var presenceBySender: [String: EnvironmentRules.Presence] = [:]
+    /// Connections subscribed to EnvironmentChanged (Environment.swift).
+    var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -44,7 +54,11 @@ public final class LocalAuthService {
     enum Work: Sendable {
         case call(IncomingCall, MethodSpec, CallRecord)
         case reader(Readers.Work)
+        case environment(EnvironmentWork)
     }
+    /// Work that sleep and resume ask for.
+    enum EnvironmentWork: Sendable { case sleep, resume }
+    func schedule(_ job: EnvironmentWork) { work.yield(.environment(job)) }
     /// When the service last did anything: the idle exit waits for quiet.
     private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
@@ -61,6 +75,8 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
+        logind = Logind(bus: bus)
+        passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -80,6 +96,8 @@ public final class LocalAuthService {
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
         service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
+        service.readers.builtInOverrides = configuration.builtInReaders
+        service.readers.externalOverrides = configuration.externalReaders
         await service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
@@ -92,6 +110,8 @@ public final class LocalAuthService {
                                 member: "NameOwnerChanged", extraMatch: ",arg2=''") { message in
             ServiceActor.assumeIsolated { service.nameOwnerChanged(message) }
         }
+        // Sleep, the lid and the callers' sessions (docs/SECURITY.md).
+        await service.startFollowingLogind()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {
                 Log.error("lost the system bus; exiting")
@@ -122,11 +142,16 @@ public final class LocalAuthService {
                     group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
+                case .environment(.sleep):
+                    group.addImmediateTask { @ServiceActor in await self.goToSleep() }
+                case .environment(.resume):
+                    group.addImmediateTask { @ServiceActor in await self.resume() }
                 }
             }
         }
         shutdownDeadline?.cancel()
         if !readersStuck { await readers.stop() }
+        logind.releaseInhibitor()
         bus.close()
         Log.info("stopped")
     }
@@ -168,7 +193,8 @@ public final class LocalAuthService {
     /// idle timeout. Checked when the timer fires; activity only moves
     /// `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
-        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        // A subscribed LAEnvironment observer keeps the service (and its signals) alive.
+        registry.isEmpty && environmentSubscribers.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -247,6 +273,8 @@ public final class LocalAuthService {
         defer {
             registry.remove(record)
             lastActivity = .now
+            // Enrolled, deleted, locked out, the password given: subscribers hear it.
+            environmentMayHaveChanged()
         }
         do throws(DBusError) {
             let uid = try await callerUID(record)
@@ -285,6 +313,8 @@ public final class LocalAuthService {
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
         promptAgentVanished(name)
+        presenceBySender[name] = nil
+        environmentSubscribers[name] = nil
     }
 
     // MARK: Properties

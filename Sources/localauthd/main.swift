@@ -7,6 +7,8 @@ import LocalAuthService
 let usage = """
     Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
+                      [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
+                      [--require-password-after boot|DURATION]...
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -16,6 +18,15 @@ let usage = """
     (default /var/lib/fprint). --reader uses only that reader (libfprint's
     driver id, and device id); without it each user is served by the first
     reader that has prints of theirs, else the first reader.
+
+    While the lid is closed (logind's LidClosed, UPower's LidIsClosed) a
+    built-in reader is not offered. A reader is built in if the kernel says
+    its USB port is "fixed" or cannot say ("unknown", or no USB port at all,
+    as libfprint's virtual readers), external if "removable";
+    --built-in-reader / --external-reader override that per reader (repeatable).
+    --require-password-after boot: biometrics only once the account password
+    was given (policy 2) since boot; with a DURATION (seconds, or 30m, 48h,
+    7d): within that period. Both may be given. Off by default.
 
     """
 
@@ -55,6 +66,16 @@ func parse(_ commandLine: [String]) -> Configuration {
             let text = value(after: argument)
             guard let selector = ReaderSelector(text) else { fail("--reader takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }
             configuration.reader = selector
+        case "--built-in-reader", "--external-reader":
+            let text = value(after: argument)
+            guard let selector = ReaderSelector(text) else { fail("\(argument) takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }
+            if argument == "--built-in-reader" { configuration.builtInReaders.append(selector) }
+            else { configuration.externalReaders.append(selector) }
+        case "--require-password-after":
+            let text = value(after: argument)
+            guard configuration.requirePassword(after: text) else {
+                fail("--require-password-after takes boot or a duration (seconds, or 30m, 48h, 7d), not \(text)")
+            }
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)

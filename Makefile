@@ -1,7 +1,8 @@
 # LocalAuth for Linux
 #   make deps        install the Debian packages (scripts/install-deps.sh)
 #   make build       swift build, and the tests
-#   make test        deps, then swift test (end-to-end tests start the rig themselves)
+#   make test        deps, the PAM module, then swift test (end-to-end tests start the rig themselves)
+#   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
 #   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
 #                    (binaries that need no Swift runtime and search no private library path)
@@ -50,18 +51,28 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build test demo bench release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam test demo bench release binaries install uninstall install-list deb example clean
 
 all: build
 
 deps:
 	scripts/install-deps.sh
 
-build:
+build: pam
 	$(SWIFT) build
 	$(SWIFT) build --build-tests
 
-test: deps
+# The PAM module is C, built here and not by SwiftPM (which would link the
+# Swift runtime into it and so into sudo): see pam/pam_localauth.h.
+PAM_MODULE := .build/pam/pam_localauth.so
+PAM_CFLAGS := -O2 -g -fPIC -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fvisibility=hidden
+pam: $(PAM_MODULE)
+$(PAM_MODULE): pam/pam_localauth.c pam/pam_localauth.h
+	mkdir -p $(dir $@)
+	$(CC) $(PAM_CFLAGS) -shared -o $@ pam/pam_localauth.c $$(pkg-config --cflags --libs dbus-1) -lpam \
+		-Wl,-z,relro,-z,now -Wl,--as-needed
+
+test: deps pam
 	$(SWIFT) test --disable-swift-testing 2>&1
 
 demo: deps build
@@ -73,6 +84,7 @@ release:
 binaries:
 ifndef NO_BUILD
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+	$(MAKE) pam
 endif
 
 install: binaries

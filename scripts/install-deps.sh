@@ -35,6 +35,10 @@ PACKAGES=(
     xdotool                  # find the sheet, click its buttons, type Escape / Enter
     imagemagick              # import: screenshots; convert: the dark-theme pixel check
     python3-dbusmock         # EnvironmentTests: logind and UPower stand-ins on the rig's bus
+    # the PAM module (pam/, built by `make pam` with the C compiler) and its tests
+    gcc                      # cc for pam_localauth.so
+    libpam0g-dev             # <security/pam_modules.h>, libpam
+    pamtester                # the tests drive the module through the real libpam
 )
 
 missing=()

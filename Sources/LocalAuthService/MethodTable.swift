@@ -85,6 +85,9 @@ extension LocalAuthService {
         LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
             signature: "ss", action: nil, interactive: false,
             handler: { service, request throws(DBusError) in try service.promptAnswer(request) }),
+        LocalAuthBus.Method.verifyUser: MethodSpec(
+            signature: "sa{sv}", action: .verifyUser, interactive: false,
+            handler: { service, request throws(DBusError) in try await service.verifyUser(request) }),
         LocalAuthBus.Method.getEnvironment: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.getEnvironment(request) }),
         LocalAuthBus.Method.subscribeEnvironment: MethodSpec(

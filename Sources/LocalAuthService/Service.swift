@@ -245,8 +245,7 @@ public final class LocalAuthService {
             // Cancel or SIGTERM ends it wherever it waits.
             let arguments = call.arguments
             let record = CallRecord(sender: call.sender,
-                                    requestID: call.member == LocalAuthBus.Method.evaluatePolicy
-                                        ? Self.requestID(in: arguments[2]) : nil,
+                                    requestID: Self.requestID(of: call.member, arguments),
                                     arguments: arguments, call: call)
             do throws(DBusError) {
                 try registry.register(record)
@@ -297,6 +296,14 @@ public final class LocalAuthService {
 
     /// EvaluatePolicy's request id, read leniently at arrival (the options
     /// are validated in full later): it names the call for an early Cancel.
+    static func requestID(of member: String, _ arguments: [DBusValue]) -> String? {
+        switch member {
+        case LocalAuthBus.Method.evaluatePolicy: requestID(in: arguments[2])
+        case LocalAuthBus.Method.verifyUser: requestID(in: arguments[1])
+        default: nil
+        }
+    }
+
     static func requestID(in options: DBusValue) -> String? {
         guard case .array(_, let entries) = options else { return nil }
         for case .dictEntry(.string(LocalAuthBus.Option.requestID), .variant(.string(let id))) in entries {

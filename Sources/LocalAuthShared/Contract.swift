@@ -26,6 +26,8 @@ public enum LocalAuthBus {
         public static let getEnvironment = "GetEnvironment"
         public static let subscribeEnvironment = "SubscribeEnvironment"
         public static let unsubscribeEnvironment = "UnsubscribeEnvironment"
+        // The PAM module's: a user's fingerprint, for a root caller.
+        public static let verifyUser = "VerifyUser"
     }
 
     public enum Signal {
@@ -147,6 +149,7 @@ public enum PolkitAction: String, Sendable, CaseIterable {
     case authenticateOwner = "org.example.LocalAuth.authenticate-owner"
     case enroll = "org.example.LocalAuth.enroll"
     case manage = "org.example.LocalAuth.manage"
+    case verifyUser = "org.example.LocalAuth.verify-user"
 }
 
 /// Finger names as fprintd spells them, in libfprint's FpFinger order (1…10).

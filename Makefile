@@ -47,7 +47,7 @@ endif
 VERSION ?= 0.1.0
 
 # Passed to scripts/install.sh only when set (it has the defaults).
-INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR \
+INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
@@ -96,7 +96,7 @@ uninstall:
 install-list:
 	@$(INSTALL_ENV) scripts/install.sh list
 
-deb: binaries
+deb: binaries pam
 	BINARIES='$(BINARIES)' VERSION='$(VERSION)' scripts/make-deb.sh
 
 example:

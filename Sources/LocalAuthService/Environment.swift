@@ -99,8 +99,7 @@ extension LocalAuthService {
     /// Whether the caller can be the person at the reader (its logind
     /// session), asked once per connection.
     func presence(of sender: String) async -> EnvironmentRules.Presence {
-        if let known = presenceBySender[sender] { return known }
-        guard logind.isPresent else { return await logind.presence(ofPID: 0) }
+        if let known = knownPresence(of: sender) { return known }
         guard let reply = try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
                                               interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
                                               arguments: [.string(sender)]),
@@ -109,6 +108,15 @@ extension LocalAuthService {
         if presence != .local { Log.info("caller \(sender) (pid \(pid)) is not at the reader: \(presence)") }
         presenceBySender[sender] = presence
         return presence
+    }
+
+    /// The answer without waiting, when there is one: asked before for this
+    /// connection, or no logind to ask. Every call checks presence, so a
+    /// preflight must not pay for an async round (BENCHMARKS.md).
+    func knownPresence(of sender: String) -> EnvironmentRules.Presence? {
+        if let known = presenceBySender[sender] { return known }
+        guard logind.isPresent else { return logind.presenceWithoutLogind() }
+        return nil
     }
 
     // MARK: Suspend and resume

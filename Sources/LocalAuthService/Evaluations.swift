@@ -34,7 +34,8 @@ extension LocalAuthService {
     /// seatless session first (EnvironmentRules.refusal), then the reader,
     /// lockout and prints (`usablePrints`).
     func biometricsRefusal(_ request: Request) async -> DBusError? {
-        let presence = await presence(of: request.sender)
+        let presence: EnvironmentRules.Presence
+        if let known = knownPresence(of: request.sender) { presence = known } else { presence = await self.presence(of: request.sender) }
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
             _ = try usablePrints(for: request.uid)

@@ -144,11 +144,15 @@ final class Logind {
     /// Whether the process `pid` can be the person at the reader: its
     /// session's Remote and Seat. No logind: `.unknown` (treated as local).
     /// logind present but no session for the pid: `.noSeat`.
+    /// Without logind nobody can say where a caller sits: callers count as
+    /// local (docs/SECURITY.md), said once in the log.
+    func presenceWithoutLogind() -> EnvironmentRules.Presence {
+        noLogind()
+        return .unknown
+    }
+
     func presence(ofPID pid: UInt32) async -> EnvironmentRules.Presence {
-        guard isPresent else {
-            noLogind()
-            return .unknown
-        }
+        guard isPresent else { return presenceWithoutLogind() }
         let sessionPath: ObjectPath
         do {
             let reply = try await bus.call(destination: Self.name, path: Self.path, interface: Self.manager,

@@ -148,12 +148,7 @@ final class Readers {
             ServiceActor.assumeIsolated { manager.unplugged(device) }
         }, Unmanaged.passUnretained(self).toOpaque())
         do {
-            _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
-                                finish: { result -> Result<Bool, GLibError> in
-                Result { () throws(GLibError) in
-                    try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
-                }
-            })
+            try await open(device)
             reader.isOpen = true
             Log.info("reader \(identity) open, \(fp_device_get_nr_enroll_stages(device)) enroll stages, "
                      + "\(reader.placement.rawValue) (\(place.why))")
@@ -161,6 +156,16 @@ final class Readers {
         } catch {
             Log.error("could not open reader \(identity): \(error)")
         }
+    }
+
+    /// fp_device_open, awaited.
+    private func open(_ device: UnsafeMutablePointer<FpDevice>) async throws(GLibError) {
+        _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
+                                finish: { result -> Result<Bool, GLibError> in
+            Result { () throws(GLibError) in
+                try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
+            }
+        })
     }
 
     /// Where a reader sits, and why we think so: the override, else the
@@ -198,12 +203,7 @@ final class Readers {
         for attempt in 1...attempts {
             guard !reader.removed, !reader.isOpen else { return reader.isOpen }
             do {
-                _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
-                                        finish: { result -> Result<Bool, GLibError> in
-                    Result { () throws(GLibError) in
-                        try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
-                    }
-                })
+                try await open(device)
                 reader.isOpen = true
                 Log.info("reader \(reader.identity) open again")
                 return true

@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         // Against a real software TPM (swtpm), started and killed by the tests.
-        .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto", "RigSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport"]),
     ],
     swiftLanguageModes: [.v6]

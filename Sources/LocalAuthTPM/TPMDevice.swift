@@ -1,4 +1,5 @@
 internal import CTSS2
+import Glibc
 import LocalAuthCrypto
 import Synchronization
 
@@ -23,6 +24,10 @@ public final class TPMDevice: Sendable {
 
     public init(tcti: String) {
         self.tcti = tcti
+        // tpm2-tss logs its own warnings and errors on stderr, which is the
+        // service's journal; every failure already reaches the caller as a
+        // TPMError with the decoded code. TSS2_LOG set by the admin still wins.
+        setenv("TSS2_LOG", "all+NONE", 0)
     }
 
     /// The TCTI configuration for the kernel's resource manager.

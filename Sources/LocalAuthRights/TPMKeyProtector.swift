@@ -33,6 +33,11 @@ public struct TPMKeyProtector: KeyProtector {
     public static let name = "tpm2"
     public var backendName: String { Self.name }
     public let device: TPMDevice
+    init(device: TPMDevice, software: SoftwareKeyProtector) {
+        self.device = device
+        self.software = software
+    }
+
     /// Wraps per-right keys with the unsealed machine key; also the protector
     /// of software rights.
     let software: SoftwareKeyProtector

@@ -32,9 +32,9 @@ let package = Package(
         .target(name: "LocalAuthShared"),
         // The service as a library: callers, polkit, sensor, store.
         .target(name: "LocalAuthService", dependencies: [
-            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
+            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface", "LocalAuthRights",
         ]),
-        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService"]),
+        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),

@@ -41,7 +41,7 @@ let package = Package(
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
-        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport"]),
+        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport", "LocalAuthTPM", "LocalAuthCrypto"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
         .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
         // Rights and secrets at rest: key protection, the right file, its storage (for the service).

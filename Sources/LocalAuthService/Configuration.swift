@@ -1,3 +1,4 @@
+import LocalAuthRights
 
 /// How the service runs; parsed from the command line by `localauthd`.
 public struct Configuration: Sendable {
@@ -25,6 +26,9 @@ public struct Configuration: Sendable {
     /// password was given since boot and/or within the period. Off by default.
     public var requirePasswordAfterBoot = false
     public var requirePasswordWithin: Double?
+    /// `--tpm auto|off|TCTI`: the key backend of rights (docs/TPM.md);
+    /// `keyBackend.openProtector(stateDirectory:)` gives the protector.
+    public var keyBackend: KeyBackendChoice = .automatic
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {

@@ -2,13 +2,14 @@
 // parts together and runs the GLib loop on the main thread until stopped.
 import DBusCore
 import Glibc
+import LocalAuthRights
 import LocalAuthService
 
 let usage = """
     Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
-                      [--require-password-after boot|DURATION]...
+                      [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -27,6 +28,9 @@ let usage = """
     --require-password-after boot: biometrics only once the account password
     was given (policy 2) since boot; with a DURATION (seconds, or 30m, 48h,
     7d): within that period. Both may be given. Off by default.
+    --tpm: where the keys of rights are kept. auto (default): the TPM behind
+    /dev/tpmrm0 when present, else software; off: software; or a tpm2-tss
+    TCTI such as device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321.
 
     """
 
@@ -76,6 +80,10 @@ func parse(_ commandLine: [String]) -> Configuration {
             guard configuration.requirePassword(after: text) else {
                 fail("--require-password-after takes boot or a duration (seconds, or 30m, 48h, 7d), not \(text)")
             }
+        case "--tpm":
+            let text = value(after: argument)
+            guard let choice = KeyBackendChoice(text) else { fail("--tpm takes auto, off or a TCTI configuration, not \(text)") }
+            configuration.keyBackend = choice
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)
@@ -87,6 +95,7 @@ func parse(_ commandLine: [String]) -> Configuration {
 
 let loop = EventLoop.processDefault
 let configured = parse(Array(CommandLine.arguments.dropFirst()))
+logKeyBackend(configured.keyBackend)
 nonisolated(unsafe) var exitStatus: Int32 = 0
 
 // The loop is also the task's executor preference: see EventLoop. The

@@ -113,10 +113,13 @@ class Client:
         finally:
             self.context.pop_thread_default()
         self.signals = []
+        self.on_signal = None
         self.connection.signal_subscribe(None, IFACE, None, None, None, Gio.DBusSignalFlags.NONE, self._signal)
 
     def _signal(self, conn, sender, path, interface, member, parameters):
         self.signals.append((time.monotonic(), member, parameters.unpack()))
+        if self.on_signal:
+            self.on_signal(member, parameters.unpack())
 
     def start(self, member, signature="", values=(), timeout=60):
         """Sends a call now; returns a Pending whose .outcome fills in."""

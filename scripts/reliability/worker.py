@@ -77,6 +77,8 @@ def concurrent(n, member, signature, values):
 
 def call(member, signature, values, seconds=None):
     client = bus.Client(ADDRESS)
+    # Each signal as it comes, so that the suite can act on it (scan, kill).
+    client.on_signal = lambda member, values: print(json.dumps({"signal": [member, list(values)]}), flush=True)
     if seconds is not None:
         # Ask the bus for everything it would let us see (eavesdrop: a
         # non-root connection must be refused, or see nothing).

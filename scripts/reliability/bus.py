@@ -107,14 +107,15 @@ class Client:
 
     def __init__(self, address):
         self.context = GLib.MainContext.new()
+        self.signals = []
+        self.on_signal = None
         self.context.push_thread_default()
         try:
             self.connection = connect(address)
+            # Callbacks run in the context that is thread-default now: ours.
+            self.connection.signal_subscribe(None, IFACE, None, None, None, Gio.DBusSignalFlags.NONE, self._signal)
         finally:
             self.context.pop_thread_default()
-        self.signals = []
-        self.on_signal = None
-        self.connection.signal_subscribe(None, IFACE, None, None, None, Gio.DBusSignalFlags.NONE, self._signal)
 
     def _signal(self, conn, sender, path, interface, member, parameters):
         self.signals.append((time.monotonic(), member, parameters.unpack()))

@@ -26,13 +26,26 @@ class Row:
         self.checks = []
         self.figures = {}
 
-    def check(self, what, passed, value, goal):
-        self.checks.append({"what": what, "passed": bool(passed), "value": value, "goal": goal})
+    def check(self, what, passed, value, goal, known=None):
+        """known: the id of a known service bug (KNOWN) this check shows."""
+        self.checks.append({"what": what, "passed": bool(passed), "value": value, "goal": goal, "known": known})
         return passed
 
     @property
     def passed(self):
         return bool(self.checks) and all(c["passed"] for c in self.checks)
+
+    @property
+    def passed_but_known(self):
+        """Every failing check is a known service bug."""
+        return bool(self.checks) and all(c["passed"] or c["known"] for c in self.checks)
+
+
+# Service bugs this suite found, open until Sources/ fixes them (RELIABILITY.md).
+KNOWN = {
+    "R1": "a string inside an a{sv} option escapes the 16 KiB limit: decoded and answered "
+          "InvalidArgs (or served), RSS high-water +tens of MB",
+}
 
 
 class Context:
@@ -320,6 +333,11 @@ def vanishing(ctx):
         victim.kill()
         victim.wait()
         killed = time.monotonic()
+        if hold:
+            # The rig's hold blocks all of polkitd (its rules run one at a
+            # time), root's checks too: let it go at the kill. A check the
+            # service failed to drop would now start a ghost for the victim.
+            ctx.rig.polkit(action, "release")
         rid = "probe-%d" % k
         client.signals.clear()
         pending = client.start("EvaluatePolicy", "usa{sv}", [1, "Probe", {"request-id": GLib.Variant("s", rid)}])
@@ -332,8 +350,6 @@ def vanishing(ctx):
         if pending.outcome is None:
             svc.vfp("SCAN " + FINGER)
         client.wait(lambda: pending.outcome is not None, 10)
-        if hold:
-            ctx.rig.polkit(action, "release")
     ghosts = [f for uid in (0, NOBODY) for f in print_files(svc.state, uid) if "left-little-finger" in f]
     after = svc.stats()
     worst = max(waits) if waits else None
@@ -674,25 +690,34 @@ def soak(ctx):
     eval_s = time.monotonic() - started
     after = svc.stats()
     huge = "x" * (1 << 20)
-    big = [contract.Call("1 MiB", contract.PATH, contract.SERVICE, m, s, v, 0, False) for m, s, v in [
-        ("EvaluatePolicy", "usa{sv}", [1, huge, {}]), ("Enroll", "s", [huge]), ("Cancel", "s", [huge]),
-        ("ListEnrolledPrints", "a{sv}", [{"user": GLib.Variant("s", huge)}])]] * (3 if ctx.short else 25)
-    hwm_before = svc.stats()["hwm_kb"]
-    big_results = bus.run_calls(ctx.rig.address, big, window=4)
-    hwm_after = svc.stats()["hwm_kb"]
-    refused = sum(1 for r in big_results if r[1].endswith("LimitExceeded"))
+    repeat = 3 if ctx.short else 25
+    plain = [contract.Call("1 MiB %s" % m, contract.PATH, contract.SERVICE, m, s, v, 0, False) for m, s, v in [
+        ("EvaluatePolicy", "usa{sv}", [1, huge, {}]), ("Enroll", "s", [huge]), ("Cancel", "s", [huge])]] * repeat
+    in_dict = [contract.Call("1 MiB in a{sv} %s" % m, contract.PATH, contract.SERVICE, m, s, v, 0, False)
+               for m, s, v in [("ListEnrolledPrints", "a{sv}", [{"user": GLib.Variant("s", huge)}]),
+                               ("EvaluatePolicy", "usa{sv}", [1, "r", {"request-id": GLib.Variant("s", huge)}])]]
+    in_dict = in_dict * repeat
+    measured = {}
+    for name, batch in [("plain", plain), ("in_dict", in_dict)]:
+        hwm_before = svc.stats()["hwm_kb"]
+        results = bus.run_calls(ctx.rig.address, batch, window=4)
+        hwm_after = svc.stats()["hwm_kb"]
+        measured[name] = {"calls": len(batch), "refused": sum(1 for r in results if r[1].endswith("LimitExceeded")),
+                          "hwm_rise_kb": hwm_after - hwm_before,
+                          "outcomes": sorted(set("%s: %s" % (r[0], r[1]) for r in results))}
     row.figures = {"preflights": preflights, "preflights_ok": pre_ok, "preflights_per_s": round(preflights / pre_s),
                    "evaluations": evaluations, "evaluations_ok": ok, "evaluations_per_s": round(evaluations / eval_s, 1),
-                   "before": before, "after": after, "big_calls": len(big), "big_refused": refused,
-                   "hwm_before_kb": hwm_before, "hwm_after_kb": hwm_after}
+                   "before": before, "after": after, "one_mib": measured}
     row.check("preflights answered true", pre_ok == preflights, pre_ok, preflights)
     row.check("evaluations succeeded", ok == evaluations, ok, evaluations)
     row.check("RSS growth (kB)", after["rss_kb"] - before["rss_kb"] <= 2048, after["rss_kb"] - before["rss_kb"],
               "<= 2048 (flat)")
     row.check("fds before/after", after["fds"] <= before["fds"], "%d/%d" % (before["fds"], after["fds"]), "no growth")
-    row.check("1 MiB calls refused LimitExceeded", refused == len(big), refused, len(big))
-    row.check("RSS high-water rise from 1 MiB calls (kB)", hwm_after - hwm_before <= 4096, hwm_after - hwm_before,
-              "<= 4096")
+    for name, what in [("plain", "1 MiB string arguments"), ("in_dict", "1 MiB strings inside an a{sv}")]:
+        m = measured[name]
+        known = "R1" if name == "in_dict" else None
+        row.check("%s refused LimitExceeded" % what, m["refused"] == m["calls"], m["refused"], m["calls"], known)
+        row.check("%s: RSS high-water rise (kB)" % what, m["hwm_rise_kb"] <= 4096, m["hwm_rise_kb"], "<= 4096", known)
     row.check("service alive", svc.alive(), svc.alive(), True)
     return row
 

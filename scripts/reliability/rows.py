@@ -578,6 +578,8 @@ def storage(ctx):
     ctx.rig.polkit_all("yes")
     svc, client = owner_enrolled_service(ctx)
     state = svc.state
+    kept = [f for f in print_files(state) if f.endswith("right-index-finger")][0]
+    kept_bytes = open(kept, "rb").read()
     runs = 3 if ctx.short else 30
     in_write = 2 if ctx.short else 10
     failures = []
@@ -618,6 +620,7 @@ def storage(ctx):
         deadline = time.monotonic() + (9 if inside else ctx.rng.uniform(0.05, 1.2))
         pending = None
         scans = 0
+        reset_at = 0
         while time.monotonic() < deadline and svc.child.poll() is None:
             if pending is None or pending.outcome is not None:
                 if kind == "enroll":
@@ -626,17 +629,23 @@ def storage(ctx):
                 else:
                     if lockout_count(state) >= 5:
                         client.call("ResetLockout", "s", [""], timeout=5)
+                        reset_at = sum(1 for (_, m, v) in client.signals
+                                       if m == "EvaluationStatus" and v[1] == "no-match")
                     pending = client.start("EvaluatePolicy", "usa{sv}",
                                            [1, "L", {"request-id": GLib.Variant("s", "l%d" % scans)}])
             client.pump(0.01)
             asked = [v for (_, m, v) in client.signals if
                      (m == "EnrollStatus" and v[0] in ("enroll-place-finger", "enroll-stage-passed") and v[1] < v[2]) or
                      (m == "EvaluationStatus" and v[1] in ("place-finger", "no-match", "retry-scan"))]
-            acknowledged = sum(1 for (_, m, v) in client.signals if m == "EvaluationStatus" and v[1] == "no-match")
+            # no-matches the service told us of since the last reset: each was on disk before
+            acknowledged = sum(1 for (_, m, v) in client.signals
+                               if m == "EvaluationStatus" and v[1] == "no-match") - reset_at
             if len(asked) > scans:
                 scans += 1
                 try:
-                    svc.vfp("SCAN %s" % ("new-%d" % k if kind == "enroll" else "wrong"), timeout=1)
+                    # The same id as the kept print: on a verify-only reader only one
+                    # print is tried (R2), and either must then match.
+                    svc.vfp("SCAN %s" % (FINGER if kind == "enroll" else "wrong"), timeout=1)
                 except RuntimeError:
                     pass
         if inside:
@@ -661,7 +670,8 @@ def storage(ctx):
         count = lockout_count(state)
         highest = max(highest, count)
         loads = outcome == "reply" and len(ours) == len(files) and not leftovers
-        has_old = any(p.get("finger") == "right-index-finger" for p in ours)
+        has_old = (any(p.get("finger") == "right-index-finger" for p in ours) and
+                   os.path.exists(kept) and open(kept, "rb").read() == kept_bytes)
         if count >= 5:
             client.call("ResetLockout", "s", [""])
         matched = evaluate(client, svc, "keep-%d" % k)
@@ -669,7 +679,7 @@ def storage(ctx):
         if not loads:
             problems.append("store: %s listed %d files %d leftovers %d" % (outcome, len(ours), len(files), len(leftovers)))
         if not has_old or matched != "reply":
-            problems.append("old print: listed %s, evaluation %s" % (has_old, matched))
+            problems.append("old print: listed and unchanged %s, evaluation %s" % (has_old, matched))
         if count < min(acknowledged, 5) or count != before_restart:
             problems.append("lockout %d on disk after restart, %d acknowledged" % (count, acknowledged))
         if problems:

@@ -24,6 +24,7 @@ PACKAGES=(
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
+    strace                   # the reliability suite slows the service's fsync/rename to kill inside a write
 )
 
 missing=()

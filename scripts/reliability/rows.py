@@ -728,7 +728,8 @@ def soak(ctx):
     in_dict = [contract.Call("1 MiB in a{sv} %s" % m, contract.PATH, contract.SERVICE, m, s, v, 0, False)
                for m, s, v in [("ListEnrolledPrints", "a{sv}", [{"user": GLib.Variant("s", huge)}]),
                                ("EvaluatePolicy", "usa{sv}", [1, "r", {"request-id": GLib.Variant("s", huge)}]),
-                               ("EvaluatePolicy", "usa{sv}", [1, "r", {"unknown": GLib.Variant("ay", bytes(1 << 20))}])]]
+                               ("EvaluatePolicy", "usa{sv}", [1, "r", {"unknown": GLib.Variant("ay", bytes(1 << 20)),
+                                                                     "interaction-not-allowed": GLib.Variant("b", True)}])]]
     in_dict = in_dict * repeat
     measured = {}
     for name, batch in [("plain", plain), ("in_dict", in_dict)]:

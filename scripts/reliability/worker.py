@@ -79,17 +79,33 @@ def call(member, signature, values, seconds=None):
     client = bus.Client(ADDRESS)
     # Each signal as it comes, so that the suite can act on it (scan, kill).
     client.on_signal = lambda member, values: print(json.dumps({"signal": [member, list(values)]}), flush=True)
+    filtered = []
+    monitor = False
     if seconds is not None:
-        # Ask the bus for everything it would let us see (eavesdrop: a
-        # non-root connection must be refused, or see nothing).
-        for rule in ["type='signal',interface='org.example.LocalAuth',eavesdrop='true'",
-                     "type='signal',interface='org.example.LocalAuth'"]:
-            try:
-                client.connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus",
-                                            "AddMatch", GLib.Variant("(s)", (rule,)), None,
-                                            Gio.DBusCallFlags.NONE, 5000, None)
-            except GLib.Error:
-                pass
+        # Ask the bus for everything it would let us see of the service's
+        # signals: become a monitor (root only), else eavesdrop match rules
+        # (refused on a system bus), else ordinary ones. A filter counts what
+        # arrives, addressed to us or not.
+        def watch(conn, message, incoming):
+            if incoming and message.get_interface() == bus.IFACE and message.get_member() in (
+                    "EvaluationStatus", "EnrollStatus"):
+                filtered.append([message.get_member(), message.get_destination()])
+            return message
+        client.connection.add_filter(watch)
+        rules = ["type='signal',interface='org.example.LocalAuth'"]
+        try:
+            client.connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                        GLib.Variant("(asu)", (rules, 0)), None, Gio.DBusCallFlags.NONE, 5000, None)
+            monitor = True
+        except GLib.Error:
+            for rule in [rules[0] + ",eavesdrop='true'", rules[0]]:
+                try:
+                    client.connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                "org.freedesktop.DBus", "AddMatch", GLib.Variant("(s)", (rule,)), None,
+                                                Gio.DBusCallFlags.NONE, 5000, None)
+                except GLib.Error:
+                    pass
     print(json.dumps({"ready": True}), flush=True)
     if member == "-":
         client.pump(float(seconds))
@@ -99,7 +115,7 @@ def call(member, signature, values, seconds=None):
         if seconds is not None:
             client.pump(float(seconds))
     seen = [[m, list(v)] for (_, m, v) in client.signals]
-    return {"outcome": outcome, "value": repr(value), "signals": seen}
+    return {"outcome": outcome, "value": repr(value), "signals": seen, "filtered": filtered, "monitor": monitor}
 
 
 def main():

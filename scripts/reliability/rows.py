@@ -5,7 +5,6 @@ import json
 import os
 import random
 import select
-import shutil
 import signal
 import subprocess
 import threading

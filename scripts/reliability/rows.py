@@ -274,8 +274,11 @@ def concurrency(ctx):
         time.sleep(0.01)
     records = []
     for uid, w in workers:
-        out, _ = w.communicate(timeout=120)
-        records += [dict(r, uid=uid) for r in json.loads(out.splitlines()[-1])["records"]]
+        out, err = w.communicate(timeout=120)
+        lines = [l for l in out.splitlines() if '"records"' in l]
+        if not lines:
+            raise RuntimeError("caller process of uid %d: %s" % (uid, err[-500:]))
+        records += [dict(r, uid=uid) for r in json.loads(lines[-1])["records"]]
     wall = time.monotonic() - started
     ok = [r for r in records if r["outcome"] == "reply"]
     latencies = [r["answered"] - max(r["sent"], first_scan) for r in records if r["answered"]]
@@ -284,6 +287,8 @@ def concurrency(ctx):
     # fairness: while nobody still waits, how many root answers in a row at most
     run = longest = 0
     nobody_left = n_nobody
+    if len(records) != n_root + n_nobody:
+        raise RuntimeError("a caller process answered for %d of %d calls" % (len(records), n_root + n_nobody))
     for r in order:
         if r["uid"] == NOBODY:
             nobody_left -= 1
@@ -593,6 +598,7 @@ def storage(ctx):
     runs = 3 if ctx.short else 30
     in_write = 2 if ctx.short else 10
     failures = []
+    strace_errors = []
     acknowledged_total = 0
     alive_kills = 0
     landed_inside = 0
@@ -608,8 +614,10 @@ def storage(ctx):
             tracer = subprocess.Popen(["strace", "-f", "-qq", "-p", str(svc.pid), "-o", "/dev/null",
                                        "-e", "trace=fsync,rename,renameat,renameat2",
                                        "-e", "inject=fsync,rename,renameat,renameat2:delay_enter=300000"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
             time.sleep(0.3)
+            if tracer.poll() is not None:   # no ptrace here (a container without CAP_SYS_PTRACE, say)
+                strace_errors.append(tracer.stderr.read().strip()[:200])
         acknowledged = 0
         client.signals.clear()
         directory = (os.path.join(state, "prints", "0", "virtual_device", "0") if kind == "enroll"
@@ -713,7 +721,8 @@ def storage(ctx):
     row.check("no-matches written and acknowledged before a kill (lockout updates exercised)",
               acknowledged_total >= (1 if ctx.short else 10), acknowledged_total, ">= %d" % (1 if ctx.short else 10))
     row.check("kills that landed inside a write (strace delays fsync, rename)", landed_inside >= in_write // 2,
-              landed_inside, ">= %d" % (in_write // 2))
+              "%d; strace: %s" % (landed_inside, strace_errors[0]) if strace_errors else landed_inside,
+              ">= %d" % (in_write // 2))
     row.check("runs where the store did not load, an old print did not match or a lockout count went down",
               not failures, len(failures), 0)
     return row

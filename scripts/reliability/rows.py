@@ -595,7 +595,7 @@ def storage(ctx):
     state = svc.state
     kept = [f for f in print_files(state) if f.endswith("right-index-finger")][0]
     kept_bytes = open(kept, "rb").read()
-    runs = 3 if ctx.short else 30
+    runs = 4 if ctx.short else 30
     in_write = 2 if ctx.short else 10
     failures = []
     strace_errors = []
@@ -638,8 +638,10 @@ def storage(ctx):
                     time.sleep(0.001)
             aimer = threading.Thread(target=aim_at_write)
             aimer.start()
-        deadline = time.monotonic() + (9 if inside else ctx.rng.uniform(0.2, 1.5) if kind == "enroll"
-                                       else ctx.rng.uniform(0.3, 2.0))
+        delay = ctx.rng.uniform(0.2, 1.5) if kind == "enroll" else ctx.rng.uniform(0.5, 2.0)
+        # a lockout run's random moment counts from its first scan, so that it updates the count
+        deadline = time.monotonic() + (9 if inside else delay if kind == "enroll" else 5)
+        anchored = inside or kind == "enroll"
         pending = None
         scans = 0
         reset_at = 0
@@ -656,6 +658,9 @@ def storage(ctx):
                     pending = client.start("EvaluatePolicy", "usa{sv}",
                                            [1, "L", {"request-id": GLib.Variant("s", "l%d" % scans)}])
             client.pump(0.01)
+            if not anchored and "place-finger" in [v[1] for (_, m, v) in client.signals if m == "EvaluationStatus"]:
+                anchored = True
+                deadline = time.monotonic() + delay
             asked = [v for (_, m, v) in client.signals if
                      (m == "EnrollStatus" and v[0] in ("enroll-place-finger", "enroll-stage-passed") and v[1] < v[2]) or
                      (m == "EvaluationStatus" and v[1] in ("place-finger", "no-match", "retry-scan"))]

@@ -13,6 +13,10 @@
 #   make bench       deps, release build (static Swift runtime, as shipped), then
 #                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
 #                    "--json FILE" are passed on; see BENCHMARKS.md)
+#   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes):
+#                    attacks the real service on the rig, prints a table and JSON, exits
+#                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.
+#                    ROWS=soak,faults runs some rows; REL_ARGS="--short" etc. are passed on
 #   make clean       remove build output
 #
 # Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR
@@ -51,7 +55,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam test demo bench release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam test demo bench reliability release binaries install uninstall install-list deb example clean
 
 all: build
 
@@ -108,6 +112,12 @@ BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
 bench: deps
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	"$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" $(BENCH_ARGS)
+
+ROWS ?=
+reliability: deps
+	$(SWIFT) build
+	scripts/reliability/run --localauthd "$$($(SWIFT) build --show-bin-path)/localauthd" \
+		$(if $(ROWS),--rows $(ROWS),--update RELIABILITY.md) --json .build/reliability.json $(REL_ARGS)
 
 clean:
 	$(SWIFT) package clean || true

@@ -44,6 +44,7 @@ PACKAGES=(
     gcc                      # cc for pam_localauth.so
     libpam0g-dev             # <security/pam_modules.h>, libpam
     pamtester                # the tests drive the module through the real libpam
+    strace                   # the reliability suite slows the service's fsync/rename to kill inside a write
 )
 
 missing=()

@@ -215,10 +215,13 @@ extension LocalAuthService {
             // Re-read after every await: prints may have changed, the reader may be gone.
             let usable = try usablePrints(for: evaluation.uid)
             let gallery = usable.map(\.print)
-            // A reader that can only verify compares a scan with one print: each
-            // new scan tries the next of the user's prints, so every enrolled
-            // finger gets its turn within one evaluation.
-            let offset = gallery.isEmpty ? 0 : scans % gallery.count
+            // A reader that can only verify compares a scan with one print: the
+            // first scan tries the finger that matched last time (the one the
+            // person usually uses), each new scan the next of the user's
+            // prints, so every enrolled finger gets its turn within one
+            // evaluation (docs/SECURITY.md: each no-match counts).
+            let offset = Self.galleryStart(usable.map(\.finger), lastMatched: lastFinger.finger(of: evaluation.uid),
+                                           scansSoFar: scans)
             scans += 1
             let result: Readers.ScanResult
             do {
@@ -229,8 +232,11 @@ extension LocalAuthService {
             }
             ServiceActor.assertOnLoop()
             switch result {
-            case .match:
+            case .match(let matched):
                 evaluation.matchedSet = Self.enrolledSet(usable)
+                if let finger = usable.first(where: { $0.print.pointer == matched.pointer })?.finger {
+                    lastFinger.remember(finger, for: evaluation.uid)
+                }
                 fairness.scanJudged(evaluation.uid)
                 try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
                 return true
@@ -263,6 +269,15 @@ extension LocalAuthService {
                 emitEvaluationStatus(evaluation, kind.progress)
             }
         }
+    }
+
+    /// Where in the user's prints a scan starts (a verify-only reader tries
+    /// only that one), as pure logic: the last matched finger first, then
+    /// round the list, one step per scan.
+    nonisolated static func galleryStart(_ fingers: [FingerName], lastMatched: FingerName?, scansSoFar: Int) -> Int {
+        guard !fingers.isEmpty else { return 0 }
+        let first = lastMatched.flatMap { fingers.firstIndex(of: $0) } ?? 0
+        return (first + scansSoFar) % fingers.count
     }
 
     /// What a judged no-match means, as pure logic: the persisted lockout

@@ -45,6 +45,8 @@ public final class LocalAuthService {
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
+    /// The finger each user matched with last: a verify-only reader tries it first.
+    let lastFinger: LastFingerStore
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
     /// The work the task group of `run()` runs: every call, and the readers'
@@ -75,6 +77,7 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
+        lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
         logind = Logind(bus: bus)
         passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
     }

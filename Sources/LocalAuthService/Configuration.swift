@@ -1,3 +1,4 @@
+import LocalAuthRights
 
 /// How the service runs; parsed from the command line by `localauthd`.
 public struct Configuration: Sendable {
@@ -17,6 +18,11 @@ public struct Configuration: Sendable {
     /// The one reader to use (`--reader DRIVER[/DEVICE_ID]`); nil: the first
     /// reader with prints of the user, else the first reader.
     public var reader: ReaderSelector?
+    /// How rights' keys are protected at rest (docs/RIGHTS.md): the software
+    /// backend in the state directory now; a TPM backend can be injected here.
+    public var makeKeyProtector: @Sendable (_ stateDirectory: String) throws -> any KeyProtector = {
+        try SoftwareKeyProtector(stateDirectory: $0)
+    }
 
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,
                 fprintdStore: String = "/var/lib/fprint", attemptsPerEvaluation: Int = 3) {

@@ -41,7 +41,8 @@ struct Request {
 }
 
 extension LocalAuthService {
-    nonisolated static let methods: [String: MethodSpec] = [
+    // Rights' rows are in RightsMethodTable.swift, merged here.
+    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging([
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
             signature: "u", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.canEvaluatePolicy(request) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(
@@ -85,5 +86,5 @@ extension LocalAuthService {
         LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
             signature: "ss", action: nil, interactive: false,
             handler: { service, request throws(DBusError) in try service.promptAnswer(request) }),
-    ]
+    ], uniquingKeysWith: { rights, _ in rights })
 }

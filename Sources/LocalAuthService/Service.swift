@@ -29,6 +29,8 @@ public final class LocalAuthService {
     let lockout: LockoutStore
     /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
     let promptAgents = PromptAgents()
+    /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
+    let rights: RightsState
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -61,6 +63,7 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
+        rights = RightsState(stateDirectory: configuration.stateDirectory, makeProtector: configuration.makeKeyProtector)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -196,8 +199,11 @@ public final class LocalAuthService {
             call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors"))
             return
         }
-        if call.message.approximateBodySize > ServiceLimits.maximumBodyBytes {
-            call.fail(ServiceErrors.limit("the call's arguments are larger than \(ServiceLimits.maximumBodyBytes) bytes"))
+        // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
+        let bodyLimit = call.member == LocalAuthRightsBus.Method.saveRight
+            ? RightsServiceLimits.saveRightBodyBytes : ServiceLimits.maximumBodyBytes
+        if call.message.approximateBodySize > bodyLimit {
+            call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes"))
             return
         }
         switch call.interface {
@@ -220,6 +226,7 @@ public final class LocalAuthService {
             let arguments = call.arguments
             let record = CallRecord(sender: call.sender,
                                     requestID: call.member == LocalAuthBus.Method.evaluatePolicy
+                                        || call.member == LocalAuthRightsBus.Method.authorizeRight
                                         ? Self.requestID(in: arguments[2]) : nil,
                                     arguments: arguments, call: call)
             do throws(DBusError) {
@@ -285,6 +292,7 @@ public final class LocalAuthService {
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
         promptAgentVanished(name)
+        rightsCallerVanished(name)
     }
 
     // MARK: Properties

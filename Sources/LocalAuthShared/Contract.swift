@@ -120,6 +120,11 @@ public enum PolkitAction: String, Sendable, CaseIterable {
     case authenticateOwner = "org.example.LocalAuth.authenticate-owner"
     case enroll = "org.example.LocalAuth.enroll"
     case manage = "org.example.LocalAuth.manage"
+    // Rights and secrets (docs/RIGHTS.md).
+    /// Authorizing the caller's own rights (AuthorizeRight).
+    case rightsUse = "org.example.LocalAuth.rights.use"
+    /// Saving and removing the caller's own rights.
+    case rightsManage = "org.example.LocalAuth.rights.manage"
 }
 
 /// Finger names as fprintd spells them, in libfprint's FpFinger order (1…10).

@@ -114,7 +114,8 @@ public enum PrintSource: String, Sendable, CaseIterable {
     case fprintd = "fprintd"
 }
 
-/// The polkit actions (polkit/org.example.LocalAuth.policy).
+/// The polkit actions (polkit/org.example.LocalAuth.policy; the rights ones
+/// in polkit/org.example.LocalAuth.rights.policy).
 public enum PolkitAction: String, Sendable, CaseIterable {
     case evaluate = "org.example.LocalAuth.evaluate"
     case authenticateOwner = "org.example.LocalAuth.authenticate-owner"

@@ -85,3 +85,22 @@ public final class LARightStore: NSObject, Sendable {
         }
     }
 }
+
+extension LARightStore {
+    /// Not Apple's API: the identifiers of this app's rights, sorted (for
+    /// `localauthctl secret list` and apps that manage their rights).
+    public func identifiers() async throws -> [String] {
+        let reply: [DBusValue]
+        do {
+            reply = try await ServiceClient.shared.call(LocalAuthRightsBus.Method.listRights, [options])
+        } catch {
+            throw LAError(rights: error)
+        }
+        guard case .array(_, let entries)? = reply.first else { return [] }
+        return entries.compactMap { $0.stringKeyedDictionary?[LocalAuthRightsBus.RightKey.identifier]?.string }.sorted()
+    }
+
+    /// Not Apple's API: the app id this process's rights are kept under
+    /// outside a sandbox (`LOCALAUTH_APP_ID`, else the program's name).
+    public static var currentAppID: String { appID }
+}

@@ -53,7 +53,8 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let (code, error) = await authorize(right)
         XCTAssertNil(code, error ?? "")
         XCTAssertEqual(right.state, .authorized)
-        XCTAssertEqual(try await right.secret.loadData(), secret)
+        let value1 = try await right.secret.loadData()
+        XCTAssertEqual(value1, secret)
         await right.deauthorize()
         XCTAssertEqual(right.state, .notAuthorized)
         let (after, _) = await laCode { _ = try await right.secret.loadData() }
@@ -86,7 +87,8 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let right = try await LARightStore.shared.right(forIdentifier: "set-1")
         let (first, _) = await authorize(right)
         XCTAssertNil(first)
-        XCTAssertEqual(try await right.secret.loadData(), Data([1]))
+        let value2 = try await right.secret.loadData()
+        XCTAssertEqual(value2, Data([1]))
 
         // A finger added: the authorization in force and every later one die.
         try await enroll("left-index-finger", as: "second-finger")
@@ -177,7 +179,8 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let right = try await LARightStore.shared.right(forIdentifier: "at-rest")
         let (code, name) = await authorize(right)
         XCTAssertNil(code, name ?? "")
-        XCTAssertEqual(try await right.secret.loadData(), secret)
+        let value3 = try await right.secret.loadData()
+        XCTAssertEqual(value3, secret)
     }
 
     func testAKillDuringSaveLeavesTheOldOrTheNewRight() async throws {
@@ -193,7 +196,8 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         saver.signal(SIGKILL)
         saver.wait()
         service = try ServiceProcess(bus: rig, stateDirectory: state)
-        XCTAssertEqual(try await LARightStore.shared.identifiers(), ["crash"])
+        let value4 = try await LARightStore.shared.identifiers()
+        XCTAssertEqual(value4, ["crash"])
         let right = try await LARightStore.shared.right(forIdentifier: "crash")
         let (code, name) = await authorize(right)
         XCTAssertNil(code, name ?? "")
@@ -237,7 +241,8 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
 
         // ECIES round trip: encrypted here, decrypted in the service; ECDH agrees.
         let ciphertext = try await right.key.publicKey.encrypt(message, algorithm: .eciesEncryptionCofactorVariableIVX963SHA256AESGCM)
-        XCTAssertEqual(try await right.key.decrypt(ciphertext, algorithm: .eciesEncryptionCofactorVariableIVX963SHA256AESGCM), message)
+        let value5 = try await right.key.decrypt(ciphertext, algorithm: .eciesEncryptionCofactorVariableIVX963SHA256AESGCM)
+        XCTAssertEqual(value5, message)
         let peer = try P256.PrivateKey()
         let shared = try await right.key.exchangeKeys(publicKey: Data(peer.publicKey.x963Representation),
                                                       algorithm: .ecdhKeyExchangeStandard, parameters: [:])

@@ -132,6 +132,13 @@ public final class LAPersistedRight: LARight, @unchecked Sendable {
         secret = LASecret(right: self)
     }
 
+    deinit {
+        // The service ends an authorization when its connection leaves or
+        // after 5 minutes; a right that goes away ends it now.
+        guard let handle else { return }
+        Task.detached { _ = try? await ServiceClient.shared.call(LocalAuthRightsBus.Method.deauthorize, [.string(handle)]) }
+    }
+
     var options: [String: DBusValue] { [LocalAuthRightsBus.Option.appID: .string(appID)] }
 
     /// The handle of the current authorization, or `LAError.notInteractive`.

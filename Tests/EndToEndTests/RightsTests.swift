@@ -249,6 +249,75 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual([UInt8](shared), try peer.sharedSecretFromKeyAgreement(with: publicKey))
     }
 
+    // MARK: Sandboxes and polkit
+
+    /// Runs localauthctl as root in a private mount namespace whose root
+    /// holds a /.flatpak-info naming `flatpakID`: what the service sees of a
+    /// Flatpak app. Nothing outside the namespace changes.
+    private func localauthctlInFakeFlatpak(_ flatpakID: String, _ arguments: [String], stdin: String? = nil) throws -> Outcome {
+        let tool = rig.directory + "/localauthctl"
+        if !FileManager.default.fileExists(atPath: tool) {
+            try FileManager.default.copyItem(atPath: Paths.localauthctl, toPath: tool)
+            chmod(tool, 0o755)
+        }
+        let quoted = arguments.map { "'" + $0.replacingOccurrences(of: "'", with: "'\\''") + "'" }.joined(separator: " ")
+        let input = stdin.map { "printf '%s' '\($0)' | " } ?? ""
+        let script = """
+            R=$(mktemp -d /tmp/fake-flatpak.XXXXXX) && mount -t tmpfs tmpfs "$R" || exit 90
+            for entry in /*; do
+                name=${entry#/}
+                if [ -L "$entry" ]; then ln -s "$(readlink "$entry")" "$R/$name"
+                elif [ -d "$entry" ]; then mkdir "$R/$name" && mount --rbind "$entry" "$R/$name"
+                fi
+            done
+            printf '[Application]\nname=\(flatpakID)\n' > "$R/.flatpak-info"
+            \(input)chroot "$R" env DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' '\(tool)' \(quoted)
+            """
+        return try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+    }
+
+    func testASandboxedCallerCannotReachAHostAppsRights() async throws {
+        _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "host-only", secret: Data([9]))
+        // Same uid, claiming the host app's id: the sandbox's id wins.
+        let listed = try localauthctlInFakeFlatpak("org.example.Vault", ["secret", "list", "--app-id", Self.appID])
+        XCTAssertEqual(listed.status, 0, listed.output)
+        XCTAssertEqual(listed.stdout, "")
+        let stored = try localauthctlInFakeFlatpak("org.example.Vault", ["secret", "store", "sandboxed", "--app-id", Self.appID],
+                                                   stdin: "from the sandbox")
+        XCTAssertEqual(stored.status, 0, stored.output)
+        let again = try localauthctlInFakeFlatpak("org.example.Vault", ["secret", "list"])
+        XCTAssertEqual(again.stdout, "sandboxed\n", again.output)
+        // The host app does not see it, and its own right is intact.
+        let hostList = try await LARightStore.shared.identifiers()
+        XCTAssertEqual(hostList, ["host-only"])
+        XCTAssertTrue(service.log.contains("flatpak:org.example.Vault"), service.log)
+    }
+
+    func testAnAdministratorCanForbidRights() throws {
+        // Another uid keeps its own right when polkit allows it ...
+        try rig.polkit("org.example.LocalAuth.rights.manage", "yes")
+        let input = rig.directory + "/nobody-secret"
+        try Data("nobody's".utf8).write(to: URL(fileURLWithPath: input))
+        chmod(input, 0o644)
+        let store = "'\(Paths.localauthctl)' secret store token --app-id org.example.Nobody < '\(input)'"
+        let allowed = try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + ["/bin/sh", "-c", store],
+                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertEqual(allowed.status, 0, allowed.output)
+        let listed = try localauthctl(["secret", "list", "--app-id", "org.example.Nobody"], asNobody: true)
+        XCTAssertEqual(listed.stdout, "token\n", listed.output)
+        // ... and gets PermissionDenied once a site rule says no.
+        try rig.polkit("org.example.LocalAuth.rights.manage", "no")
+        let forbidden = try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + ["/bin/sh", "-c", store],
+                                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertEqual(forbidden.status, 3, forbidden.output)
+        XCTAssertTrue(forbidden.output.contains("PermissionDenied"), forbidden.output)
+        try rig.polkit("org.example.LocalAuth.rights.use", "no")
+        let use = try gdbus("AuthorizeRight", ["token", "Open", "{'app-id': <'org.example.Nobody'>}"], asNobody: true)
+        XCTAssertTrue(use.output.contains("PermissionDenied"), use.output)
+        // Root's own rights are untouched: polkit always authorizes root.
+        XCTAssertEqual(try localauthctl(["secret", "list"]).stdout, "")
+    }
+
     // MARK: The tool and the example
 
     func testLocalauthctlStoresListsLoadsAndRemovesASecret() throws {

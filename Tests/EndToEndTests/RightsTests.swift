@@ -318,6 +318,20 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(try localauthctl(["secret", "list"]).stdout, "")
     }
 
+    func testAPythonAppKeepsASecretOverDBus() throws {
+        try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
+        let script = Paths.root + "/Examples/Python/vault.py"
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
+        let stored = try runProgram("/usr/bin/python3", [script, "store", "py-key", "from python"], environment: environment)
+        XCTAssertEqual(stored.status, 0, stored.output)
+        XCTAssertEqual(try runProgram("/usr/bin/python3", [script, "list"], environment: environment).stdout, "py-key\n")
+        present("owner-finger", after: 0.5)
+        let loaded = try runProgram("/usr/bin/python3", [script, "load", "py-key"], environment: environment)
+        XCTAssertEqual(loaded.stdout, "from python\n", loaded.output)
+        // Another app id (the Swift tool's) does not see it.
+        XCTAssertEqual(try localauthctl(["secret", "list"]).stdout, "")
+    }
+
     // MARK: The tool and the example
 
     func testLocalauthctlStoresListsLoadsAndRemovesASecret() throws {

@@ -35,6 +35,15 @@ final class RightsState {
     private(set) var authorizations: [String: RightAuthorization] = [:]
     /// Each connection's app identity (its pid's sandbox), once read.
     var identities: [String: AppIdentity] = [:]
+    /// Rights read and verified from disk this run, by owner: verifying a
+    /// right (unwrapping, opening both parts, parsing the key) costs about a
+    /// millisecond, and an app that loads its secret should not pay it on
+    /// every call. Only sealed parts and the public key are held (no
+    /// plaintext). The service is the only writer of its root-only state
+    /// directory: its own saves and removals update this; a file changed
+    /// behind its back is read again at the next start.
+    private var verified: [RightOwner: RightRecord] = [:]
+    static let verifiedLimit = 1024
 
     init(stateDirectory: String, makeProtector: @escaping @Sendable (String) throws -> any KeyProtector) {
         self.stateDirectory = stateDirectory
@@ -76,6 +85,19 @@ final class RightsState {
     }
 
     func drop(_ handle: String) { authorizations[handle] = nil }
+
+    func cached(_ owner: RightOwner) -> RightRecord? { verified[owner] }
+
+    func remember(_ record: RightRecord) {
+        if verified.count >= Self.verifiedLimit, verified[record.owner] == nil { verified.removeAll() }
+        verified[record.owner] = record
+    }
+
+    func forget(uid: UInt32, appID: String, identifier: String? = nil) {
+        verified = verified.filter { owner, _ in
+            !(owner.uid == uid && owner.appID == appID && (identifier == nil || owner.identifier == identifier))
+        }
+    }
 
     func dropAll(where predicate: (RightAuthorization) -> Bool) {
         authorizations = authorizations.filter { !predicate($0.value) }
@@ -163,9 +185,12 @@ extension LocalAuthService {
     }
 
     func loadRight(_ owner: RightOwner) throws(DBusError) -> RightRecord {
+        if let record = rights.cached(owner) { return record }
         let storage = try rights.storage()
         do throws(RightsError) {
-            return try storage.load(owner)
+            let record = try storage.load(owner)
+            rights.remember(record)
+            return record
         } catch {
             throw Self.rightsError(error)
         }
@@ -233,7 +258,9 @@ extension LocalAuthService {
         do throws(RightsError) {
             let record = try RightRecord.create(owner: owner, requirement: requirement, secret: secret,
                                                 created: Int64(time(nil)), protector: storage.protector)
+            rights.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
             try storage.save(record)
+            rights.remember(record)
             // A replaced right is another right: its authorizations end.
             rights.dropAll { $0.owner == owner }
             Log.info("rights: saved \(owner) (\(kind.rawValue))")
@@ -248,6 +275,7 @@ extension LocalAuthService {
         let identifier = try Self.text(request.arguments[0], "the identifier")
         let owner = try await rightOwner(request, identifier: identifier, options: try Self.rightsOptions(request.arguments[1]))
         let storage = try rights.storage()
+        rights.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
         do throws(RightsError) {
             try storage.remove(owner)
         } catch {
@@ -263,6 +291,7 @@ extension LocalAuthService {
         let app = try await rightsApp(request, try Self.rightsOptions(request.arguments[0]))
         let storage = try rights.storage()
         let removed: Int
+        rights.forget(uid: request.uid, appID: app)
         do throws(RightsError) {
             removed = try storage.removeAll(uid: request.uid, appID: app)
         } catch {

@@ -4,7 +4,8 @@ import LocalAuthShared
 import RigSupport
 
 // Rights rows (docs/RIGHTS.md): loading a secret (AuthorizeRight with a
-// finger, LoadSecret, Deauthorize) against a plain evaluation, and a P-256
+// finger, then LoadSecret: until the app has its secret; the Deauthorize
+// that follows is not timed) against a plain evaluation, and a P-256
 // signature made by the service with a held authorization. localauthd only:
 // fprintd has no rights.
 
@@ -39,13 +40,18 @@ enum OurRights {
         return handle
     }
 
-    /// What an app does to load its secret: authorize, load, deauthorize.
-    static func loadSecret(_ bus: BusConnection, sensor: VirtualSensor) async throws {
+    /// What an app does to load its secret: authorize, then load; the handle
+    /// (to deauthorize once the app has its secret: not part of the wait).
+    static func loadSecret(_ bus: BusConnection, sensor: VirtualSensor) async throws -> String {
         let handle = try await authorize(bus, sensor: sensor)
         let secret = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
                                         member: LocalAuthRightsBus.Method.loadSecret, arguments: [.string(handle)],
                                         timeout: callTimeout)
         guard secret.first?.byteArray?.count == 32 else { throw BenchError("LoadSecret answered \(secret)") }
+        return handle
+    }
+
+    static func deauthorize(_ bus: BusConnection, _ handle: String) async throws {
         _ = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
                                member: LocalAuthRightsBus.Method.deauthorize, arguments: [.string(handle)],
                                timeout: callTimeout)
@@ -66,7 +72,7 @@ extension Bench {
     func measureRights(_ ours: BusConnection, cycles: Int, signatures: Int) async throws -> RightsResults {
         var results = RightsResults()
         try await OurRights.save(ours)
-        for _ in 0..<3 { try await OurRights.loadSecret(ours, sensor: oursSensor) }
+        for _ in 0..<3 { try await OurRights.deauthorize(ours, try await OurRights.loadSecret(ours, sensor: oursSensor)) }
         var evaluations: [UInt64] = [], loads: [UInt64] = []
         var done = 0
         while done < cycles {
@@ -84,8 +90,9 @@ extension Bench {
             for _ in 0..<count {
                 let begin = Clock.nanoseconds()
                 do {
-                    try await OurRights.loadSecret(ours, sensor: oursSensor)
+                    let handle = try await OurRights.loadSecret(ours, sensor: oursSensor)
                     loads.append(Clock.nanoseconds() - begin)
+                    try await OurRights.deauthorize(ours, handle)
                 } catch {
                     results.errors += 1
                     log("loading the secret failed: \(error)")
@@ -100,6 +107,7 @@ extension Bench {
         let oursBus = ours
         _ = try await serial(50) { try OurRights.signBlocking(oursBus, handle: handle) }
         results.sign = Summary(nanoseconds: try await serial(signatures) { try OurRights.signBlocking(oursBus, handle: handle) })
+        try await OurRights.deauthorize(ours, handle)
         return results
     }
 }

@@ -62,7 +62,8 @@ let package = Package(
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         // The service's pure parts (the print file format), without a bus.
-        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared"]),
+        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared", "LocalAuthRights",
+                                                                "LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport",

@@ -377,7 +377,7 @@ extension LocalAuthService {
         _ = try rightPolicy(after.requirement, uid: request.uid)
         let handle = try rights.authorize(RightAuthorization(
             sender: request.sender, uid: request.uid, owner: owner, publicKey: after.publicKey,
-            expires: .now + .seconds(RightsServiceLimits.authorizationSeconds)))
+            expires: .now + .seconds(min(configuration.rightsAuthorizationTimeout, RightsServiceLimits.authorizationSeconds))))
         Log.info("rights: authorized \(owner) for \(request.sender)")
         return [.string(handle)]
     }

@@ -332,6 +332,66 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(try localauthctl(["secret", "list"]).stdout, "")
     }
 
+    // MARK: Authorization: a real evaluation, for a while
+
+    func testAPlainRightAuthorizesWithAnEvaluation() async throws {
+        try await enroll(as: "owner-finger")
+        let right = LARight(requirement: .biometry)
+        try await right.checkCanAuthorize()
+        let (code, name) = await authorize(right)
+        XCTAssertNil(code, name ?? "")
+        XCTAssertEqual(right.state, .authorized)
+        await right.deauthorize()
+        XCTAssertEqual(right.state, .notAuthorized)
+    }
+
+    func testAnAuthorizationEndsAfterItsTimeLimit() async throws {
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--rights-authorization-timeout", "1"])
+        try await enroll(as: "owner-finger")
+        _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "brief", secret: Data([5]))
+        let right = try await LARightStore.shared.right(forIdentifier: "brief")
+        let (code, name) = await authorize(right)
+        XCTAssertNil(code, name ?? "")
+        let first = try await right.secret.loadData()
+        XCTAssertEqual(first, Data([5]))
+        // The time limit itself is what this waits for.
+        try await Task.sleep(for: .milliseconds(1300))
+        let (expired, expiredName) = await laCode { _ = try await right.secret.loadData() }
+        XCTAssertEqual(expired, .notInteractive)
+        XCTAssertEqual(expiredName, "org.example.LocalAuth.Error.NotAuthorized")
+        XCTAssertEqual(right.state, .notAuthorized)
+    }
+
+    /// `.default` and `.biometry(fallback: .devicePasscode)` take the account
+    /// password (policy 2, polkit's agent, PAM); `.biometry` never does.
+    func testThePasswordUnlocksOnlyARightThatAllowsIt() throws {
+        let uid = try TestAccount.ensure()
+        try rig.polkit("org.example.LocalAuth.rights.manage", "yes")
+        try rig.polkit("org.example.LocalAuth.rights.use", "yes")
+        for (id, requirement) in [("pw-default", "default"), ("pw-fallback", "biometry-or-password"), ("pw-biometry", "biometry")] {
+            let saved = try runAs(uid, "/usr/bin/gdbus", [
+                "call", "--system", "--dest", "org.example.LocalAuth", "--object-path", "/org/example/LocalAuth",
+                "--method", "org.example.LocalAuth.SaveRight", id, requirement,
+                "{'app-id': <'org.example.Owner'>, 'secret': <b'\(id) secret'>}"])
+            XCTAssertEqual(saved.status, 0, saved.output)
+        }
+        for id in ["pw-default", "pw-fallback"] {
+            let loaded = try localauthctlAsOwner(["secret", "load", id, "--app-id", "org.example.Owner"], password: TestAccount.password)
+            XCTAssertEqual(loaded.status, 0, loaded.output)
+            XCTAssertTrue(loaded.output.contains("\(id) secret"), loaded.output)
+        }
+        let wrong = try localauthctlAsOwner(["secret", "load", "pw-default", "--app-id", "org.example.Owner"],
+                                            password: "not-the-password")
+        XCTAssertEqual(wrong.status, 1, wrong.output)
+        XCTAssertFalse(wrong.output.contains("pw-default secret"), wrong.output)
+        let biometry = try localauthctlAsOwner(["secret", "load", "pw-biometry", "--app-id", "org.example.Owner"],
+                                               password: TestAccount.password)
+        XCTAssertEqual(biometry.status, 3, biometry.output)
+        XCTAssertTrue(biometry.output.contains("BiometryNotEnrolled"), biometry.output)
+        XCTAssertFalse(biometry.output.contains("pw-biometry secret"), biometry.output)
+    }
+
     // MARK: The tool and the example
 
     func testLocalauthctlStoresListsLoadsAndRemovesASecret() throws {

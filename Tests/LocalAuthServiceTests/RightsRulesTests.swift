@@ -1,12 +1,19 @@
 import DBusCore
 import Foundation
 @testable import LocalAuthService
+import LocalAuthCrypto
+import LocalAuthRights
 import LocalAuthShared
 import XCTest
 
 /// Whose app a rights call is for (AppIdentity.swift), and the rights part of
 /// the contract file.
 final class RightsRulesTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = ServiceLoop.running
+    }
+
     func testAFlatpakInfoNamesTheApp() {
         let info = "[Application]\nname=org.example.Vault\nruntime=runtime/org.gnome.Platform/x86_64/45\n\n[Instance]\nname=other\n"
         XCTAssertEqual(AppIdentity.flatpakAppID(info: info), "org.example.Vault")
@@ -76,5 +83,37 @@ final class RightsRulesTests: XCTestCase {
             XCTAssertTrue(policy.contains("<action id=\"\(action.rawValue)\">"), action.rawValue)
         }
         for method in LocalAuthRightsBus.Method.all { XCTAssertNotNil(LocalAuthService.methods[method], method) }
+    }
+
+    // MARK: Authorizations (RightsState)
+
+    @ServiceActor
+    static func checkAuthorizationsAreBounded() throws {
+        let state = RightsState(stateDirectory: "/nonexistent", makeProtector: { _ in throw RightsError(.io, "unused") })
+        let owner = try RightOwner(uid: 1000, appID: "org.example.App", identifier: "key")
+        let key = try P256.PrivateKey().publicKey
+        func authorization(_ sender: String, expires: ContinuousClock.Instant = .now + .seconds(300)) -> RightAuthorization {
+            RightAuthorization(sender: sender, uid: 1000, owner: owner, publicKey: key, expires: expires)
+        }
+        // One connection keeps at most 32: the oldest goes.
+        var handles: [String] = []
+        for index in 0..<(RightsServiceLimits.authorizationsPerConnection + 1) {
+            handles.append(try state.authorize(authorization(":1.5", expires: .now + .seconds(100 + Double(index)))))
+        }
+        XCTAssertEqual(state.authorizations.count, RightsServiceLimits.authorizationsPerConnection)
+        XCTAssertNil(state.authorizations[handles[0]])
+        XCTAssertNotNil(state.authorizations[handles.last!])
+        XCTAssertEqual(Set(handles).count, handles.count, "handles are random")
+        XCTAssertEqual(handles[0].count, 32, "128 bits in hex")
+        // Expired ones are pruned; the caller leaving ends its own only.
+        let expired = try state.authorize(authorization(":1.6", expires: .now - .seconds(1)))
+        let other = try state.authorize(authorization(":1.7"))
+        XCTAssertNil(state.authorizations[expired], "an expired one is dropped at the next authorization")
+        state.callerVanished(":1.5")
+        XCTAssertEqual(Array(state.authorizations.keys), [other])
+    }
+
+    func testAuthorizationsAreBoundedAndEndWithTheirCaller() async throws {
+        try await Self.checkAuthorizationsAreBounded()
     }
 }

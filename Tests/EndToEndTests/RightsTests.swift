@@ -188,10 +188,13 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "crash", secret: Data("old".utf8))
         let state = service.stateDirectory
         // Saves in a loop from another process while the service is killed.
-        let script = "i=0; while [ $i -lt 200 ]; do echo -n new | '\(Paths.localauthctl)' secret store crash --requirement biometry --app-id '\(Self.appID)' 2>/dev/null; i=$((i+1)); done"
+        let script = "i=0; while [ $i -lt 200 ]; do echo -n new | '\(Paths.localauthctl)' secret store crash --requirement biometry --app-id '\(Self.appID)'; i=$((i+1)); done"
+        let log = rig.directory + "/saver-\(UInt32.random(in: 0...UInt32.max)).log"
         let saver = try Child("/bin/sh", ["-c", script], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
-                              stdoutPath: rig.directory + "/saver.log", stderrPath: rig.directory + "/saver.log")
-        usleep(400_000)
+                              stdoutPath: log, stderrPath: log)
+        // Saves are under way (one has completed) when the service dies.
+        try waitForText("stored 3 bytes as crash", in: log)
+        usleep(50_000)
         service.kill9()
         saver.signal(SIGKILL)
         saver.wait()

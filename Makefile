@@ -1,7 +1,8 @@
 # LocalAuth for Linux
 #   make deps        install the Debian packages (scripts/install-deps.sh)
 #   make build       swift build, and the tests
-#   make test        deps, then swift test (end-to-end tests start the rig themselves)
+#   make test        deps, the PAM module, then swift test (end-to-end tests start the rig themselves)
+#   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
 #   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
 #                    (binaries that need no Swift runtime and search no private library path)
@@ -12,6 +13,10 @@
 #   make bench       deps, release build (static Swift runtime, as shipped), then
 #                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
 #                    "--json FILE" are passed on; see BENCHMARKS.md)
+#   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes):
+#                    attacks the real service on the rig, prints a table and JSON, exits
+#                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.
+#                    ROWS=soak,faults runs some rows; REL_ARGS="--short" etc. are passed on
 #   make clean       remove build output
 #
 # Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR
@@ -46,22 +51,32 @@ endif
 VERSION ?= 0.1.0
 
 # Passed to scripts/install.sh only when set (it has the defaults).
-INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR \
+INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build test demo bench release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam test demo bench reliability release binaries install uninstall install-list deb example clean
 
 all: build
 
 deps:
 	scripts/install-deps.sh
 
-build:
+build: pam
 	$(SWIFT) build
 	$(SWIFT) build --build-tests
 
-test: deps
+# The PAM module is C, built here and not by SwiftPM (which would link the
+# Swift runtime into it and so into sudo): see pam/pam_localauth.h.
+PAM_MODULE := .build/pam/pam_localauth.so
+PAM_CFLAGS := -O2 -g -fPIC -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fvisibility=hidden
+pam: $(PAM_MODULE)
+$(PAM_MODULE): pam/pam_localauth.c pam/pam_localauth.h
+	mkdir -p $(dir $@)
+	$(CC) $(PAM_CFLAGS) -shared -o $@ pam/pam_localauth.c $$(pkg-config --cflags --libs dbus-1) -lpam \
+		-Wl,-z,relro,-z,now -Wl,--as-needed
+
+test: deps pam
 	$(SWIFT) test --disable-swift-testing 2>&1
 
 demo: deps build
@@ -73,6 +88,7 @@ release:
 binaries:
 ifndef NO_BUILD
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
+	$(MAKE) pam
 endif
 
 install: binaries
@@ -84,7 +100,7 @@ uninstall:
 install-list:
 	@$(INSTALL_ENV) scripts/install.sh list
 
-deb: binaries
+deb: binaries pam
 	BINARIES='$(BINARIES)' VERSION='$(VERSION)' scripts/make-deb.sh
 
 example:
@@ -96,6 +112,12 @@ BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
 bench: deps
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	"$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" $(BENCH_ARGS)
+
+ROWS ?=
+reliability: deps
+	$(SWIFT) build
+	scripts/reliability/run --localauthd "$$($(SWIFT) build --show-bin-path)/localauthd" \
+		$(if $(ROWS),--rows $(ROWS),--update RELIABILITY.md) --json .build/reliability.json $(REL_ARGS)
 
 clean:
 	$(SWIFT) package clean || true

@@ -18,6 +18,8 @@ let package = Package(
         .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
+        // tpm2-tss: ESAPI, marshalling, response-code text, the TCTI loader (LocalAuthTPM only).
+        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys tss2-mu tss2-rc tss2-tctildr", providers: [.apt(["libtss2-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
         .target(name: "CLocalAuthInterface"),
@@ -33,18 +35,20 @@ let package = Package(
             "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
             "LocalAuthCrypto", "LocalAuthRights",
         ]),
-        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService"]),
+        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
-        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport"]),
+        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport", "LocalAuthTPM", "LocalAuthCrypto"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
         .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
         // Rights and secrets at rest: key protection, the right file, its storage (for the service).
-        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto"]),
+        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM"]),
+        // A TPM 2.0 through tpm2-tss: sealed data and P-256 keys that never leave it (docs/TPM.md).
+        .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto"]),
         // Processes and the virtual sensor, for the end-to-end tests and the benchmark.
         .target(name: "RigSupport"),
 
@@ -66,6 +70,8 @@ let package = Package(
                                                                 "LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
+        // Against a real software TPM (swtpm), started and killed by the tests.
+        .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto", "RigSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport",
                                                          "LocalAuthCrypto"]),
     ],

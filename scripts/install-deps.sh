@@ -12,6 +12,7 @@ PACKAGES=(
     libpolkit-gobject-1-dev  # polkit-gobject-1
     libglib2.0-dev           # glib-2.0 / gio-2.0 (libfprint and polkit headers need it)
     libssl-dev               # libcrypto (OpenSSL 3): LocalAuthCrypto's EVP primitives for rights and keys
+    libtss2-dev              # tpm2-tss: ESAPI, MU, RC, the TCTI loader (CTSS2, LocalAuthTPM: rights sealed to the TPM; docs/TPM.md)
     make
     # test rig (scripts/rig.sh): private bus, real polkitd, baseline fprintd
     dbus-daemon              # /usr/bin/dbus-daemon
@@ -26,6 +27,10 @@ PACKAGES=(
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
     openssl                  # the crypto unit tests check signatures, ECDH and ECIES against the openssl tool
+    # the TPM tests (Tests/LocalAuthTPMTests): a real software TPM 2.0, started and killed by each test
+    swtpm                    # /usr/bin/swtpm socket: the TPM, on two free ports of 127.0.0.1
+    swtpm-tools              # swtpm_setup: to provision a software TPM by hand (docs/TPM.md); the tests do not need it
+    libtss2-tcti-swtpm0      # the "swtpm:host=…,port=…" TCTI the tests (and --tpm swtpm:…) load at run time
     # the system sheet (localauth-prompt) and its tests (Tests/EndToEndTests/PromptTests.swift)
     libgtk-4-dev             # gtk4: the agent's window (CGtk, CGtkShims)
     adwaita-icon-theme       # auth-fingerprint-symbolic, and the theme's other icons
@@ -34,6 +39,12 @@ PACKAGES=(
     xvfb                     # Xvfb: the X server the tests draw on
     xdotool                  # find the sheet, click its buttons, type Escape / Enter
     imagemagick              # import: screenshots; convert: the dark-theme pixel check
+    python3-dbusmock         # EnvironmentTests: logind and UPower stand-ins on the rig's bus
+    # the PAM module (pam/, built by `make pam` with the C compiler) and its tests
+    gcc                      # cc for pam_localauth.so
+    libpam0g-dev             # <security/pam_modules.h>, libpam
+    pamtester                # the tests drive the module through the real libpam
+    strace                   # the reliability suite slows the service's fsync/rename to kill inside a write
 )
 
 missing=()

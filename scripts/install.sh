@@ -20,6 +20,12 @@
 #   UNITDIR          /lib/systemd/system for PREFIX=/usr, else $PREFIX/lib/systemd/system
 #   USERUNITDIR      /usr/lib/systemd/user for PREFIX=/usr, else $PREFIX/lib/systemd/user
 #   AUTOSTARTDIR     /etc/xdg/autostart     localauth-prompt.desktop (the sheet, every session)
+#   PAMDIR           /usr/lib/<multiarch>/security  pam_localauth.so (PAM loads modules only
+#                    from there by name, whatever PREFIX is)
+#   PAMCONFIGDIR     /usr/share/pam-configs  the pam-auth-update profiles "localauth" and
+#                    "localauth-reset-lockout" (off until the administrator turns them on:
+#                    pam-auth-update --enable localauth localauth-reset-lockout)
+#   PAM_MODULE       the built module (default .build/pam/pam_localauth.so: make pam)
 #   BINARIES         directory holding the built localauthd and localauthctl
 #   MANIFEST         $DATADIR/localauth/install-manifest; empty: write none
 #                    (the .deb has dpkg's own file list)
@@ -52,12 +58,16 @@ if [ -z "${USERUNITDIR:-}" ]; then
     if [ "$PREFIX" = /usr ]; then USERUNITDIR=/usr/lib/systemd/user; else USERUNITDIR="$PREFIX/lib/systemd/user"; fi
 fi
 AUTOSTARTDIR="${AUTOSTARTDIR:-/etc/xdg/autostart}"
+MULTIARCH="$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)"
+PAMDIR="${PAMDIR:-/usr/lib/$MULTIARCH/security}"
+PAMCONFIGDIR="${PAMCONFIGDIR:-/usr/share/pam-configs}"
+PAM_MODULE="${PAM_MODULE:-$REPO/.build/pam/pam_localauth.so}"
 BINARIES="${BINARIES:-$REPO/.build/release}"
 MANIFEST="${MANIFEST-$DATADIR/localauth/install-manifest}"
 
 die() { echo "install.sh: $*" >&2; exit 1; }
 
-for v in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR UNITDIR USERUNITDIR AUTOSTARTDIR; do
+for v in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR; do
     case "${!v}" in /*) ;; *) die "$v must be an absolute path: ${!v}" ;; esac
 done
 
@@ -79,6 +89,10 @@ files() {
 0644 $REPO/systemd/localauthd.service.in $UNITDIR/localauthd.service
 0644 $REPO/man/localauthd.8.in $MANDIR/man8/localauthd.8
 0644 $REPO/man/localauthctl.1 $MANDIR/man1/localauthctl.1
+0644 $PAM_MODULE $PAMDIR/pam_localauth.so
+0644 $REPO/pam/pam-config $PAMCONFIGDIR/localauth
+0644 $REPO/pam/pam-config-reset-lockout $PAMCONFIGDIR/localauth-reset-lockout
+0644 $REPO/pam/pam_localauth.8 $MANDIR/man8/pam_localauth.8
 EOF
 }
 
@@ -104,6 +118,7 @@ cmd_install() {
     for binary in localauthd localauthctl localauth-prompt; do
         [ -x "$BINARIES/$binary" ] || die "$BINARIES/$binary not built (make build-release, or set BINARIES=)"
     done
+    [ -f "$PAM_MODULE" ] || die "$PAM_MODULE not built (make pam, or set PAM_MODULE=)"
     [ -z "$DESTDIR" ] || mkdir -p "$DESTDIR"
     record="$(mktemp)"
     tmp="$(mktemp)"

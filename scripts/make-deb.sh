@@ -43,7 +43,8 @@ chmod 0755 "$STAGE"
 DESTDIR="$STAGE" PREFIX=/usr MANIFEST= BINARIES="$BINARIES" "$REPO/scripts/install.sh" install >/dev/null
 
 strip --strip-unneeded --remove-section=.comment --remove-section=.note \
-    "$STAGE/usr/libexec/localauthd" "$STAGE/usr/bin/localauthctl" "$STAGE/usr/libexec/localauth-prompt"
+    "$STAGE/usr/libexec/localauthd" "$STAGE/usr/bin/localauthctl" "$STAGE/usr/libexec/localauth-prompt" \
+    "$STAGE"/usr/lib/*/security/pam_localauth.so
 find "$STAGE/usr/share/man" -type f -exec gzip -9n {} +
 
 DOC="$STAGE/usr/share/doc/localauth"
@@ -68,7 +69,7 @@ mkdir -p "$SHLIBS/debian"
 printf 'Source: localauth\n\nPackage: localauth\nArchitecture: any\n' >"$SHLIBS/debian/control"
 mkdir -p "$STAGE/DEBIAN"
 depends="$(cd "$SHLIBS" && dpkg-shlibdeps -O -e"$STAGE/usr/libexec/localauthd" -e"$STAGE/usr/bin/localauthctl" \
-    -e"$STAGE/usr/libexec/localauth-prompt" 2>/dev/null |
+    -e"$STAGE/usr/libexec/localauth-prompt" -e"$(echo "$STAGE"/usr/lib/*/security/pam_localauth.so)" 2>/dev/null |
     sed -n 's/^shlibs:Depends=//p')"
 [ -n "$depends" ] || die "dpkg-shlibdeps found no dependencies"
 rmdir "$STAGE/DEBIAN" 2>/dev/null || true

@@ -196,6 +196,19 @@ $( [ -n "$servicedir" ] && printf '  <servicedir>%s</servicedir>' "$servicedir" 
            send_interface="org.freedesktop.DBus.Debug.Stats"/>
   </policy>
 
+  <!-- Test-only: python-dbusmock's logind and upower templates stand in for
+       systemd-logind and UPower (services we do not own) on this bus; root
+       runs them and may own their names; anyone may call them, as on a real
+       system (the real files, where installed, say the same). -->
+  <policy user="root">
+    <allow own="org.freedesktop.login1"/>
+    <allow own="org.freedesktop.UPower"/>
+  </policy>
+  <policy context="default">
+    <allow send_destination="org.freedesktop.login1"/>
+    <allow send_destination="org.freedesktop.UPower"/>
+  </policy>
+
   <include>$policy</include>
   <include>/usr/share/dbus-1/system.d/org.freedesktop.PolicyKit1.conf</include>
   <include ignore_missing="yes">/usr/share/dbus-1/system.d/net.reactivated.Fprint.conf</include>

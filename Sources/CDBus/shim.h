@@ -18,12 +18,16 @@ static inline dbus_bool_t cdbus_bool(int value) { return value ? TRUE : FALSE; }
 /* Why: the service bounds what a caller can make it decode (docs/SECURITY.md)
  * and needs the byte length of an array argument without walking it.
  * dbus_message_iter_get_array_len is the only O(1) way; libdbus marks it
- * deprecated (it is kept, and exact for our use), so the warning is silenced
- * here, once, instead of in every Swift file that would call it. */
+ * deprecated, so the warning is silenced here, once. It measures the array
+ * a reader is *inside*: called on the iterator that points at the array it
+ * answers 0 (which let a 1 MiB value through the 16 KiB limit; reliability
+ * suite, R1), so this recurses first. `iter` points at an array. */
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 static inline int cdbus_iter_array_byte_length(DBusMessageIter *iter) {
-    return dbus_message_iter_get_array_len(iter);
+    DBusMessageIter inside;
+    dbus_message_iter_recurse(iter, &inside);
+    return dbus_message_iter_get_array_len(&inside);
 }
 #pragma GCC diagnostic pop
 #endif

@@ -22,4 +22,19 @@ static inline gulong cfprint_connect_device(FpDevice *device, const char *signal
                                             cfprint_device_cb handler, gpointer data) {
     return g_signal_connect(device, signal, G_CALLBACK(handler), data);
 }
+
+// The USB port a reader hangs on, as gusb names it ("usb:BB:PP:PP…", hex bus
+// and port numbers), or NULL for a reader without one (libfprint's virtual
+// devices, SPI readers). Read through libfprint's construct-only
+// "fpi-usb-device" property, since libfprint has no public getter; g_free it.
+static inline char *cfprint_usb_platform_id(FpDevice *device) {
+    if (!g_object_class_find_property(G_OBJECT_GET_CLASS(device), "fpi-usb-device")) return NULL;
+    GObject *usb = NULL;
+    g_object_get(device, "fpi-usb-device", &usb, NULL);
+    if (!usb) return NULL;
+    char *id = NULL;
+    if (g_object_class_find_property(G_OBJECT_GET_CLASS(usb), "platform-id")) g_object_get(usb, "platform-id", &id, NULL);
+    g_object_unref(usb);
+    return id;
+}
 #endif

@@ -16,6 +16,13 @@ public indirect enum DBusValue: Hashable, Sendable {
     case string(String)
     case objectPath(ObjectPath)
     case signature(Signature)
+    /// A unix file descriptor (`h`). Sending one passes a duplicate (libdbus
+    /// dups it; the sender keeps and still must close its own). Received
+    /// descriptors appear only through `Message.takeArguments()`, whose
+    /// caller owns each and must close it (`Posix`/`close`); the ordinary
+    /// `Message.arguments` never takes ownership and shows them as
+    /// `.unixFD(-1)`, so that decoding a message twice leaks nothing.
+    case unixFD(Int32)
     /// An array and the signature of its elements (needed when it is empty).
     case array(Signature, [DBusValue])
     case dictEntry(DBusValue, DBusValue)
@@ -41,6 +48,7 @@ public indirect enum DBusValue: Hashable, Sendable {
         case .string: "s"
         case .objectPath: "o"
         case .signature: "g"
+        case .unixFD: "h"
         case .array(let element, _): "a" + element.rawValue
         case .dictEntry(let key, let value): "{" + key.signatureText + value.signatureText + "}"
         case .structure(let fields): "(" + fields.map(\.signatureText).joined() + ")"
@@ -71,6 +79,7 @@ extension DBusValue {
     public var int32: Int32? { if case .int32(let v) = self { v } else { nil } }
     public var double: Double? { if case .double(let v) = self { v } else { nil } }
     public var string: String? { if case .string(let v) = self { v } else { nil } }
+    public var fileDescriptor: Int32? { if case .unixFD(let v) = self { v } else { nil } }
 
     /// The value inside a variant, or the value itself.
     public var unwrapped: DBusValue { if case .variant(let v) = self { v.unwrapped } else { self } }

@@ -71,6 +71,10 @@ extension DBusValue {
         case .double(let v): try basic(TypeCode.double, v)
         case .string(let v): try text(TypeCode.string, v)
         case .objectPath(let v): try text(TypeCode.objectPath, v.rawValue)
+        case .unixFD(let v):
+            guard v >= 0 else { throw DBusError(.invalidArgs, "\(v) is not a file descriptor") }
+            // libdbus duplicates the descriptor; ours stays ours to close.
+            try basic(TypeCode.unixFD, v)
         case .signature(let v):
             // A signature value must be a list of complete types; `{sv}` alone is not.
             guard v.rawValue.withCString({ dbus_signature_validate($0, nil) }) != 0 else {
@@ -107,7 +111,11 @@ extension DBusValue {
     }
 
     /// Reads the value at `iterator` (which libdbus has already validated).
-    static func read(from iterator: UnsafeMutablePointer<DBusMessageIter>) -> DBusValue? {
+    /// `takingFileDescriptors`: a unix fd is duplicated by libdbus for us and
+    /// returned (the caller owns and must close it); otherwise it is read as
+    /// `.unixFD(-1)` and nothing is duplicated.
+    static func read(from iterator: UnsafeMutablePointer<DBusMessageIter>,
+                     takingFileDescriptors: Bool = false) -> DBusValue? {
         func basic<T: BitwiseCopyable>(_ zero: T) -> T {
             var value = zero
             dbus_message_iter_get_basic(iterator, &value)
@@ -123,7 +131,7 @@ extension DBusValue {
             dbus_message_iter_recurse(iterator, &sub)
             var items: [DBusValue] = []
             while dbus_message_iter_get_arg_type(&sub) != TypeCode.invalid {
-                if let item = read(from: &sub) { items.append(item) }
+                if let item = read(from: &sub, takingFileDescriptors: takingFileDescriptors) { items.append(item) }
                 dbus_message_iter_next(&sub)
             }
             return items
@@ -156,8 +164,11 @@ extension DBusValue {
         case TypeCode.variant:
             guard let inner = children().first else { return nil }
             return .variant(inner)
+        case TypeCode.unixFD:
+            guard takingFileDescriptors else { return .unixFD(-1) }
+            // libdbus hands out a new duplicate on every read: owned by the caller.
+            return .unixFD(basic(Int32(-1)))
         default:
-            // Unix fds are not part of our contract; anything else is invalid.
             return nil
         }
     }

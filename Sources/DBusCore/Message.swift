@@ -188,6 +188,20 @@ public final class Message: @unchecked Sendable {
         return values
     }
 
+    /// The body's values, taking the unix fds it carries: each `.unixFD` is a
+    /// new descriptor that the caller owns and must close (every call of this
+    /// makes new duplicates). For replies that pass an fd, such as logind's
+    /// Inhibit.
+    public func takeArguments() -> [DBusValue] {
+        var iterator = DBusMessageIter()
+        guard dbus_message_iter_init(raw, &iterator) != 0 else { return [] }
+        var values: [DBusValue] = []
+        repeat {
+            if let value = DBusValue.read(from: &iterator, takingFileDescriptors: true) { values.append(value) }
+        } while dbus_message_iter_next(&iterator) != 0
+        return values
+    }
+
     /// For an error reply: the error it carries.
     public var error: DBusError? {
         guard kind == .error else { return nil }

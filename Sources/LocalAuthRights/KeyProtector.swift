@@ -1,3 +1,5 @@
+import LocalAuthCrypto
+
 /// What a wrapped key is for, bound into the blob with its owner, so that a
 /// blob made for one purpose or one right never unwraps as another.
 public struct KeyContext: Hashable, Sendable {
@@ -27,15 +29,15 @@ public struct KeyContext: Hashable, Sendable {
 /// only for the same context.
 ///
 /// Conformers:
-/// - `SoftwareKeyProtector`: a 32-byte machine key in a root-only file, AES-256-GCM.
-/// - `TPMKeyProtector` (the TPM issue, tpm2-tss): would create a storage
-///   primary key under the TPM's owner hierarchy and seal each key as a TPM
-///   object (TPM2_Create with the key as sensitive data, its authPolicy tied
-///   to the context by a policy digest over the associated data), storing
-///   TPM2B_PUBLIC ‖ TPM2B_PRIVATE as the blob; `unwrap` loads and unseals it
-///   (TPM2_Load, TPM2_Unseal). A copied disk then opens nowhere else, even
-///   with the machine's files. Its `backendName` is "tpm2"; rights record
-///   the name, so a right is never handed to the wrong backend.
+/// - `SoftwareKeyProtector`: a 32-byte machine key in a root-only file, AES-256-GCM;
+///   private keys are P-256 keys in this process, sealed in the right file.
+/// - `TPMKeyProtector` ("tpm2"): the same machine key, sealed to the TPM;
+///   private keys are TPM keys that never leave it (docs/TPM.md).
+///
+/// A right records the name of the backend that made it; `protector(forBackend:)`
+/// picks the protector for each right, so one protector may serve several
+/// backends (the TPM protector also opens the software rights made before
+/// the machine key moved into the TPM).
 ///
 /// Errors: `.unwrapFailed` when a blob does not open (another machine, another
 /// context, damage), `.wrongBackend` for a blob of another backend.
@@ -44,4 +46,14 @@ public protocol KeyProtector: Sendable {
     var backendName: String { get }
     func wrap(_ key: [UInt8], context: KeyContext) throws(RightsError) -> [UInt8]
     func unwrap(_ blob: [UInt8], context: KeyContext) throws(RightsError) -> [UInt8]
+
+    /// The protector for rights saved by backend `name`, nil if this one cannot
+    /// open them. Default: `self` for its own name.
+    func protector(forBackend name: String) -> (any KeyProtector)?
+    /// A new private key for a right: its public key, and the bytes the right
+    /// file seals (under the per-right key `rightKey`). Default: software P-256, PKCS#8.
+    func makePrivateKey(context: KeyContext, rightKey: [UInt8]) throws(RightsError) -> (publicKey: P256.PublicKey, stored: [UInt8])
+    /// The private key from the bytes `makePrivateKey` gave (unsealed). Must
+    /// not need the TPM: `RightRecord.verify` calls it for every listed right.
+    func privateKey(stored: [UInt8], context: KeyContext, rightKey: [UInt8]) throws(RightsError) -> any RightPrivateKey
 }

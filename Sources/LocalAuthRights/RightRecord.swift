@@ -16,7 +16,8 @@ import LocalAuthCrypto
 ///                     07 wrapped per-right key   08 public key (65, x963)
 ///     H       …     sealed fields, same shape:
 ///                     10 secret:      nonce ‖ AES-256-GCM(present flag ‖ secret) ‖ tag
-///                     11 private key: nonce ‖ AES-256-GCM(PKCS#8 DER) ‖ tag
+///                     11 private key: nonce ‖ AES-256-GCM(the backend's key: PKCS#8 DER,
+///                                     or a TPM key's TPM2B_PUBLIC ‖ TPM2B_PRIVATE) ‖ tag
 ///     end of file right after field 11.
 ///
 /// Keys: a random 32-byte per-right key K seals both parts; K itself is
@@ -54,7 +55,7 @@ public struct RightRecord: Sendable {
     }
 
     static let fixedHeaderBytes = 14
-    /// Largest sealed private key: a P-256 PKCS#8 key is 138 bytes.
+    /// Largest sealed private key: a P-256 PKCS#8 key is 138 bytes, a TPM key blob about 220.
     static let sealedPrivateKeyLimit = 1024
     static let sealedSecretLimit = RightLimits.secretBytes + 1 + AESGCM.nonceByteCount + AESGCM.tagByteCount
 
@@ -69,7 +70,9 @@ public struct RightRecord: Sendable {
         }
         do {
             let rightKey = try SecureRandom.bytes(32)
-            let privateKey = try P256.PrivateKey()
+            // The backend makes the key pair: in this process, or in its TPM.
+            let (publicKey, storedPrivateKey) = try protector.makePrivateKey(context: KeyContext(owner: owner, purpose: .privateKey),
+                                                                              rightKey: rightKey)
             let wrapped = try protector.wrap(rightKey, context: KeyContext(owner: owner, purpose: .rightKey))
             guard wrapped.count <= RightLimits.wrappedKeyBytes else { throw RightsError(.oversize, "a wrapped key of \(wrapped.count) bytes") }
 
@@ -85,7 +88,7 @@ public struct RightRecord: Sendable {
             fields.tagged(.created, time.bytes)
             fields.tagged(.backend, Array(protector.backendName.utf8))
             fields.tagged(.wrappedKey, wrapped)
-            fields.tagged(.publicKey, privateKey.publicKey.x963Representation)
+            fields.tagged(.publicKey, publicKey.x963Representation)
 
             var header = ByteWriter()
             header.bytes = magic
@@ -95,10 +98,10 @@ public struct RightRecord: Sendable {
 
             let secretPlaintext: [UInt8] = secret.map { [1] + $0 } ?? [0]
             let sealedSecret = try AESGCM.seal(secretPlaintext, key: rightKey, associatedData: header.bytes + [Tag.secret.rawValue]).combined
-            let sealedPrivateKey = try AESGCM.seal(privateKey.derRepresentation, key: rightKey,
+            let sealedPrivateKey = try AESGCM.seal(storedPrivateKey, key: rightKey,
                                                    associatedData: header.bytes + [Tag.privateKey.rawValue]).combined
             return RightRecord(owner: owner, requirement: requirement, created: created, backendName: protector.backendName,
-                               publicKey: privateKey.publicKey, header: header.bytes, wrappedKey: wrapped,
+                               publicKey: publicKey, header: header.bytes, wrappedKey: wrapped,
                                sealedSecret: sealedSecret, sealedPrivateKey: sealedPrivateKey)
         } catch let error as RightsError {
             throw error
@@ -165,37 +168,50 @@ public struct RightRecord: Sendable {
 
     /// The secret, or nil if the right was saved without one.
     public func secret(using protector: any KeyProtector) throws(RightsError) -> [UInt8]? {
-        let plaintext = try open(.secret, sealedSecret, rightKey(using: protector))
+        let plaintext = try open(.secret, sealedSecret, rightKey(using: protector).1)
         guard let flag = plaintext.first, flag <= 1, flag == 1 || plaintext.count == 1 else { throw RightsError(.malformed, "sealed secret has no valid flag") }
         return flag == 1 ? Array(plaintext.dropFirst()) : nil
     }
 
-    /// The private key; it must match the public key in the header.
+    /// The private key of a software right; it must match the public key in
+    /// the header. A TPM right's key never leaves the TPM: `.keyNotExportable`
+    /// (use `openPrivateKey(using:)`, which works for both).
     public func privateKey(using protector: any KeyProtector) throws(RightsError) -> P256.PrivateKey {
-        try privateKey(rightKey: rightKey(using: protector))
+        guard let software = try openPrivateKey(using: protector) as? SoftwareRightPrivateKey else {
+            throw RightsError(.keyNotExportable, "the private key of \(owner) is in the TPM; only its operations are available")
+        }
+        return software.key
+    }
+
+    /// The private key, for signing, key agreement and decryption, wherever it
+    /// lives (software or TPM); it matches the public key in the header.
+    public func openPrivateKey(using protector: any KeyProtector) throws(RightsError) -> any RightPrivateKey {
+        let (backend, key) = try rightKey(using: protector)
+        return try privateKey(backend: backend, rightKey: key)
     }
 
     /// Proves the whole file authentic: unwraps the key, opens both parts
-    /// (their plaintext is dropped at once) and matches the key pair.
+    /// (their plaintext is dropped at once) and matches the key pair. A TPM
+    /// key is checked by its public area, without a TPM command.
     public func verify(using protector: any KeyProtector) throws(RightsError) {
-        let key = try rightKey(using: protector)
+        let (backend, key) = try rightKey(using: protector)
         _ = try open(.secret, sealedSecret, key)
-        _ = try privateKey(rightKey: key)
+        _ = try privateKey(backend: backend, rightKey: key)
     }
 
-    private func rightKey(using protector: any KeyProtector) throws(RightsError) -> [UInt8] {
-        guard protector.backendName == backendName else {
+    /// The per-right key, and the protector of this right's backend.
+    private func rightKey(using protector: any KeyProtector) throws(RightsError) -> (any KeyProtector, [UInt8]) {
+        guard let backend = protector.protector(forBackend: backendName) else {
             throw RightsError(.wrongBackend, "\(owner) was saved by key backend \(backendName), not \(protector.backendName)")
         }
-        let key = try protector.unwrap(wrappedKey, context: KeyContext(owner: owner, purpose: .rightKey))
+        let key = try backend.unwrap(wrappedKey, context: KeyContext(owner: owner, purpose: .rightKey))
         guard key.count == 32 else { throw RightsError(.malformed, "a per-right key of \(key.count) bytes") }
-        return key
+        return (backend, key)
     }
 
-    private func privateKey(rightKey: [UInt8]) throws(RightsError) -> P256.PrivateKey {
-        let der = try open(.privateKey, sealedPrivateKey, rightKey)
-        let key: P256.PrivateKey
-        do { key = try P256.PrivateKey(derRepresentation: der) } catch { throw RightsError(.malformed, "sealed private key: \(error.message)") }
+    private func privateKey(backend: any KeyProtector, rightKey: [UInt8]) throws(RightsError) -> any RightPrivateKey {
+        let stored = try open(.privateKey, sealedPrivateKey, rightKey)
+        let key = try backend.privateKey(stored: stored, context: KeyContext(owner: owner, purpose: .privateKey), rightKey: rightKey)
         guard key.publicKey == publicKey else { throw RightsError(.authenticationFailed, "the private key of \(owner) does not match its public key") }
         return key
     }

@@ -31,7 +31,7 @@ public struct RightStorage: Sendable {
     /// A new right past `RightLimits.rightsPerApp` for its app is `.tooManyRights`.
     public func save(_ record: RightRecord) throws(RightsError) {
         let owner = record.owner
-        guard record.backendName == protector.backendName else {
+        guard protector.protector(forBackend: record.backendName) != nil else {
             throw RightsError(.wrongBackend, "\(owner) was made with key backend \(record.backendName); this storage uses \(protector.backendName)")
         }
         let folder = try appDirectory(uid: owner.uid, appID: owner.appID)

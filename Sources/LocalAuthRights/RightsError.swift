@@ -24,6 +24,21 @@ public struct RightsError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let machineKeyInsecurePermissions: Code = "machine-key-insecure-permissions"
         public static let machineKeyWrongSize: Code = "machine-key-wrong-size"
 
+        /// The machine key is sealed to a TPM (`keys/machine-key.tpm`); the software backend will not make another.
+        public static let machineKeySealed: Code = "machine-key-sealed"
+
+        // The TPM backend (docs/TPM.md).
+        /// No TPM answered: not there, not reachable, or gone mid-operation. Nothing was changed.
+        public static let tpmUnavailable: Code = "tpm-unavailable"
+        /// The TPM refuses a key or the sealed machine key as not its own: the
+        /// state directory comes from another machine, or this TPM was cleared
+        /// or replaced. Those rights can never be opened again.
+        public static let tpmForeignKey: Code = "tpm-foreign-key"
+        /// Any other TPM failure (its response code and text in the message).
+        public static let tpm: Code = "tpm"
+        /// A TPM right's private key cannot be handed out, only used.
+        public static let keyNotExportable: Code = "key-not-exportable"
+
         // Key wrapping.
         /// The blob does not open: another machine key, or a blob made for another right.
         public static let unwrapFailed: Code = "unwrap-failed"

@@ -30,7 +30,8 @@ public struct SoftwareKeyProtector: KeyProtector {
     static let blobVersion: UInt8 = 1
     static let blobOverhead = 1 + AESGCM.nonceByteCount + AESGCM.tagByteCount
 
-    public var backendName: String { "software" }
+    public static let name = "software"
+    public var backendName: String { Self.name }
     private let wrappingKey: [UInt8]
 
     /// Where the machine key lives under a state directory.
@@ -39,6 +40,12 @@ public struct SoftwareKeyProtector: KeyProtector {
     /// Loads the machine key of `stateDirectory` (which must exist), making it on first use.
     public init(stateDirectory: String) throws(RightsError) {
         let path = Self.machineKeyPath(stateDirectory: stateDirectory)
+        // Once the machine key is sealed to a TPM, a plaintext one made here
+        // would silently orphan every right: refuse instead.
+        if case .missing = try Files.read(TPMKeyProtector.sealedMachineKeyPath(stateDirectory: stateDirectory), limit: RightLimits.wrappedKeyBytes) {
+        } else {
+            throw RightsError(.machineKeySealed, "the machine key of \(stateDirectory) is sealed to a TPM; use the TPM backend")
+        }
         try Files.makeDirectories(Files.directory(of: path), below: stateDirectory)
         try self.init(machineKey: Self.loadOrCreate(path))
     }

@@ -22,10 +22,30 @@ public struct Configuration: Sendable {
     /// How long an authorized right stays authorized (docs/RIGHTS.md); at most
     /// `RightsServiceLimits.authorizationSeconds`.
     public var rightsAuthorizationTimeout: Double = RightsServiceLimits.authorizationSeconds
-    /// How rights' keys are protected at rest (docs/RIGHTS.md): the software
-    /// backend in the state directory now; a TPM backend can be injected here.
-    public var makeKeyProtector: @Sendable (_ stateDirectory: String) throws -> any KeyProtector = {
-        try SoftwareKeyProtector(stateDirectory: $0)
+    /// Readers said to be built in (`--built-in-reader`) or external
+    /// (`--external-reader`), whatever the kernel says of their USB port.
+    public var builtInReaders: [ReaderSelector] = []
+    public var externalReaders: [ReaderSelector] = []
+    /// `--require-password-after boot|DURATION`: biometrics only once the
+    /// password was given since boot and/or within the period. Off by default.
+    public var requirePasswordAfterBoot = false
+    public var requirePasswordWithin: Double?
+    /// `--tpm auto|off|TCTI`: the key backend of rights (docs/TPM.md);
+    /// `keyBackend.openProtector(stateDirectory:)` gives the protector.
+    public var keyBackend: KeyBackendChoice = .automatic
+
+    /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
+    public mutating func requirePassword(after text: String) -> Bool {
+        var requirement = EnvironmentRules.PasswordRequirement(sinceBoot: requirePasswordAfterBoot,
+                                                               within: requirePasswordWithin)
+        guard EnvironmentRules.parseRequirement(text, into: &requirement) else { return false }
+        requirePasswordAfterBoot = requirement.sinceBoot
+        requirePasswordWithin = requirement.within
+        return true
+    }
+
+    var passwordRequirement: EnvironmentRules.PasswordRequirement {
+        .init(sinceBoot: requirePasswordAfterBoot, within: requirePasswordWithin)
     }
 
     public init(stateDirectory: String? = nil, idleTimeout: Double = 30, scanTimeout: Double = 30,

@@ -56,7 +56,7 @@ extension LocalAuthService {
 
     private func enroll(_ request: Request, finger: FingerName, replace: Bool) async throws(DBusError) -> [DBusValue] {
         let uid = request.target
-        guard let reader = reader(for: uid) else { throw ServiceErrors.noReader }
+        guard let reader = reader(for: uid) else { throw noReaderError }
         if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
         guard !queue.isEnrolling(request.sender) else {
             throw ServiceErrors.named(LocalAuthServiceError.busy, "this caller is already enrolling")
@@ -75,7 +75,7 @@ extension LocalAuthService {
         try request.record.checkNotEnded()
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
         // While this caller waited, the reader may have gone.
-        guard readers.usableReaders.contains(reader) else { throw ServiceErrors.noReader }
+        guard reachableReaders.contains(reader) else { throw ServiceErrors.noReader }
 
         let stages = UInt32(readers.enrollStages(on: reader))
         let sender = request.sender
@@ -149,7 +149,7 @@ extension LocalAuthService {
 
     /// ListEnrolledFingers(): the caller's fingers that the reader serving them offers.
     func listEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
-        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
+        guard let reader = reader(for: request.uid) else { throw noReaderError }
         return [.strings(prints.prints(of: request.uid, for: reader).map(\.finger.rawValue))]
     }
 

@@ -15,6 +15,7 @@ final class Evaluation {
         case queueTimedOut      // waited too long behind other callers: SystemCancel
         case serviceStopping    // SIGTERM: SystemCancel
         case readerRemoved      // unplugged: SystemCancel
+        case systemSleeping     // logind's PrepareForSleep: SystemCancel
 
         var error: DBusError {
             switch self {
@@ -29,6 +30,7 @@ final class Evaluation {
                                  + "\(Int(ServiceLimits.readerQueueWait)) s")
             case .serviceStopping: ServiceErrors.la(.systemCancel, "the authentication service is stopping")
             case .readerRemoved: ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
+            case .systemSleeping: ServiceErrors.la(.systemCancel, "the system is going to sleep")
             }
         }
     }

@@ -18,10 +18,11 @@ extension LocalAuthService {
 
     /// The user's prints on the current reader, or why biometrics cannot be used.
     func usablePrints(for uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
-        guard let identity = reader(for: uid) else { throw ServiceErrors.noReader }
+        guard let identity = reader(for: uid) else { throw noReaderError }
         if lockout.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
         }
+        if let needed = passwordNeeded(uid) { throw needed }
         let stored = prints.prints(of: uid, for: identity)
         guard !stored.isEmpty else {
             throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
@@ -29,13 +30,31 @@ extension LocalAuthService {
         return stored
     }
 
-    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        switch try Self.policy(request.arguments[0]) {
-        case .deviceOwnerAuthenticationWithBiometrics:
+    /// Why biometrics cannot be used by this caller now, or nil: a remote or
+    /// seatless session first (EnvironmentRules.refusal), then the reader,
+    /// lockout and prints (`usablePrints`).
+    func biometricsRefusal(_ request: Request) async -> DBusError? {
+        let presence: EnvironmentRules.Presence
+        if let known = knownPresence(of: request.sender) { presence = known } else { presence = await self.presence(of: request.sender) }
+        if let refusal = EnvironmentRules.refusal(presence) { return refusal }
+        do {
             _ = try usablePrints(for: request.uid)
+            return nil
+        } catch {
+            return error
+        }
+    }
+
+    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let policy = try Self.policy(request.arguments[0])
+        let refusal = await biometricsRefusal(request)
+        try request.record.checkNotEnded()
+        switch policy {
+        case .deviceOwnerAuthenticationWithBiometrics:
+            if let refusal { throw refusal }
         case .deviceOwnerAuthentication:
             // Biometrics, or else the account password.
-            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+            if refusal != nil, !Accounts.hasPassword(uid: request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -110,10 +129,13 @@ extension LocalAuthService {
     func evaluate(_ request: Request, policy: PolicyValue, reason: String,
                   options: EvaluationOptions) async throws(DBusError) {
         let uid = request.uid
+        let presence = await presence(of: request.sender)
+        try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
         let biometrics: DBusError?
         var enrolledSet: [[UInt8]] = []
-        do {
+        do throws(DBusError) {
+            if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
             enrolledSet = Self.enrolledSet(try usablePrints(for: uid))
             try refuseWhileCooling(uid)
             biometrics = nil
@@ -201,10 +223,13 @@ extension LocalAuthService {
             // Re-read after every await: prints may have changed, the reader may be gone.
             let usable = try usablePrints(for: evaluation.uid)
             let gallery = usable.map(\.print)
-            // A reader that can only verify compares a scan with one print: each
-            // new scan tries the next of the user's prints, so every enrolled
-            // finger gets its turn within one evaluation.
-            let offset = gallery.isEmpty ? 0 : scans % gallery.count
+            // A reader that can only verify compares a scan with one print: the
+            // first scan tries the finger that matched last time (the one the
+            // person usually uses), each new scan the next of the user's
+            // prints, so every enrolled finger gets its turn within one
+            // evaluation (docs/SECURITY.md: each no-match counts).
+            let offset = Self.galleryStart(usable.map(\.finger), lastMatched: lastFinger.finger(of: evaluation.uid),
+                                           scansSoFar: scans)
             scans += 1
             let result: Readers.ScanResult
             do {
@@ -215,8 +240,11 @@ extension LocalAuthService {
             }
             ServiceActor.assertOnLoop()
             switch result {
-            case .match:
+            case .match(let matched):
                 evaluation.matchedSet = Self.enrolledSet(usable)
+                if let finger = usable.first(where: { $0.print.pointer == matched.pointer })?.finger {
+                    lastFinger.remember(finger, for: evaluation.uid)
+                }
                 fairness.scanJudged(evaluation.uid)
                 try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
                 return true
@@ -249,6 +277,15 @@ extension LocalAuthService {
                 emitEvaluationStatus(evaluation, kind.progress)
             }
         }
+    }
+
+    /// Where in the user's prints a scan starts (a verify-only reader tries
+    /// only that one), as pure logic: the last matched finger first, then
+    /// round the list, one step per scan.
+    nonisolated static func galleryStart(_ fingers: [FingerName], lastMatched: FingerName?, scansSoFar: Int) -> Int {
+        guard !fingers.isEmpty else { return 0 }
+        let first = lastMatched.flatMap { fingers.firstIndex(of: $0) } ?? 0
+        return (first + scansSoFar) % fingers.count
     }
 
     /// What a judged no-match means, as pure logic: the persisted lockout

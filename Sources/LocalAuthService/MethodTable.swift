@@ -54,7 +54,7 @@ extension LocalAuthService {
         LocalAuthBus.Method.resetLockout: MethodSpec(
             signature: "s", action: .manage, interactive: true, handler: { service, request throws(DBusError) in try service.resetLockout(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.domainState(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.domainState(request) }),
         LocalAuthBus.Method.enroll: MethodSpec(
             signature: "s", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try await service.enroll(request) }),
         LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
@@ -86,5 +86,14 @@ extension LocalAuthService {
         LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
             signature: "ss", action: nil, interactive: false,
             handler: { service, request throws(DBusError) in try service.promptAnswer(request) }),
+        LocalAuthBus.Method.verifyUser: MethodSpec(
+            signature: "sa{sv}", action: .verifyUser, interactive: false,
+            handler: { service, request throws(DBusError) in try await service.verifyUser(request) }),
+        LocalAuthBus.Method.getEnvironment: MethodSpec(
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.getEnvironment(request) }),
+        LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.subscribeEnvironment(request) }),
+        LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.unsubscribeEnvironment(request) }),
     ], uniquingKeysWith: { rights, _ in rights })
 }

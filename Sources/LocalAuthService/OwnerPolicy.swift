@@ -16,6 +16,8 @@ extension LocalAuthService {
         case .success(.password):
             // The account password unlocks biometrics after a lockout (Apple's rule).
             try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
+            // …and counts as the password given (`--require-password-after`).
+            passwords.record(evaluation.uid)
             return .password
         case .success(.fingerprint):
             return .fingerprint

@@ -10,7 +10,7 @@ extension LocalAuthService {
     /// The reader that serves `uid`: the configured one (`--reader`), else the
     /// first usable reader with prints of the user, else the first usable one.
     func reader(for uid: UInt32) -> Readers.Identity? {
-        let usable = readers.usableReaders
+        let usable = reachableReaders
         return Self.chooseReader(among: usable, configured: configuration.reader,
                                  withPrints: usable.count > 1 && configuration.reader == nil
                                      ? prints.readers(withPrintsOf: uid) : [])
@@ -35,6 +35,7 @@ extension LocalAuthService {
             let now: BiometryKind = self.readers.isPresent ? .touchID : .none
             let names = self.readers.usableReaders.map(\.description)
             Log.info("readers now: \(names.isEmpty ? "none" : names.joined(separator: ", "))")
+            self.environmentMayHaveChanged()
             guard now != announced.value else { return }
             announced.value = now
             try? self.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
@@ -51,9 +52,14 @@ extension LocalAuthService {
     /// which fingers, from which source, and which enrollment of each (a new
     /// enrollment of the same finger has a new id, so replacing changes it).
     /// Made only of what is on disk, so it is the same across restarts.
-    func domainState(_ request: Request) throws(DBusError) -> [DBusValue] {
-        guard let reader = reader(for: request.uid) else { throw ServiceErrors.noReader }
-        return [.bytes(enrolledSetHash(uid: request.uid, reader: reader))]
+    /// Per app, as Apple's: keyed with the caller's executable
+    /// (`EnvironmentRules.appStateHash`).
+    func domainState(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let app = await callerProgram(request.sender) ?? ""
+        try request.record.checkNotEnded()
+        guard let reader = reader(for: request.uid) else { throw noReaderError }
+        return [.bytes(EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: request.uid, reader: reader),
+                                                     app: app))]
     }
 
     /// The hash behind the domain state; also what a reused match is tied to.

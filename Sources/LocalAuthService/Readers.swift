@@ -24,6 +24,8 @@ final class Readers {
         let device: GObjectRef
         let identity: Identity
         let supportsIdentify: Bool
+        /// Built in (under the lid) or external (EnvironmentRules.placement).
+        var placement: EnvironmentRules.Placement = .builtIn
         fileprivate(set) var isOpen = false
         fileprivate(set) var removed = false
         var fpDevice: UnsafeMutablePointer<FpDevice> { device.cast() }
@@ -51,6 +53,11 @@ final class Readers {
     }
     /// Where hotplug's work goes: the service's task group.
     var schedule: (@ServiceActor (Work) -> Void)?
+    /// `--built-in-reader` / `--external-reader`.
+    var builtInOverrides: [ReaderSelector] = []
+    var externalOverrides: [ReaderSelector] = []
+    /// The usable readers that sit under the lid.
+    var builtIn: Set<Identity> { Set(devices.filter { $0.isUsable && $0.placement == .builtIn }.map(\.identity)) }
 
     func perform(_ work: Work) async {
         switch work {
@@ -132,6 +139,8 @@ final class Readers {
         }
         let reader = Reader(device: GObjectRef(retaining: OpaquePointer(device)), identity: identity,
                             supportsIdentify: features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0)
+        let place = Self.placement(of: device, identity, builtIn: builtInOverrides, external: externalOverrides)
+        reader.placement = place.placement
         devices.append(reader)
         _ = cfprint_connect_device(device, "removed", { device, data in
             guard let device, let data else { return }
@@ -139,18 +148,103 @@ final class Readers {
             ServiceActor.assumeIsolated { manager.unplugged(device) }
         }, Unmanaged.passUnretained(self).toOpaque())
         do {
-            _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
-                                finish: { result -> Result<Bool, GLibError> in
-                Result { () throws(GLibError) in
-                    try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
-                }
-            })
+            try await open(device)
             reader.isOpen = true
-            Log.info("reader \(identity) open, \(fp_device_get_nr_enroll_stages(device)) enroll stages")
+            Log.info("reader \(identity) open, \(fp_device_get_nr_enroll_stages(device)) enroll stages, "
+                     + "\(reader.placement.rawValue) (\(place.why))")
             onChange?()
         } catch {
             Log.error("could not open reader \(identity): \(error)")
         }
+    }
+
+    /// fp_device_open, awaited.
+    private func open(_ device: UnsafeMutablePointer<FpDevice>) async throws(GLibError) {
+        _ = try await glibAsync({ callback, data in fp_device_open(device, nil, callback, data) },
+                                finish: { result -> Result<Bool, GLibError> in
+            Result { () throws(GLibError) in
+                try GLibError.check { fp_device_open_finish(device, result, $0) } != 0
+            }
+        })
+    }
+
+    /// Where a reader sits, and why we think so: the override, else the
+    /// kernel's `removable` attribute of its USB port, else built in.
+    private static func placement(of device: UnsafeMutablePointer<FpDevice>, _ identity: Identity,
+                                  builtIn: [ReaderSelector], external: [ReaderSelector])
+        -> (placement: EnvironmentRules.Placement, why: String) {
+        var removable: String?
+        var why = "no USB port: counted as built in"
+        if let raw = cfprint_usb_platform_id(device) {
+            let platformID = String(cString: raw)
+            g_free(raw)
+            if let name = EnvironmentRules.sysfsName(platformID: platformID) {
+                removable = Posix.readFile("/sys/bus/usb/devices/\(name)/removable").map { String(decoding: $0, as: UTF8.self) }
+                why = "USB \(name), removable: \(removable?.trimmed ?? "unreadable")"
+            } else {
+                why = "USB \(platformID): port unknown, counted as built in"
+            }
+        }
+        let placement = EnvironmentRules.placement(driver: identity.driver, deviceID: identity.deviceID,
+                                                   builtInOverrides: builtIn, externalOverrides: external,
+                                                   removable: removable)
+        if builtIn.contains(where: { $0.matches(identity.driver, identity.deviceID) })
+            || external.contains(where: { $0.matches(identity.driver, identity.deviceID) }) {
+            why = "set on the command line"
+        }
+        return (placement, why)
+    }
+
+    /// Opens a reader that was closed (for sleep), trying `attempts` times a
+    /// second apart; true once open. A reader that stays closed is logged and
+    /// simply not usable (BiometryNotAvailable), so nobody waits on it.
+    private func reopen(_ reader: Reader, attempts: Int) async -> Bool {
+        let device = reader.fpDevice
+        for attempt in 1...attempts {
+            guard !reader.removed, !reader.isOpen else { return reader.isOpen }
+            do {
+                try await open(device)
+                reader.isOpen = true
+                Log.info("reader \(reader.identity) open again")
+                return true
+            } catch {
+                Log.warning("reader \(reader.identity) did not open after resume (attempt \(attempt) of \(attempts)): \(error)")
+                if attempt < attempts { await Self.pause(1) }
+            }
+        }
+        Log.error("reader \(reader.identity) did not come back after resume; it is not available")
+        return false
+    }
+
+    private static func pause(_ seconds: Double) async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            _ = EventLoopTimers.after(seconds) { continuation.resume() }
+        }
+    }
+
+    /// Before sleep: closes every open reader. A reader still finishing a
+    /// cancelled operation answers "busy": it is closed once that ended (at
+    /// most about 2 s later).
+    func closeForSleep() async {
+        for reader in devices where reader.isOpen {
+            for _ in 0..<40 {
+                guard active == nil || active !== reader else {
+                    await Self.pause(0.05)
+                    continue
+                }
+                break
+            }
+            await close(reader)
+        }
+        onChange?()
+    }
+
+    /// After resume: opens again the readers closed for sleep.
+    func reopenAfterSleep(attempts: Int = 3) async {
+        for reader in devices where !reader.isOpen && !reader.removed {
+            _ = await reopen(reader, attempts: attempts)
+        }
+        onChange?()
     }
 
     /// FpDevice::removed: the reader is gone (and no operation runs on it any more).

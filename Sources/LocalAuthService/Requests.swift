@@ -156,6 +156,17 @@ final class CallRegistry {
         return abandoned
     }
 
+    /// The system goes to sleep: every evaluation and enrollment ends.
+    func interruptReaderWork(_ reason: Evaluation.Interruption) {
+        let members: Set<String> = [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll,
+                                    LocalAuthBus.Method.enrollWithOptions]
+        for caller in callers.values {
+            for call in caller.calls where call.call.map({ members.contains($0.member) }) ?? false {
+                call.interrupt(reason)
+            }
+        }
+    }
+
     /// SIGTERM or idle exit: every call ends with SystemCancel.
     func stopAll() {
         for caller in callers.values {

@@ -29,7 +29,8 @@ struct RightAuthorization {
 @ServiceActor
 final class RightsState {
     private let stateDirectory: String
-    private let makeProtector: @Sendable (String) throws -> any KeyProtector
+    /// Software or TPM (`--tpm`, docs/TPM.md): the protector is opened on first use.
+    private let keyBackend: KeyBackendChoice
     private var cachedStorage: RightStorage?
     /// By handle.
     private(set) var authorizations: [String: RightAuthorization] = [:]
@@ -45,19 +46,20 @@ final class RightsState {
     private var verified: [RightOwner: RightRecord] = [:]
     static let verifiedLimit = 1024
 
-    init(stateDirectory: String, makeProtector: @escaping @Sendable (String) throws -> any KeyProtector) {
+    init(stateDirectory: String, keyBackend: KeyBackendChoice) {
         self.stateDirectory = stateDirectory
-        self.makeProtector = makeProtector
+        self.keyBackend = keyBackend
     }
 
     func storage() throws(DBusError) -> RightStorage {
         if let cachedStorage { return cachedStorage }
-        do {
-            let storage = RightStorage(stateDirectory: stateDirectory, protector: try makeProtector(stateDirectory))
+        do throws(RightsError) {
+            let storage = RightStorage(stateDirectory: stateDirectory,
+                                       protector: try keyBackend.openProtector(stateDirectory: stateDirectory))
             cachedStorage = storage
             return storage
         } catch {
-            Log.error("rights: the key protector cannot be used: \(error)")
+            Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error)")
             throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store cannot be opened")
         }
     }
@@ -421,12 +423,24 @@ extension LocalAuthService {
         return record
     }
 
-    func privateKey(_ record: RightRecord) throws(DBusError) -> P256.PrivateKey {
+    /// The right's private key, wherever it lives (software, or the TPM).
+    func privateKey(_ record: RightRecord) throws(DBusError) -> any RightPrivateKey {
         let protector = try rights.storage().protector
         do throws(RightsError) {
-            return try record.privateKey(using: protector)
+            return try record.openPrivateKey(using: protector)
         } catch {
             throw Self.rightsError(error)
+        }
+    }
+
+    /// A key operation's failure: bad input from the caller is InvalidArgs;
+    /// a TPM that does not answer, or anything else, is logged.
+    static func keyOperationError(_ error: RightsError) -> DBusError {
+        switch error.code {
+        case .authenticationFailed, .malformed: return ServiceErrors.invalidArgs("the key operation failed: \(error.message)")
+        default:
+            Log.error("rights: key operation: \(error)")
+            return DBusError(.failed, "the key operation failed (\(error.code))")
         }
     }
 
@@ -467,11 +481,18 @@ extension LocalAuthService {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
+        guard algorithm.operation == .sign else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot sign") }
         let key = try privateKey(record)
-        do throws(CryptoError) {
-            return [.bytes(try key.sign(data, algorithm: algorithm))]
+        do throws(RightsError) {
+            switch algorithm {
+            case .ecdsaSignatureDigestX962SHA256:
+                guard data.count == 32 else { throw RightsError(.malformed, "a SHA-256 digest is 32 bytes, not \(data.count)") }
+                return [.bytes(try key.signature(forDigest: data))]
+            default:
+                return [.bytes(try key.signature(for: data))]
+            }
         } catch {
-            throw Self.cryptoError(error)
+            throw Self.keyOperationError(error)
         }
     }
 
@@ -480,11 +501,12 @@ extension LocalAuthService {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
+        guard algorithm.operation == .encrypt else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot decrypt") }
         let key = try privateKey(record)
-        do throws(CryptoError) {
-            return [.bytes(try key.decrypt(data, algorithm: algorithm))]
+        do throws(RightsError) {
+            return [.bytes(try key.decrypt(data))]
         } catch {
-            throw Self.cryptoError(error)
+            throw Self.keyOperationError(error)
         }
     }
 
@@ -508,13 +530,31 @@ extension LocalAuthService {
             }
             sharedInfo = info
         }
-        let key = try privateKey(record)
+        guard algorithm.operation == .keyExchange else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot exchange keys") }
+        let peer: P256.PublicKey
         do throws(CryptoError) {
-            let peer = try P256.PublicKey(x963Representation: peerBytes)
-            return [.bytes(try key.exchangeKeys(with: peer, algorithm: algorithm, requestedSize: requestedSize,
-                                                sharedInfo: sharedInfo))]
+            peer = try P256.PublicKey(x963Representation: peerBytes)
         } catch {
             throw Self.cryptoError(error)
+        }
+        let key = try privateKey(record)
+        let shared: [UInt8]
+        do throws(RightsError) {
+            // P-256's cofactor is 1: standard and cofactor ECDH give the same bytes.
+            shared = try key.sharedSecret(with: peer)
+        } catch {
+            throw Self.keyOperationError(error)
+        }
+        switch algorithm {
+        case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256:
+            guard let requestedSize else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) needs requested-size") }
+            do throws(CryptoError) {
+                return [.bytes(try KDF.x963SHA256(sharedSecret: shared, sharedInfo: sharedInfo, outputByteCount: requestedSize))]
+            } catch {
+                throw Self.cryptoError(error)
+            }
+        default:
+            return [.bytes(shared)]
         }
     }
 

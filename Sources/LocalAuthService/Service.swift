@@ -31,12 +31,24 @@ public final class LocalAuthService {
     let promptAgents = PromptAgents()
     /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
     let rights: RightsState
+    /// logind and UPower: sleep, the lid, the caller's session (Logind.swift).
+    let logind: Logind
+    /// When each user last gave the password (`--require-password-after`).
+    let passwords: PasswordStore
+    /// Between PrepareForSleep(true) and (false): no reader is offered.
+    var asleep = false
+    /// Whether each connection can be the person at the reader, asked once.
+    var presenceBySender: [String: EnvironmentRules.Presence] = [:]
+    /// Connections subscribed to EnvironmentChanged (Environment.swift).
+    var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
+    /// The finger each user matched with last: a verify-only reader tries it first.
+    let lastFinger: LastFingerStore
     /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
     var fairness = ReaderFairness()
     /// The work the task group of `run()` runs: every call, and the readers'
@@ -46,7 +58,11 @@ public final class LocalAuthService {
     enum Work: Sendable {
         case call(IncomingCall, MethodSpec, CallRecord)
         case reader(Readers.Work)
+        case environment(EnvironmentWork)
     }
+    /// Work that sleep and resume ask for.
+    enum EnvironmentWork: Sendable { case sleep, resume }
+    func schedule(_ job: EnvironmentWork) { work.yield(.environment(job)) }
     /// When the service last did anything: the idle exit waits for quiet.
     private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
@@ -63,7 +79,10 @@ public final class LocalAuthService {
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
-        rights = RightsState(stateDirectory: configuration.stateDirectory, makeProtector: configuration.makeKeyProtector)
+        lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
+        logind = Logind(bus: bus)
+        passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
+        rights = RightsState(stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -83,6 +102,8 @@ public final class LocalAuthService {
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
         service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
+        service.readers.builtInOverrides = configuration.builtInReaders
+        service.readers.externalOverrides = configuration.externalReaders
         await service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
@@ -95,6 +116,8 @@ public final class LocalAuthService {
                                 member: "NameOwnerChanged", extraMatch: ",arg2=''") { message in
             ServiceActor.assumeIsolated { service.nameOwnerChanged(message) }
         }
+        // Sleep, the lid and the callers' sessions (docs/SECURITY.md).
+        await service.startFollowingLogind()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {
                 Log.error("lost the system bus; exiting")
@@ -125,11 +148,16 @@ public final class LocalAuthService {
                     group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
+                case .environment(.sleep):
+                    group.addImmediateTask { @ServiceActor in await self.goToSleep() }
+                case .environment(.resume):
+                    group.addImmediateTask { @ServiceActor in await self.resume() }
                 }
             }
         }
         shutdownDeadline?.cancel()
         if !readersStuck { await readers.stop() }
+        logind.releaseInhibitor()
         bus.close()
         Log.info("stopped")
     }
@@ -171,7 +199,8 @@ public final class LocalAuthService {
     /// idle timeout. Checked when the timer fires; activity only moves
     /// `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
-        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        // A subscribed LAEnvironment observer keeps the service (and its signals) alive.
+        registry.isEmpty && environmentSubscribers.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -225,9 +254,7 @@ public final class LocalAuthService {
             // Cancel or SIGTERM ends it wherever it waits.
             let arguments = call.arguments
             let record = CallRecord(sender: call.sender,
-                                    requestID: call.member == LocalAuthBus.Method.evaluatePolicy
-                                        || call.member == LocalAuthRightsBus.Method.authorizeRight
-                                        ? Self.requestID(in: arguments[2]) : nil,
+                                    requestID: Self.requestID(of: call.member, arguments),
                                     arguments: arguments, call: call)
             do throws(DBusError) {
                 try registry.register(record)
@@ -254,6 +281,8 @@ public final class LocalAuthService {
         defer {
             registry.remove(record)
             lastActivity = .now
+            // Enrolled, deleted, locked out, the password given: subscribers hear it.
+            environmentMayHaveChanged()
         }
         do throws(DBusError) {
             let uid = try await callerUID(record)
@@ -276,6 +305,15 @@ public final class LocalAuthService {
 
     /// EvaluatePolicy's request id, read leniently at arrival (the options
     /// are validated in full later): it names the call for an early Cancel.
+    static func requestID(of member: String, _ arguments: [DBusValue]) -> String? {
+        switch member {
+        case LocalAuthBus.Method.evaluatePolicy: requestID(in: arguments[2])
+        case LocalAuthBus.Method.verifyUser: requestID(in: arguments[1])
+        case LocalAuthRightsBus.Method.authorizeRight: requestID(in: arguments[2])
+        default: nil
+        }
+    }
+
     static func requestID(in options: DBusValue) -> String? {
         guard case .array(_, let entries) = options else { return nil }
         for case .dictEntry(.string(LocalAuthBus.Option.requestID), .variant(.string(let id))) in entries {
@@ -292,6 +330,8 @@ public final class LocalAuthService {
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
         promptAgentVanished(name)
+        presenceBySender[name] = nil
+        environmentSubscribers[name] = nil
         rightsCallerVanished(name)
     }
 

@@ -1,4 +1,5 @@
 import Glibc
+import LocalAuthShared
 
 /// Crash-safe file writes: temporary file, fsync, rename over the old file,
 /// fsync of the directory. A crash at any moment leaves the old content or
@@ -162,6 +163,39 @@ final class LockoutStore {
         } catch {
             Log.error("could not save the lockout count of uid \(uid): \(error)")
             throw error
+        }
+    }
+}
+
+/// The finger each user matched with last, kept across restarts (the service
+/// exits when idle): a reader that can only verify compares a scan with one
+/// print, and this one is tried first. `<state>/last-finger/<uid>` holds the
+/// finger's name. A file that cannot be read or names no finger is ignored:
+/// the order is a convenience, never a security decision.
+@ServiceActor
+final class LastFingerStore {
+    private let directory: String
+    private var cache: [UInt32: FingerName?] = [:]
+
+    init(stateDirectory: String) {
+        directory = stateDirectory + "/last-finger"
+    }
+
+    func finger(of uid: UInt32) -> FingerName? {
+        if let cached = cache[uid] { return cached }
+        let finger = Posix.readFile("\(directory)/\(uid)").flatMap { FingerName(rawValue: String(decoding: $0, as: UTF8.self).trimmed) }
+        cache[uid] = .some(finger)
+        return finger
+    }
+
+    func remember(_ matched: FingerName, for uid: UInt32) {
+        guard finger(of: uid) != matched else { return }
+        cache[uid] = .some(matched)
+        do {
+            try AtomicFile.makeDirectory(directory)
+            try AtomicFile.write(Array("\(matched.rawValue)\n".utf8), to: "\(directory)/\(uid)")
+        } catch {
+            Log.warning("could not save the last matched finger of uid \(uid): \(error)")
         }
     }
 }

@@ -22,11 +22,40 @@ public enum LocalAuthBus {
         public static let listEnrolledPrints = "ListEnrolledPrints"
         public static let deleteEnrolledFingerWithOptions = "DeleteEnrolledFingerWithOptions"
         public static let deleteEnrolledFingersWithOptions = "DeleteEnrolledFingersWithOptions"
+        // Apple's LAEnvironment: the caller's state, and changes to it as EnvironmentChanged.
+        public static let getEnvironment = "GetEnvironment"
+        public static let subscribeEnvironment = "SubscribeEnvironment"
+        public static let unsubscribeEnvironment = "UnsubscribeEnvironment"
+        // The PAM module's: a user's fingerprint, for a root caller.
+        public static let verifyUser = "VerifyUser"
     }
 
     public enum Signal {
         public static let evaluationStatus = "EvaluationStatus"
         public static let enrollStatus = "EnrollStatus"
+        public static let environmentChanged = "EnvironmentChanged"
+    }
+
+    /// Keys of the `a{sv}` of GetEnvironment and EnvironmentChanged (Apple's
+    /// LAEnvironment.State). Unknown keys may appear later; ignore them.
+    public enum EnvironmentKey {
+        /// (u) LABiometryType of the hardware: 1 while a reader is present, else 0.
+        public static let biometryType = "biometry-type"
+        /// (b) the caller's user has prints on the reader that serves them.
+        public static let biometryEnrolled = "biometry-enrolled"
+        /// (b) biometrics are locked out (failed matches, or the password is
+        /// required after boot / the configured period).
+        public static let biometryLockedOut = "biometry-locked-out"
+        /// (ay) the domain state for this caller's app: changes exactly when
+        /// the enrolled set does; differs between apps. Empty without a reader.
+        public static let biometryStateHash = "biometry-state-hash"
+        /// (b) the built-in reader cannot be touched now (the lid is closed),
+        /// or the system is going to sleep.
+        public static let builtInSensorInaccessible = "built-in-sensor-inaccessible"
+        /// (b) biometrics can be used by this caller now.
+        public static let biometryUsable = "biometry-usable"
+        /// (b) the account has a password.
+        public static let passwordSet = "password-set"
     }
 
     public enum Property {
@@ -121,6 +150,7 @@ public enum PolkitAction: String, Sendable, CaseIterable {
     case authenticateOwner = "org.example.LocalAuth.authenticate-owner"
     case enroll = "org.example.LocalAuth.enroll"
     case manage = "org.example.LocalAuth.manage"
+    case verifyUser = "org.example.LocalAuth.verify-user"
     // Rights and secrets (docs/RIGHTS.md).
     /// Authorizing the caller's own rights (AuthorizeRight).
     case rightsUse = "org.example.LocalAuth.rights.use"

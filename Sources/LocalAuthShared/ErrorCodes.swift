@@ -65,6 +65,10 @@ public enum LocalAuthServiceError {
     /// The reader is warm and this user's last wait for a finger timed out
     /// recently: their next wait must come later (the message says when).
     public static let readerCoolingDown = LocalAuthBus.errorPrefix + "ReaderCoolingDown"
+    /// The caller cannot be the person at the reader: its logind session is
+    /// remote (SSH) or has no seat. Biometrics are not offered; policy 2
+    /// takes the password alone. The library maps it to biometryNotAvailable.
+    public static let notAtTheReader = LocalAuthBus.errorPrefix + "NotAtTheReader"
 }
 
 /// What one caller can make the service hold, and for how long
@@ -92,6 +96,8 @@ public enum ServiceLimits {
     /// it answers the rest with SystemCancel and exits anyway (a reader that
     /// ignores cancellation must not keep it alive).
     public static let shutdownGrace = 5.0
+    /// Connections subscribed to EnvironmentChanged at once, in all.
+    public static let environmentSubscribers = 256
     /// Longest part of a caller's argument repeated in an error message, in bytes.
     public static let echoedArgumentBytes = 64
     /// After two waits for a finger of one user timed out in a row on a warm

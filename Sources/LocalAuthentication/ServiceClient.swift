@@ -15,6 +15,8 @@ final class ServiceClient: Sendable {
     private let statusListeners = Mutex<[String: @Sendable (String) -> Void]>([:])
     /// EnrollStatus listener of the enrollment in progress (one per caller).
     private let enrollListener = Mutex<(@Sendable (String, Int, Int) -> Void)?>(nil)
+    /// EnvironmentChanged listener (LAEnvironment.currentUser).
+    private let environmentListener = Mutex<(@Sendable ([String: DBusValue]) -> Void)?>(nil)
 
     /// The live connection, made on demand.
     func bus() throws(DBusError) -> BusConnection {
@@ -37,6 +39,11 @@ final class ServiceClient: Sendable {
                 guard arguments.count == 3, let status = arguments[0].string,
                       let stage = arguments[1].uint32, let stages = arguments[2].uint32 else { return }
                 enrollListener.withLock { $0 }?(status, Int(stage), Int(stages))
+            }
+            fresh.subscribeUnicast(sender: LocalAuthBus.serviceName, interface: LocalAuthBus.interface,
+                                   member: LocalAuthBus.Signal.environmentChanged) { [self] message in
+                guard let state = message.arguments.first?.stringKeyedDictionary else { return }
+                environmentListener.withLock { $0 }?(state)
             }
             current = fresh
             return fresh
@@ -61,6 +68,10 @@ final class ServiceClient: Sendable {
         enrollListener.withLock { $0 = listener }
     }
 
+    func listenForEnvironment(_ listener: (@Sendable ([String: DBusValue]) -> Void)?) {
+        environmentListener.withLock { $0 = listener }
+    }
+
     func stopListening(to requestID: String) {
         _ = statusListeners.withLock { $0.removeValue(forKey: requestID) }
     }
@@ -75,6 +86,9 @@ extension LAError {
         }
         let code: LAError.Code
         switch error.name {
+        case DBusError.Name(rawValue: LocalAuthServiceError.notAtTheReader):
+            // A remote or seatless session: nobody there can touch the reader.
+            code = .biometryNotAvailable
         case DBusError.Name(rawValue: LocalAuthServiceError.permissionDenied):
             // Not allowed to use biometrics here: to the app, biometry is unavailable.
             code = .biometryNotAvailable

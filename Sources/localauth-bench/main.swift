@@ -25,6 +25,7 @@ let usage = """
       --startup-trials N    starts of each daemon (default 10)
       --quick               small counts, for trying the benchmark out
       --keep                keep the temporary directory (logs) afterwards
+      --tpm-only            only the TPM row (TPM sign vs software sign; no rig, no root)
 
     """
 
@@ -36,6 +37,7 @@ struct Options {
     var callsPerClient = 200
     var startupTrials = 10
     var keep = false
+    var tpmOnly = false
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -66,6 +68,7 @@ struct Options {
                 options.callsPerClient = 40
                 options.startupTrials = 3
             case "--keep": options.keep = true
+            case "--tpm-only": options.tpmOnly = true
             case "-h", "--help":
                 print(usage, terminator: "")
                 exit(0)
@@ -432,6 +435,9 @@ final class Bench: Sendable {
         control.close()
 
         results.rows = rows(results) + rightsRows(results.rights, preflight: results.localauthd.preflight)
+        let tpm = TPMBench.measure(directory: directory)
+        if let row = tpm.row { results.rows.append(row) }
+        results.notes.append(tpm.note)
         return results
     }
 
@@ -511,6 +517,13 @@ func rows(_ results: Results) -> [Row] {
 // MARK: main
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+if options.tpmOnly {
+    let directory = NSTemporaryDirectory() + "localauth-bench-tpm-\(getpid())"
+    let tpm = TPMBench.measure(directory: directory)
+    try? FileManager.default.removeItem(atPath: directory)
+    print(tpm.row.map { table([$0]) } ?? "", tpm.note, separator: "\n")
+    exit(tpm.row == nil ? 1 : 0)
+}
 guard geteuid() == 0 else {
     log("must run as root: the rig starts polkitd, and root is the caller polkit always authorizes")
     exit(2)

@@ -2,12 +2,15 @@
 // parts together and runs the GLib loop on the main thread until stopped.
 import DBusCore
 import Glibc
+import LocalAuthRights
 import LocalAuthService
 import LocalAuthShared
 
 let usage = """
     Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
+                      [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
+                      [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
                       [--rights-authorization-timeout SECONDS]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
@@ -20,6 +23,18 @@ let usage = """
     reader that has prints of theirs, else the first reader.
     An authorized right (docs/RIGHTS.md) stays authorized at most
     --rights-authorization-timeout seconds (default and most 300).
+
+    While the lid is closed (logind's LidClosed, UPower's LidIsClosed) a
+    built-in reader is not offered. A reader is built in if the kernel says
+    its USB port is "fixed" or cannot say ("unknown", or no USB port at all,
+    as libfprint's virtual readers), external if "removable";
+    --built-in-reader / --external-reader override that per reader (repeatable).
+    --require-password-after boot: biometrics only once the account password
+    was given (policy 2) since boot; with a DURATION (seconds, or 30m, 48h,
+    7d): within that period. Both may be given. Off by default.
+    --tpm: where the keys of rights are kept. auto (default): the TPM behind
+    /dev/tpmrm0 when present, else software; off: software; or a tpm2-tss
+    TCTI such as device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321.
 
     """
 
@@ -65,6 +80,20 @@ func parse(_ commandLine: [String]) -> Configuration {
             let text = value(after: argument)
             guard let selector = ReaderSelector(text) else { fail("--reader takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }
             configuration.reader = selector
+        case "--built-in-reader", "--external-reader":
+            let text = value(after: argument)
+            guard let selector = ReaderSelector(text) else { fail("\(argument) takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }
+            if argument == "--built-in-reader" { configuration.builtInReaders.append(selector) }
+            else { configuration.externalReaders.append(selector) }
+        case "--require-password-after":
+            let text = value(after: argument)
+            guard configuration.requirePassword(after: text) else {
+                fail("--require-password-after takes boot or a duration (seconds, or 30m, 48h, 7d), not \(text)")
+            }
+        case "--tpm":
+            let text = value(after: argument)
+            guard let choice = KeyBackendChoice(text) else { fail("--tpm takes auto, off or a TCTI configuration, not \(text)") }
+            configuration.keyBackend = choice
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)
@@ -76,6 +105,7 @@ func parse(_ commandLine: [String]) -> Configuration {
 
 let loop = EventLoop.processDefault
 let configured = parse(Array(CommandLine.arguments.dropFirst()))
+logKeyBackend(configured.keyBackend)
 nonisolated(unsafe) var exitStatus: Int32 = 0
 
 // The loop is also the task's executor preference: see EventLoop. The

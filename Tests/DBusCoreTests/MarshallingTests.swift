@@ -247,3 +247,28 @@ final class MarshallingTests: XCTestCase {
         assertInvalidArgs([.structure([])])
     }
 }
+
+/// Unix fds: sent as a duplicate, received only by `takeArguments()`, which
+/// hands the caller a descriptor it owns; `arguments` never takes one.
+final class UnixFDMarshallingTests: XCTestCase {
+    func testAFileDescriptorTravelsAsADuplicateOwnedByTheReceiver() throws {
+        var pipeFDs: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&pipeFDs), 0)
+        defer { close(pipeFDs[0]) }
+        let message = try Message.signal(path: "/t", interface: "org.example.T", member: "Fd",
+                                         arguments: [.unixFD(pipeFDs[1]), .string("x")])
+        close(pipeFDs[1])   // ours: the message holds its own duplicate
+        XCTAssertTrue(message.carriesFileDescriptors)
+        XCTAssertEqual(message.arguments, [.unixFD(-1), .string("x")], "arguments takes no descriptor")
+        let taken = message.takeArguments()
+        guard case .unixFD(let fd)? = taken.first else { return XCTFail("\(taken)") }
+        XCTAssertGreaterThanOrEqual(fd, 0)
+        XCTAssertEqual(write(fd, "z", 1), 1, "the received descriptor is the pipe's write end")
+        close(fd)
+        var byte: UInt8 = 0
+        XCTAssertEqual(read(pipeFDs[0], &byte, 1), 1)
+        XCTAssertEqual(byte, UInt8(ascii: "z"))
+        XCTAssertEqual(DBusValue.unixFD(3).signature.rawValue, "h")
+        XCTAssertThrowsError(try Message.signal(path: "/t", interface: "org.example.T", member: "Fd", arguments: [.unixFD(-1)]))
+    }
+}

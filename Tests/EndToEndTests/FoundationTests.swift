@@ -67,6 +67,23 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(result.succeeded, "\(result)")
     }
 
+    /// The reliability suite's R2: on a verify-only reader the first scan of
+    /// a user's usual finger was compared with another finger's print (finger
+    /// order) and counted as a failed match. The finger that matched last is
+    /// now tried first.
+    func testTheFingerThatMatchedLastIsTriedFirstOnAVerifyOnlyReader() async throws {
+        try await enroll("right-index-finger", as: "usual-finger")
+        present("usual-finger", after: 0.3)
+        let first = await evaluate()
+        XCTAssertTrue(first.succeeded, "\(first)")
+        try await enroll("left-thumb", as: "other-finger")
+        // One scan of the usual finger: it must be compared with its own print.
+        present("usual-finger", after: 0.3)
+        let again = await evaluate()
+        XCTAssertTrue(again.succeeded, "\(again)")
+        XCTAssertFalse(service.log.contains("failed fingerprint match"), service.log)
+    }
+
     func testNoReaderMeansBiometryNotAvailable() throws {
         service.stop()
         service = try ServiceProcess(bus: rig, withReader: false)

@@ -61,6 +61,12 @@ func expectedFiles(prefix: String, unitDirectory: String) -> [String: Int] {
         "\(prefix)/share/dbus-1/interfaces/org.example.LocalAuth.PromptAgent.xml": 0o644,
         "/etc/xdg/autostart/localauth-prompt.desktop": 0o644,
         "\(prefix)/lib/systemd/user/localauth-prompt.service": 0o644,
+        // The PAM module (issue 16), where PAM finds it by name, its two
+        // pam-auth-update profiles (off until enabled) and its man page.
+        "/usr/lib/x86_64-linux-gnu/security/pam_localauth.so": 0o644,
+        "/usr/share/pam-configs/localauth": 0o644,
+        "/usr/share/pam-configs/localauth-reset-lockout": 0o644,
+        "\(prefix)/share/man/man8/pam_localauth.8": 0o644,
     ]
 }
 
@@ -128,9 +134,12 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
             XCTAssertEqual(unit["BusName"], ["org.example.LocalAuth"])
             XCTAssertEqual(unit["StateDirectory"], ["localauth"])
             XCTAssertEqual(unit["StateDirectoryMode"], ["0700"])
-            for file in expected.keys where !file.contains("/bin/") && !file.contains("/libexec/") {
+            for file in expected.keys where !file.contains("/bin/") && !file.contains("/libexec/") && !file.hasSuffix(".so") {
                 XCTAssertFalse(try contents(destdir + file).contains("@"  + "LIBEXECDIR@"), "template left in \(file)")
             }
+            // The PAM module is the one `make pam` built, where PAM loads modules by name.
+            XCTAssertEqual(FileManager.default.contentsEqual(atPath: destdir + "/usr/lib/x86_64-linux-gnu/security/pam_localauth.so",
+                                                             andPath: Paths.root + "/.build/pam/pam_localauth.so"), true)
             let page = try contents(destdir + prefix + "/share/man/man8/localauthd.8")
             XCTAssertTrue(page.contains(".B \(prefix)/libexec/localauthd"), "SYNOPSIS names the installed path")
             XCTAssertTrue(page.contains(".I \(unitDirectory)/localauthd.service"))

@@ -77,7 +77,8 @@ final class MethodTableTests: XCTestCase {
         var url = URL(fileURLWithPath: #filePath)
         for _ in 0..<3 { url.deleteLastPathComponent() }
         let xml = try String(contentsOf: url.appendingPathComponent("dbus/org.example.LocalAuth.xml"), encoding: .utf8)
-        for signal in [LocalAuthBus.Signal.evaluationStatus, LocalAuthBus.Signal.enrollStatus] {
+        for signal in [LocalAuthBus.Signal.evaluationStatus, LocalAuthBus.Signal.enrollStatus,
+                       LocalAuthBus.Signal.environmentChanged] {
             XCTAssertTrue(xml.contains("<signal name=\"\(signal)\">"), signal)
         }
         for (key, type) in [(LocalAuthBus.Option.requestID, "s"), (LocalAuthBus.Option.fallbackTitle, "s"),
@@ -86,13 +87,19 @@ final class MethodTableTests: XCTestCase {
                             (LocalAuthBus.PrintOption.user, "s"), (LocalAuthBus.PrintOption.replace, "b")] {
             XCTAssertTrue(xml.contains("\(key) (\(type))") || xml.contains("\"\(key)\" (\(type))"), "option \(key) (\(type))")
         }
+        typealias Key = LocalAuthBus.EnvironmentKey
+        for (key, type) in [(Key.biometryType, "u"), (Key.biometryEnrolled, "b"), (Key.biometryLockedOut, "b"),
+                            (Key.biometryStateHash, "ay"), (Key.builtInSensorInaccessible, "b"),
+                            (Key.biometryUsable, "b"), (Key.passwordSet, "b")] {
+            XCTAssertTrue(xml.contains("\(key) (\(type)"), "environment key \(key) (\(type))")
+        }
         for status in EvaluationProgress.allCases.map(\.rawValue) + EnrollProgress.allCases.map(\.rawValue) {
             XCTAssertTrue(xml.contains(status), "status \(status)")
         }
         let serviceErrors = [LocalAuthServiceError.permissionDenied, LocalAuthServiceError.alreadyEnrolled,
                              LocalAuthServiceError.notEnrolled, LocalAuthServiceError.busy, LocalAuthServiceError.readOnly,
                              LocalAuthServiceError.storageFailed, LocalAuthServiceError.limitExceeded,
-                             LocalAuthServiceError.readerCoolingDown]
+                             LocalAuthServiceError.readerCoolingDown, LocalAuthServiceError.notAtTheReader]
         for name in serviceErrors + LocalAuthErrorCode.allCases.map(\.dbusName) {
             let suffix = String(name.dropFirst(LocalAuthBus.errorPrefix.count))
             XCTAssertTrue(xml.contains(suffix), "error \(name)")

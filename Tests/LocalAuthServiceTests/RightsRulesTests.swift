@@ -89,7 +89,7 @@ final class RightsRulesTests: XCTestCase {
 
     @ServiceActor
     static func checkAuthorizationsAreBounded() throws {
-        let state = RightsState(stateDirectory: "/nonexistent", makeProtector: { _ in throw RightsError(.io, "unused") })
+        let state = RightsState(stateDirectory: "/nonexistent", keyBackend: .off)
         let owner = try RightOwner(uid: 1000, appID: "org.example.App", identifier: "key")
         let key = try P256.PrivateKey().publicKey
         func authorization(_ sender: String, expires: ContinuousClock.Instant = .now + .seconds(300)) -> RightAuthorization {

@@ -74,4 +74,16 @@ final class ServiceRulesTests: XCTestCase {
         XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 3, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut,
                        "the persisted lockout is what the caller hears, not the evaluation's own limit")
     }
+
+    // MARK: Which print a verify-only reader tries
+
+    func testTheLastMatchedFingerIsTriedFirstThenEachInTurn() {
+        let fingers: [FingerName] = [.leftIndex, .rightIndex, .rightThumb]
+        XCTAssertEqual((0..<4).map { LocalAuthService.galleryStart(fingers, lastMatched: nil, scansSoFar: $0) }, [0, 1, 2, 0])
+        XCTAssertEqual((0..<4).map { LocalAuthService.galleryStart(fingers, lastMatched: .rightIndex, scansSoFar: $0) },
+                       [1, 2, 0, 1])
+        XCTAssertEqual(LocalAuthService.galleryStart(fingers, lastMatched: .leftThumb, scansSoFar: 0), 0,
+                       "a finger no longer enrolled: from the start")
+        XCTAssertEqual(LocalAuthService.galleryStart([], lastMatched: .rightIndex, scansSoFar: 3), 0)
+    }
 }

@@ -1,0 +1,67 @@
+import LocalAuthCrypto
+import LocalAuthTPM
+
+/// The machine key sealed to the TPM, at `<state>/keys/machine-key.tpm`
+/// (TPM2B_PUBLIC ‖ TPM2B_PRIVATE of a sealed data object, root 0600).
+extension TPMKeyProtector {
+    /// Moves the software machine key (`keys/machine-key`) into the TPM: seals
+    /// the same 32 bytes, checks that the TPM gives them back, writes the
+    /// sealed file (synced, created exclusively), and only then removes the
+    /// plaintext file. The per-right keys stay wrapped by the same machine
+    /// key, so every right opens as before, and no right file is rewritten.
+    /// Interrupted at any point, it leaves the plaintext key, or both files
+    /// with the same key (finished on the next call). Returns whether there
+    /// was a plaintext key to move.
+    @discardableResult
+    public static func moveMachineKeyToTPM(stateDirectory: String, device: TPMDevice) throws(RightsError) -> Bool {
+        let plainPath = SoftwareKeyProtector.machineKeyPath(stateDirectory: stateDirectory)
+        let sealedPath = sealedMachineKeyPath(stateDirectory: stateDirectory)
+        guard let key = try SoftwareKeyProtector.load(plainPath) else { return false }
+        if try unsealExisting(sealedPath, device: device) == nil {
+            let blob = try tpm("sealing the machine key") { () throws(TPMError) in try device.seal(key) }
+            let back = try tpm("unsealing the machine key") { () throws(TPMError) in try device.unseal(blob) }
+            guard back == key else { throw RightsError(.tpm, "the TPM unsealed another machine key than it sealed") }
+            _ = try Files.createExclusively(blob.bytes, at: sealedPath)
+        }
+        guard let sealed = try unsealExisting(sealedPath, device: device), sealed == key else {
+            throw RightsError(.machineKeySealed, "\(sealedPath) and \(plainPath) hold different machine keys; neither is removed")
+        }
+        _ = try Files.remove(plainPath)
+        try Files.syncDirectory(Files.directory(of: plainPath))
+        return true
+    }
+
+    /// The unsealed machine key: moved from software first if there is a
+    /// plaintext one, else made and sealed on first use.
+    static func loadOrCreateMachineKey(stateDirectory: String, device: TPMDevice) throws(RightsError) -> [UInt8] {
+        let sealedPath = sealedMachineKeyPath(stateDirectory: stateDirectory)
+        try Files.makeDirectories(Files.directory(of: sealedPath), below: stateDirectory)
+        try moveMachineKeyToTPM(stateDirectory: stateDirectory, device: device)
+        // Twice at most: another process may create the file between our read and our create.
+        for _ in 0..<2 {
+            if let key = try unsealExisting(sealedPath, device: device) { return key }
+            let fresh: [UInt8]
+            do { fresh = try SecureRandom.bytes(SoftwareKeyProtector.machineKeyByteCount) } catch { throw RightsError.crypto(error, "making a machine key") }
+            let blob = try tpm("sealing a new machine key") { () throws(TPMError) in try device.seal(fresh) }
+            if try Files.createExclusively(blob.bytes, at: sealedPath) { return fresh }
+        }
+        throw RightsError(.io, "\(sealedPath) appears and vanishes")
+    }
+
+    /// The key sealed in `path`, nil if there is no such file.
+    static func unsealExisting(_ path: String, device: TPMDevice) throws(RightsError) -> [UInt8]? {
+        let bytes: [UInt8]
+        switch try Files.read(path, limit: RightLimits.wrappedKeyBytes) {
+        case .missing: return nil
+        case .tooLarge(let size): throw RightsError(.oversize, "\(path) is \(size) bytes")
+        case .bytes(let read): bytes = read
+        }
+        let key = try tpm("the sealed machine key \(path)") { () throws(TPMError) in
+            try device.unseal(TPMObjectBlob(bytes: bytes))
+        }
+        guard key.count == SoftwareKeyProtector.machineKeyByteCount else {
+            throw RightsError(.machineKeyWrongSize, "\(path) unseals to \(key.count) bytes")
+        }
+        return key
+    }
+}

@@ -1,0 +1,228 @@
+import DBusCore
+import Glibc
+import LocalAuthShared
+
+// The world around the reader, joined to the service: suspend and resume,
+// the lid, whether the caller can be at the reader, the password after boot,
+// and Apple's LAEnvironment (GetEnvironment, SubscribeEnvironment,
+// EnvironmentChanged). The rules themselves are EnvironmentRules.swift; logind
+// and UPower are Logind.swift.
+
+/// A connection that asked for EnvironmentChanged, and what it was last told.
+struct EnvironmentSubscriber {
+    let uid: UInt32
+    let app: String
+    let presence: EnvironmentRules.Presence
+    var last: [String: DBusValue]
+}
+
+/// When each user last gave the password (policy 2), for
+/// `--require-password-after`: `<state>/password-given/<uid>`, "<boot id>
+/// <unix seconds>". A file that cannot be read or parsed fails closed.
+@ServiceActor
+final class PasswordStore {
+    private let directory: String
+    private var cache: [UInt32: EnvironmentRules.Stored] = [:]
+
+    init(stateDirectory: String) { directory = stateDirectory + "/password-given" }
+
+    static var bootID: String? {
+        Posix.readFile("/proc/sys/kernel/random/boot_id").map { String(decoding: $0, as: UTF8.self).trimmed }
+    }
+
+    func stored(_ uid: UInt32) -> EnvironmentRules.Stored {
+        if let cached = cache[uid] { return cached }
+        let path = "\(directory)/\(uid)"
+        let result: EnvironmentRules.Stored
+        switch Posix.readFileOrErrno(path) {
+        case .success(let bytes):
+            if let record = EnvironmentRules.PasswordRecord(text: String(decoding: bytes, as: UTF8.self)) {
+                result = .record(record)
+            } else {
+                Log.error("\(path) is damaged: the password is required before biometrics for uid \(uid)")
+                result = .damaged
+            }
+        case .failure(let error) where error.code == ENOENT:
+            result = .none
+        case .failure(let error):
+            Log.error("\(path) cannot be read (\(error)): the password is required before biometrics for uid \(uid)")
+            return .damaged
+        }
+        cache[uid] = result
+        return result
+    }
+
+    /// The user gave the password now.
+    func record(_ uid: UInt32) {
+        guard let boot = Self.bootID else { return }
+        let record = EnvironmentRules.PasswordRecord(bootID: boot, time: Int64(time(nil)))
+        do {
+            try AtomicFile.makeDirectory(directory)
+            try AtomicFile.write(Array(record.text.utf8), to: "\(directory)/\(uid)")
+            cache[uid] = .record(record)
+        } catch {
+            // Not cached as given: biometrics keep waiting (fails closed).
+            Log.error("could not record the password of uid \(uid): \(error)")
+        }
+    }
+}
+
+extension LocalAuthService {
+    // MARK: Which readers can be touched
+
+    /// The usable readers a person can touch now: none while the system
+    /// sleeps; while the lid is closed, only external ones.
+    var reachableReaders: [Readers.Identity] {
+        guard !asleep else { return [] }
+        return EnvironmentRules.reachable(readers.usableReaders, builtIn: readers.builtIn, lidClosed: logind.lidClosed)
+    }
+
+    /// Why there is no reader for a user: preflight and policy 1 answer it
+    /// at once (BiometryNotAvailable), policy 2 takes the password alone.
+    var noReaderError: DBusError {
+        if asleep { return ServiceErrors.la(.biometryNotAvailable, "the system is going to sleep") }
+        if logind.lidClosed, !readers.builtIn.isEmpty {
+            return ServiceErrors.la(.biometryNotAvailable,
+                                    "the lid is closed: the built-in fingerprint reader cannot be touched")
+        }
+        return ServiceErrors.noReader
+    }
+
+    /// `--require-password-after`: the error while biometrics wait for the password.
+    func passwordNeeded(_ uid: UInt32) -> DBusError? {
+        let requirement = configuration.passwordRequirement
+        guard requirement.isActive else { return nil }
+        return EnvironmentRules.passwordNeeded(requirement, stored: passwords.stored(uid), bootID: PasswordStore.bootID,
+                                               now: Int64(time(nil)))
+    }
+
+    /// Whether the caller can be the person at the reader (its logind
+    /// session), asked once per connection.
+    func presence(of sender: String) async -> EnvironmentRules.Presence {
+        if let known = knownPresence(of: sender) { return known }
+        guard let reply = try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
+                                              interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
+                                              arguments: [.string(sender)]),
+              let pid = reply.first?.uint32 else { return .noSeat }
+        let presence = await logind.presence(ofPID: pid)
+        if presence != .local { Log.info("caller \(sender) (pid \(pid)) is not at the reader: \(presence)") }
+        presenceBySender[sender] = presence
+        return presence
+    }
+
+    /// The answer without waiting, when there is one: asked before for this
+    /// connection, or no logind to ask. Every call checks presence, so a
+    /// preflight must not pay for an async round (BENCHMARKS.md).
+    func knownPresence(of sender: String) -> EnvironmentRules.Presence? {
+        if let known = presenceBySender[sender] { return known }
+        guard logind.isPresent else { return logind.presenceWithoutLogind() }
+        return nil
+    }
+
+    // MARK: Suspend and resume
+
+    func startFollowingLogind() async {
+        logind.onSleep = { [weak self] sleeping in self?.prepareForSleep(sleeping) }
+        logind.onLidChange = { [weak self] in self?.environmentMayHaveChanged() }
+        await logind.start()
+    }
+
+    /// PrepareForSleep: before sleep, every evaluation and enrollment ends
+    /// with SystemCancel, the readers close, then the inhibitor is released;
+    /// after resume the readers open again and a new inhibitor is taken.
+    func prepareForSleep(_ sleeping: Bool) {
+        guard sleeping != asleep, !stopping else { return }
+        asleep = sleeping
+        if sleeping {
+            Log.info("the system is going to sleep: ending scans and closing the readers")
+            registry.interruptReaderWork(.systemSleeping)
+            schedule(.sleep)
+        } else {
+            Log.info("the system resumed: opening the readers again")
+            schedule(.resume)
+        }
+        environmentMayHaveChanged()
+    }
+
+    func goToSleep() async {
+        await readers.closeForSleep()
+        // Resumed meanwhile: the resume's work opens them again.
+        logind.releaseInhibitor()
+    }
+
+    func resume() async {
+        await readers.reopenAfterSleep()
+        guard !asleep else { return }
+        await logind.takeInhibitor()
+        environmentMayHaveChanged()
+    }
+
+    // MARK: LAEnvironment
+
+    /// The caller's LAEnvironment state (keys: LocalAuthBus.EnvironmentKey).
+    func environmentState(uid: UInt32, app: String, presence: EnvironmentRules.Presence) -> [String: DBusValue] {
+        typealias Key = LocalAuthBus.EnvironmentKey
+        // The reader that would serve the user with the lid open: enrolment
+        // and the hash do not change when the lid closes.
+        let usable = readers.usableReaders
+        let reader = Self.chooseReader(among: usable, configured: configuration.reader,
+                                       withPrints: usable.count > 1 && configuration.reader == nil
+                                           ? prints.readers(withPrintsOf: uid) : [])
+        let enrolled = reader.map { !prints.prints(of: uid, for: $0).isEmpty } ?? false
+        let hash = reader.map { EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: uid, reader: $0), app: app) } ?? []
+        let inaccessible = asleep || (logind.lidClosed && !readers.builtIn.isEmpty)
+        let usableNow = EnvironmentRules.refusal(presence) == nil && (try? usablePrints(for: uid)) != nil
+        return [
+            Key.biometryType: .uint32(readers.isPresent ? BiometryKind.touchID.rawValue : BiometryKind.none.rawValue),
+            Key.biometryEnrolled: .boolean(enrolled),
+            Key.biometryLockedOut: .boolean(lockout.isLockedOut(uid) || passwordNeeded(uid) != nil),
+            Key.biometryStateHash: .bytes(hash),
+            Key.builtInSensorInaccessible: .boolean(inaccessible),
+            Key.biometryUsable: .boolean(usableNow),
+            Key.passwordSet: .boolean(Accounts.hasPassword(uid: uid)),
+        ]
+    }
+
+    func getEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let app = await callerProgram(request.sender) ?? ""
+        let presence = await presence(of: request.sender)
+        try request.record.checkNotEnded()
+        return [.dictionary(environmentState(uid: request.uid, app: app, presence: presence))]
+    }
+
+    /// SubscribeEnvironment: this connection hears EnvironmentChanged for its
+    /// own uid until it unsubscribes or leaves the bus. Returns the state now.
+    func subscribeEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        let app = await callerProgram(request.sender) ?? ""
+        let presence = await presence(of: request.sender)
+        try request.record.checkNotEnded()
+        guard environmentSubscribers[request.sender] != nil
+              || environmentSubscribers.count < ServiceLimits.environmentSubscribers else {
+            throw ServiceErrors.limit("\(ServiceLimits.environmentSubscribers) connections are subscribed already")
+        }
+        let state = environmentState(uid: request.uid, app: app, presence: presence)
+        environmentSubscribers[request.sender] = EnvironmentSubscriber(uid: request.uid, app: app, presence: presence,
+                                                                       last: state)
+        return [.dictionary(state)]
+    }
+
+    func unsubscribeEnvironment(_ request: Request) throws(DBusError) -> [DBusValue] {
+        environmentSubscribers[request.sender] = nil
+        return []
+    }
+
+    /// Something may have changed (a call ended, a reader came or went, the
+    /// lid, sleep): each subscriber whose own state differs from what it was
+    /// last told hears it once, unicast; nobody hears another user's.
+    func environmentMayHaveChanged() {
+        guard !environmentSubscribers.isEmpty else { return }
+        for (sender, subscriber) in environmentSubscribers {
+            let state = environmentState(uid: subscriber.uid, app: subscriber.app, presence: subscriber.presence)
+            guard state != subscriber.last else { continue }
+            environmentSubscribers[sender]?.last = state
+            try? bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+                          member: LocalAuthBus.Signal.environmentChanged, arguments: [.dictionary(state)],
+                          destination: sender)
+        }
+    }
+}

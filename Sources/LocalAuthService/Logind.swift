@@ -1,0 +1,174 @@
+import DBusCore
+import Glibc
+
+/// logind and UPower, as the service follows them: suspend and resume
+/// (`PrepareForSleep`, with a delay inhibitor held while awake), the lid
+/// (logind's `LidClosed`, UPower's `LidIsClosed`), and the caller's session
+/// (remote, seat). Every signal is believed only from the current owner of
+/// its well-known name (`followOwner` + sender-checked `subscribe`).
+///
+/// Without logind on the bus (containers, the test rig without the mock):
+/// no suspend handling, the lid counts as open, and callers count as local;
+/// logged once (docs/SECURITY.md).
+@ServiceActor
+final class Logind {
+    static let name = "org.freedesktop.login1"
+    static let path: ObjectPath = "/org/freedesktop/login1"
+    static let manager = "org.freedesktop.login1.Manager"
+    static let session = "org.freedesktop.login1.Session"
+    static let upower = "org.freedesktop.UPower"
+    static let upowerPath: ObjectPath = "/org/freedesktop/UPower"
+    static let properties = "org.freedesktop.DBus.Properties"
+
+    private let bus: BusConnection
+    private var lidClosedLogind = false
+    private var lidClosedUPower = false
+    /// The delay inhibitor's fd while held (closing it releases it), else -1.
+    private(set) var inhibitor: Int32 = -1
+    private var saidNoLogind = false
+
+    /// PrepareForSleep(true: going to sleep / false: resumed).
+    var onSleep: (@ServiceActor (Bool) -> Void)?
+    /// The lid opened or closed.
+    var onLidChange: (@ServiceActor () -> Void)?
+
+    init(bus: BusConnection) { self.bus = bus }
+
+    var lidClosed: Bool { lidClosedLogind || lidClosedUPower }
+    var isPresent: Bool { bus.owner(of: Self.name) != nil }
+
+    /// Follows both names, subscribes to their signals, reads the lid, and
+    /// takes the sleep inhibitor. Nothing here fails the service's start.
+    func start() async {
+        do {
+            try await bus.followOwner(of: Self.name)
+            try await bus.followOwner(of: Self.upower)
+            try await bus.subscribe(sender: Self.name, interface: Self.manager, member: "PrepareForSleep",
+                                    path: Self.path.rawValue) { [weak self] message in
+                ServiceActor.assumeIsolated { self?.prepareForSleep(message) }
+            }
+            try await bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
+                                    path: Self.path.rawValue) { [weak self] message in
+                ServiceActor.assumeIsolated { self?.propertiesChanged(message, upower: false) }
+            }
+            try await bus.subscribe(sender: Self.upower, interface: Self.properties, member: "PropertiesChanged",
+                                    path: Self.upowerPath.rawValue) { [weak self] message in
+                ServiceActor.assumeIsolated { self?.propertiesChanged(message, upower: true) }
+            }
+        } catch {
+            Log.warning("cannot follow logind and UPower: \(error)")
+        }
+        if let closed = await property(Self.name, Self.path, Self.manager, "LidClosed") { lidClosedLogind = closed }
+        if let closed = await property(Self.upower, Self.upowerPath, Self.upower, "LidIsClosed") { lidClosedUPower = closed }
+        if isPresent {
+            await takeInhibitor()
+            Log.info("following logind: lid \(lidClosed ? "closed" : "open")")
+        } else {
+            noLogind()
+        }
+    }
+
+    private func noLogind() {
+        guard !saidNoLogind else { return }
+        saidNoLogind = true
+        Log.notice("logind is not on the bus: callers count as local, the lid as open, and suspend is not followed")
+    }
+
+    private func property(_ destination: String, _ path: ObjectPath, _ interface: String, _ name: String) async -> Bool? {
+        guard bus.owner(of: destination) != nil,
+              let reply = try? await bus.call(destination: destination, path: path, interface: Self.properties,
+                                              member: "Get", arguments: [.string(interface), .string(name)], timeout: 5)
+        else { return nil }
+        return reply.first?.unwrapped.bool
+    }
+
+    private func prepareForSleep(_ message: Message) {
+        guard message.sender == bus.owner(of: Self.name), let sleeping = message.arguments.first?.bool else { return }
+        onSleep?(sleeping)
+    }
+
+    private func propertiesChanged(_ message: Message, upower: Bool) {
+        guard message.sender == bus.owner(of: upower ? Self.upower : Self.name) else { return }
+        let arguments = message.arguments
+        guard arguments.count >= 2, arguments[0].string == (upower ? Self.upower : Self.manager),
+              let changed = arguments[1].stringKeyedDictionary,
+              let closed = changed[upower ? "LidIsClosed" : "LidClosed"]?.bool else { return }
+        let before = lidClosed
+        if upower { lidClosedUPower = closed } else { lidClosedLogind = closed }
+        guard before != lidClosed else { return }
+        Log.info("the lid is now \(lidClosed ? "closed" : "open")")
+        onLidChange?()
+    }
+
+    // MARK: The sleep inhibitor
+
+    /// Takes logind's delay inhibitor for sleep: logind then waits (at most
+    /// its InhibitDelayMaxSec) until we closed the readers and released it.
+    func takeInhibitor() async {
+        guard inhibitor < 0, isPresent else { return }
+        do {
+            let call = try Message.methodCall(destination: Self.name, path: Self.path, interface: Self.manager,
+                                              member: "Inhibit",
+                                              arguments: [.string("sleep"), .string("localauthd"),
+                                                          .string("close the fingerprint reader"), .string("delay")])
+            let reply = try await bus.call(call, timeout: 5)
+            if let error = reply.error { throw error }
+            // The fd is ours (a duplicate libdbus made for us): closing it releases the inhibitor.
+            let values = reply.takeArguments()
+            guard case .unixFD(let fd)? = values.first, fd >= 0 else {
+                for case .unixFD(let fd) in values where fd >= 0 { close(fd) }
+                throw DBusError(.failed, "Inhibit returned no file descriptor")
+            }
+            for case .unixFD(let extra) in values.dropFirst() where extra >= 0 { close(extra) }
+            guard inhibitor < 0 else {
+                close(fd)   // another take won meanwhile
+                return
+            }
+            inhibitor = fd
+            Log.info("holding logind's sleep delay inhibitor")
+        } catch {
+            Log.warning("could not take logind's sleep inhibitor: \(error)")
+        }
+    }
+
+    /// Closes the inhibitor's fd: logind may suspend now.
+    func releaseInhibitor() {
+        guard inhibitor >= 0 else { return }
+        close(inhibitor)
+        inhibitor = -1
+        Log.info("released logind's sleep inhibitor")
+    }
+
+    // MARK: The caller's session
+
+    /// Whether the process `pid` can be the person at the reader: its
+    /// session's Remote and Seat. No logind: `.unknown` (treated as local).
+    /// logind present but no session for the pid: `.noSeat`.
+    /// Without logind nobody can say where a caller sits: callers count as
+    /// local (docs/SECURITY.md), said once in the log.
+    func presenceWithoutLogind() -> EnvironmentRules.Presence {
+        noLogind()
+        return .unknown
+    }
+
+    func presence(ofPID pid: UInt32) async -> EnvironmentRules.Presence {
+        guard isPresent else { return presenceWithoutLogind() }
+        let sessionPath: ObjectPath
+        do {
+            let reply = try await bus.call(destination: Self.name, path: Self.path, interface: Self.manager,
+                                           member: "GetSessionByPID", arguments: [.uint32(pid)], timeout: 5)
+            guard case .objectPath(let found)? = reply.first else { return .noSeat }
+            sessionPath = found
+        } catch {
+            return .noSeat
+        }
+        guard let reply = try? await bus.call(destination: Self.name, path: sessionPath, interface: Self.properties,
+                                              member: "GetAll", arguments: [.string(Self.session)], timeout: 5),
+              let values = reply.first?.stringKeyedDictionary
+        else { return .noSeat }
+        let remote = values["Remote"]?.bool ?? true
+        var seat = ""
+        if case .structure(let fields)? = values["Seat"], let id = fields.first?.string { seat = id }
+        return EnvironmentRules.presence(remote: remote, seat: seat)
+    }
+}

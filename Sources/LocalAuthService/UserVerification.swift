@@ -1,0 +1,49 @@
+import DBusCore
+import LocalAuthShared
+
+// VerifyUser: the PAM module's way in (pam_localauth, docs/PAM.md). sudo,
+// login and lock screens run PAM as root on a user's behalf, so the caller is
+// root and the finger is the user's: the one method where the two differ.
+// Everything else is EvaluatePolicy's policy 1: the same reader queue, scan
+// loop, lockout, remote-session, lid, sleep and password-after-boot rules.
+extension LocalAuthService {
+    /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root caller.
+    func verifyUser(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        // polkit always authorizes root; the action exists so that an
+        // administrator sees it, but only root may ask at all: a user who
+        // could name another user would probe their prints and lockout.
+        guard request.uid == 0 else {
+            throw ServiceErrors.permissionDenied("VerifyUser is for root callers (PAM modules acting for a user)")
+        }
+        let target = try Self.verifiedUser(request.arguments[0])
+        let options = try Self.evaluationOptions(request.arguments[1])
+        // The caller (sudo, login) runs in the session of the person who
+        // typed: a remote or seatless one cannot be at the reader.
+        let presence = await presence(of: request.sender)
+        try request.record.checkNotEnded()
+        if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
+        _ = try usablePrints(for: target.uid)
+        try refuseWhileCooling(target.uid)
+
+        let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: request.sender,
+                                    uid: target.uid, queue: queue,
+                                    prompt: .init(reason: "Authenticate as \(target.name)", fallbackTitle: "",
+                                                  cancelTitle: nil))
+        request.record.evaluation = evaluation
+        try request.record.checkNotEnded()
+        _ = try await fingerprint(evaluation)
+        Log.info("fingerprint of uid \(target.uid) verified for a PAM module")
+        return []
+    }
+
+    /// The `user` argument: an existing account's name.
+    static func verifiedUser(_ value: DBusValue) throws(DBusError) -> (name: String, uid: UInt32) {
+        guard let name = value.string, !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else {
+            throw ServiceErrors.invalidArgs("user must be an account name of 1 to \(LocalAuthBus.maximumTextLength) bytes")
+        }
+        guard let uid = Users.uid(of: name) else {
+            throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(name))")
+        }
+        return (name, uid)
+    }
+}

@@ -1,0 +1,226 @@
+import Foundation
+import Glibc
+import LocalAuthentication
+import RigSupport
+import XCTest
+
+/// The world around the reader (issue 15): suspend and resume, the lid,
+/// remote callers, the password after boot, LAEnvironment. logind and UPower
+/// are python-dbusmock's templates on the rig's bus (services we do not own);
+/// they are stopped after each test, so the other suites keep a bus without
+/// logind.
+final class EnvironmentTests: RigTestCase, @unchecked Sendable {
+    private var mocks: [Child] = []
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        for template in ["logind", "upower"] {
+            let log = rig.directory + "/mock-\(template)-\(UInt32.random(in: 0...UInt32.max)).log"
+            mocks.append(try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", template],
+                                   environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log))
+        }
+        for name in ["org.freedesktop.login1", "org.freedesktop.UPower"] {
+            try waitUntil("\(name) is on the bus") {
+                try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                                      "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                                                      "string:\(name)"]).stdout.contains("boolean true")
+            }
+        }
+        XCTAssertEqual(try world(["setup"]).status, 0)
+        // The service follows logind from its start.
+        try restart()
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        for mock in mocks {
+            mock.signal(SIGTERM)
+            mock.wait(timeout: 5)
+        }
+        mocks = []
+    }
+
+    private func restart(arguments: [String] = [], environment: [String: String] = [:]) throws {
+        let state = service.stateDirectory
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state, environment: environment, arguments: arguments)
+    }
+
+    @discardableResult
+    private func world(_ arguments: [String]) throws -> Outcome {
+        let outcome = try runProgram("/usr/bin/python3", [try testScript("mock-world.py"), rig.address] + arguments)
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+        return outcome
+    }
+
+    private func inhibitors() throws -> String { try world(["inhibitors"]).stdout }
+
+    func testSleepEndsTheScanAndReleasesTheInhibitorAndResumeServesAgain() async throws {
+        try waitUntil("the service holds a delay inhibitor") { try inhibitors().contains("sleep localauthd delay") }
+        try await enroll("right-index-finger", as: "owner")
+
+        let pending = try await startEvaluation()
+        try world(["sleep", "true"])
+        let result = await pending.value
+        XCTAssertEqual(result.code, .systemCancel, "\(result)")
+        // The readers are closed, then the inhibitor released: logind may suspend.
+        try waitUntil("the inhibitor is released") { try !inhibitors().contains("localauthd") }
+        XCTAssertTrue(service.log.contains("released logind's sleep inhibitor"), service.log)
+        let asleep = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(errorName(asleep), "org.example.LocalAuth.Error.BiometryNotAvailable", asleep.output)
+
+        try world(["sleep", "false"])
+        try waitUntil("the reader is open again") { self.service.log.contains("reader virtual_device/0 open again") }
+        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+        present("owner")
+        let again = await evaluate()
+        XCTAssertTrue(again.succeeded, "an evaluation started just after resume works: \(again)")
+    }
+
+    func testAClosedLidHidesTheBuiltInReaderButNotAnExternalOne() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        try world(["lid", "true"])
+        try waitUntil("the service saw the lid close") { self.service.log.contains("the lid is now closed") }
+        let started = Date()
+        let preflight = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(errorName(preflight), "org.example.LocalAuth.Error.BiometryNotAvailable", preflight.output)
+        XCTAssertTrue(preflight.stderr.contains("lid is closed"), preflight.output)
+        let refused = await evaluate()
+        XCTAssertEqual(refused.code, .biometryNotAvailable, "\(refused)")
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "refused at once")
+        let context = LAContext()
+        XCTAssertFalse(context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertEqual(LAEnvironment.currentUser.state.biometry?.builtInSensorInaccessible, true)
+
+        // An external reader (here libfprint's second virtual one, said to be
+        // external) keeps working under a closed lid.
+        let storage = rig.directory + "/storage-\(UInt32.random(in: 0...UInt32.max)).sock"
+        try restart(arguments: ["--external-reader", "virtual_device_storage"],
+                    environment: ["FP_VIRTUAL_DEVICE_STORAGE": storage,
+                                  "FP_DRIVERS_WHITELIST": "virtual_device:virtual_device_storage"])
+        XCTAssertTrue(service.log.contains("reader virtual_device_storage/0 open, 5 enroll stages, external (set on the command line)")
+                      || service.log.contains("virtual_device_storage/0 open") && service.log.contains("external"), service.log)
+        XCTAssertTrue(service.log.contains("lid closed"), service.log)
+        let feeder = Task.detached {
+            for _ in 0..<5 {
+                try ServiceProcess.send("SCAN outside", to: storage)
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        try await LAFingerprints.enroll("left-thumb")
+        try await feeder.value
+        let scan = Task.detached {
+            try await Task.sleep(for: .milliseconds(300))
+            try ServiceProcess.send("INSERT outside", to: storage)
+            try ServiceProcess.send("SCAN outside", to: storage)
+        }
+        let external = await evaluate()
+        try await scan.value
+        XCTAssertTrue(external.succeeded, "\(external)")
+
+        try world(["lid", "false"])
+        try waitUntil("the service saw the lid open") { self.service.log.contains("the lid is now open") }
+    }
+
+    func testARemoteSessionIsNotOfferedBiometrics() async throws {
+        // nobody's session (mock-world.py) is remote and has no seat.
+        let remote = try gdbus("CanEvaluatePolicy", ["1"], asNobody: true)
+        XCTAssertEqual(errorName(remote), "org.example.LocalAuth.Error.NotAtTheReader", remote.output)
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        let evaluation = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"], asNobody: true)
+        XCTAssertEqual(errorName(evaluation), "org.example.LocalAuth.Error.NotAtTheReader", evaluation.output)
+        XCTAssertTrue(service.log.contains("is not at the reader: remote"), service.log)
+        // root's session is local: the usual answer.
+        let local = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(errorName(local), "org.example.LocalAuth.Error.BiometryNotEnrolled", local.output)
+    }
+
+    func testEnvironmentObserversSeeEachChangeOnceAndNobodyElsesChanges() async throws {
+        let othersLog = rig.directory + "/others-\(UInt32.random(in: 0...UInt32.max)).log"
+        _ = FileManager.default.createFile(atPath: othersLog, contents: nil)
+        chmod(othersLog, 0o666)
+        let other = try startAs(Self.nobody, "/usr/bin/python3", [try testScript("mock-world.py"), rig.address, "listen", othersLog],
+                                output: othersLog + ".out")
+        defer {
+            other.signal(SIGTERM)
+            other.wait(timeout: 5)
+        }
+        try waitForText("subscribed", in: othersLog)
+
+        let observer = Observer()
+        let environment = LAEnvironment.currentUser
+        XCTAssertEqual(environment.state.biometry?.isEnrolled, false)
+        environment.addObserver(observer)
+        defer { environment.removeObserver(observer) }
+
+        try await enroll("right-index-finger", as: "owner")
+        try await observer.changes.wait(count: 1)
+        XCTAssertEqual(observer.changes.values.first?.biometry?.isEnrolled, false, "the old state")
+        XCTAssertEqual(environment.state.biometry?.isEnrolled, true)
+
+        try await LAFingerprints.delete("right-index-finger")
+        try await observer.changes.wait(count: 2)
+        XCTAssertEqual(observer.changes.values.last?.biometry?.isEnrolled, true)
+
+        // A preflight changes nothing: no third notice.
+        _ = LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil)
+        try await Task.sleep(for: .milliseconds(300))
+        XCTAssertEqual(observer.changes.values.count, 2, "each change once")
+        XCTAssertFalse(readText(othersLog).contains("changed"), "another user hears none of root's changes: \(readText(othersLog))")
+
+        // The lid concerns everyone: both hear it.
+        try world(["lid", "true"])
+        try await observer.changes.wait(count: 3)
+        try waitForText("changed", in: othersLog)
+        try world(["lid", "false"])
+        try await observer.changes.wait(count: 4)
+    }
+
+    func testThePasswordAfterBootRuleHoldsAcrossARestart() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        try restart(arguments: ["--require-password-after", "boot"])
+        let before = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(errorName(before), "org.example.LocalAuth.Error.BiometryLockout", before.output)
+        XCTAssertTrue(before.stderr.contains("password is required"), before.output)
+        XCTAssertEqual(LAEnvironment.currentUser.state.biometry?.isLockedOut, true)
+
+        // What policy 2's password writes: this boot, now. It holds across a restart.
+        let directory = service.stateDirectory + "/password-given"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        try "\(boot) \(Int(Date().timeIntervalSince1970))\n".write(toFile: directory + "/0", atomically: true, encoding: .utf8)
+        try restart(arguments: ["--require-password-after", "boot"])
+        let after = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", after.output)
+
+        // Within a period: a record older than the period does not count.
+        try "\(boot) \(Int(Date().timeIntervalSince1970) - 7200)\n".write(toFile: directory + "/0", atomically: true, encoding: .utf8)
+        try restart(arguments: ["--require-password-after", "boot", "--require-password-after", "1h"])
+        let stale = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(errorName(stale), "org.example.LocalAuth.Error.BiometryLockout", stale.output)
+
+        // Another boot's record, or a damaged file: closed.
+        try "another-boot \(Int(Date().timeIntervalSince1970))\n".write(toFile: directory + "/0", atomically: true, encoding: .utf8)
+        try restart(arguments: ["--require-password-after", "boot"])
+        XCTAssertEqual(errorName(try gdbus("CanEvaluatePolicy", ["1"])), "org.example.LocalAuth.Error.BiometryLockout")
+        try "garbage".write(toFile: directory + "/0", atomically: true, encoding: .utf8)
+        try restart(arguments: ["--require-password-after", "boot"])
+        XCTAssertEqual(errorName(try gdbus("CanEvaluatePolicy", ["1"])), "org.example.LocalAuth.Error.BiometryLockout")
+        XCTAssertTrue(service.log.contains("is damaged"), service.log)
+
+        // Off by default.
+        try restart()
+        let off = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(off.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", off.output)
+        XCTAssertEqual(try runProgram(Paths.localauthd, ["--require-password-after", "soon"]).status, 2)
+    }
+}
+
+/// An LAEnvironment observer recording the old state of each change.
+private final class Observer: LAEnvironmentObserver, @unchecked Sendable {
+    let changes = Collected<LAEnvironmentState>()
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
+        changes.append(oldState)
+    }
+}

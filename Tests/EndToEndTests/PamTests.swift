@@ -1,0 +1,168 @@
+import Foundation
+import Glibc
+import LocalAuthentication
+import RigSupport
+import XCTest
+
+/// pam_localauth on the rig: the real module (built by `make pam`), loaded by
+/// the real libpam through pamtester, asking the real service over the rig's
+/// bus. Each test writes its own PAM service file in /etc/pam.d and removes it.
+final class PamTests: RigTestCase, @unchecked Sendable {
+    private var serviceFiles: [String] = []
+
+    override func tearDown() {
+        for file in serviceFiles { unlink(file) }
+        serviceFiles = []
+        super.tearDown()
+    }
+
+    /// The module, built once by `make pam` (as `make test` does).
+    private static let module: String = {
+        let path = Paths.root + "/.build/pam/pam_localauth.so"
+        if !FileManager.default.fileExists(atPath: path) {
+            _ = try? runProgram("/usr/bin/make", ["-C", Paths.root, "pam"])
+        }
+        return path
+    }()
+
+    /// A PAM service named for this test, with `lines` as its auth stack
+    /// (MODULE stands for the module's path).
+    private func pamService(_ lines: [String]) throws -> String {
+        XCTAssertTrue(FileManager.default.fileExists(atPath: Self.module), "make pam did not build the module")
+        let name = "localauth-test-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = "/etc/pam.d/" + name
+        let text = lines.map { $0.replacingOccurrences(of: "MODULE", with: Self.module) }.joined(separator: "\n") + "\n"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        serviceFiles.append(path)
+        return name
+    }
+
+    /// pamtester SERVICE USER authenticate, on the rig's bus, `input` on stdin.
+    private func pamtester(_ service: String, _ user: String, input: String = "", rhost: String? = nil,
+                           timeout: Double = 60) throws -> Outcome {
+        var command = "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v"
+        if let rhost { command += " -I rhost=\(rhost)" }
+        command += " \(service) \(user) authenticate"
+        return try runProgram("/bin/sh", ["-c", command], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                              timeout: timeout)
+    }
+
+    private let succeeded = "successfully authenticated"
+    private let authError = "Authentication failure"
+    private let unavailable = "Authentication service cannot retrieve authentication info"
+
+    func testAMatchingFingerAuthenticatesAndTheConversationShowsTheReader() async throws {
+        try await enroll(as: "owner-finger")
+        let service = try pamService(["auth required MODULE timeout=20"])
+        present("owner-finger", after: 0.5)
+        let outcome = try pamtester(service, "root")
+        XCTAssertTrue(outcome.output.contains(succeeded), outcome.output)
+        XCTAssertTrue(outcome.output.contains("Place your finger on the fingerprint reader"), outcome.output)
+        XCTAssertTrue(self.service.log.contains("verified for a PAM module"), self.service.log)
+    }
+
+    func testAFingerThatNeverMatchesIsAnAuthenticationError() async throws {
+        try await enroll(as: "owner-finger")
+        let service = try pamService(["auth required MODULE timeout=20"])
+        present("someone-else", after: 0.5, times: 3)
+        let outcome = try pamtester(service, "root")
+        XCTAssertTrue(outcome.output.contains(authError), outcome.output)
+        XCTAssertTrue(outcome.output.contains("Not recognized, try again"), outcome.output)
+    }
+
+    /// No print, a remote login, no service: PAM_AUTHINFO_UNAVAIL at once, so
+    /// that a stack goes on to the password.
+    func testWhenTheFingerCannotBeUsedTheStackMovesOnAtOnce() async throws {
+        let service = try pamService(["auth required MODULE timeout=20"])
+        let started = Date()
+        let noPrint = try pamtester(service, "root")
+        XCTAssertTrue(noPrint.output.contains(unavailable), noPrint.output)
+
+        try await enroll(as: "owner-finger")
+        let remote = try pamtester(service, "root", rhost: "remote.example.org")
+        XCTAssertTrue(remote.output.contains(unavailable), remote.output)
+        XCTAssertFalse(self.service.log.contains("waits for the reader"))
+        XCTAssertLessThan(Date().timeIntervalSince(started), 15, "none of these waited for a finger")
+
+        // The stack's next module decides: here pam_permit, as a password would.
+        let fallback = try pamService(["auth [success=done authinfo_unavail=ignore default=die] MODULE",
+                                       "auth required pam_permit.so"])
+        let remoteThenPermit = try pamtester(fallback, "root", rhost: "remote.example.org")
+        XCTAssertTrue(remoteThenPermit.output.contains(succeeded), remoteThenPermit.output)
+
+        self.service.stop()
+        let noService = try pamtester(service, "root")
+        XCTAssertTrue(noService.output.contains(unavailable), noService.output)
+    }
+
+    /// The time-out ends the wait for a finger (the service's evaluation is
+    /// cancelled, so the reader is free for the next one at once).
+    func testTheTimeOutCancelsTheScanAndFreesTheReader() async throws {
+        try await enroll(as: "owner-finger")
+        let quick = try pamService(["auth required MODULE timeout=2"])
+        let started = Date()
+        let timedOut = try pamtester(quick, "root")
+        XCTAssertTrue(timedOut.output.contains(unavailable), timedOut.output)
+        XCTAssertTrue(timedOut.output.contains("use your password"), timedOut.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10)
+        present("owner-finger", after: 0.5)
+        let next = try pamtester(quick, "root")
+        XCTAssertTrue(next.output.contains(succeeded), "the reader was freed: \(next.output)\n\(service.log)")
+    }
+
+    /// reset-lockout after a password lifts the user's lockout; without a
+    /// password in the transaction it does nothing.
+    func testAPasswordLaterInTheStackLiftsTheLockoutAndNothingElseDoes() async throws {
+        let uid = try TestAccount.ensure()
+        try rig.polkit("org.example.LocalAuth.enroll", "yes")
+        // Root enrolls the test account's finger (manage: root is always authorized).
+        let service = self.service!
+        let feeder = Task.detached {
+            for _ in 0..<5 {
+                try service.sensor("SCAN laowner-finger")
+                try await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        let enrolled = try gdbus("EnrollWithOptions", ["right-index-finger", "{'user': <'\(TestAccount.name)'>}"])
+        try await feeder.value
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+
+        // Five failed matches through the module lock the account's biometrics.
+        let finger = try pamService(["auth required MODULE timeout=20"])
+        present("someone-else", after: 0.5, times: 3)
+        XCTAssertTrue(try pamtester(finger, TestAccount.name).output.contains(authError))
+        present("someone-else", after: 0.5, times: 2)
+        _ = try pamtester(finger, TestAccount.name)
+        let lockoutFile = service.stateDirectory + "/lockout/\(uid)"
+        XCTAssertEqual(readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines), "5")
+        let locked = try pamtester(finger, TestAccount.name)
+        XCTAssertTrue(locked.output.contains(unavailable), "locked out: the password's turn \(locked.output)")
+
+        // No password in this transaction: the lockout stays.
+        let noPassword = try pamService(["auth required pam_permit.so", "auth optional MODULE reset-lockout"])
+        XCTAssertTrue(try pamtester(noPassword, TestAccount.name).output.contains(succeeded))
+        XCTAssertEqual(readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines), "5")
+
+        // A wrong password fails the stack before the module runs: still locked.
+        let password = try pamService(["auth requisite pam_unix.so", "auth optional MODULE reset-lockout"])
+        XCTAssertTrue(try pamtester(password, TestAccount.name, input: "wrong-password").output.contains(authError))
+        XCTAssertEqual(readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines), "5")
+
+        // The right password: lifted.
+        let right = try pamtester(password, TestAccount.name, input: TestAccount.password)
+        XCTAssertTrue(right.output.contains(succeeded), right.output)
+        try waitUntil("the lockout is lifted") {
+            readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines) == "0" || !FileManager.default.fileExists(atPath: lockoutFile)
+        }
+    }
+
+    /// VerifyUser is for root: another uid naming root gets PermissionDenied
+    /// and learns nothing about root's prints.
+    func testOnlyRootMayVerifyAUser() async throws {
+        try await enroll(as: "owner-finger")
+        let refused = try gdbus("VerifyUser", ["root", "{}"], asNobody: true)
+        XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.PermissionDenied", refused.output)
+        let unknown = try gdbus("VerifyUser", ["no-such-user-here", "{}"])
+        XCTAssertEqual(errorName(unknown), "org.freedesktop.DBus.Error.InvalidArgs", unknown.output)
+    }
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""A caller of the reliability suite, run as any uid (setpriv) on the rig's
+bus (DBUS_SYSTEM_BUS_ADDRESS). Prints one JSON object.
+
+    worker.py malformed XML SEED START COUNT   calls START.. of the generated list (cyclic)
+    worker.py concurrent N MEMBER SIG JSON     N connections, one call each, all at once
+    worker.py call MEMBER SIG JSON [SECONDS]   one call; with SECONDS, also counts the
+                                               EvaluationStatus/EnrollStatus signals this
+                                               connection sees meanwhile (eavesdropping asked)
+JSON: the arguments; a dict becomes a{sv} (str -> s, bool -> b, float -> d).
+"""
+import json
+import os
+import sys
+import time
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bus  # noqa: E402
+import contract  # noqa: E402
+from bus import Gio, GLib  # noqa: E402
+
+ADDRESS = os.environ["DBUS_SYSTEM_BUS_ADDRESS"]
+
+
+def arguments(signature, values):
+    out = []
+    for value in values:
+        if isinstance(value, dict):
+            out.append({k: GLib.Variant("b" if isinstance(v, bool) else "d" if isinstance(v, float) else "s", v)
+                        for k, v in value.items()})
+        else:
+            out.append(value)
+    return out
+
+
+def malformed(xml, seed, start, count):
+    calls = contract.generate(xml, int(seed))
+    chosen = [calls[(int(start) + k) % len(calls)] for k in range(int(count))]
+    results = bus.run_calls(ADDRESS, chosen)
+    outcomes = {}
+    bad = []
+    by_service = 0
+    for label, outcome, answered_by_service, _ in results:
+        outcomes[outcome] = outcomes.get(outcome, 0) + 1
+        by_service += answered_by_service
+        if outcome != "no-reply-sent" and not bus.is_named(outcome):
+            bad.append([label, outcome])
+    return {"sent": len(results), "outcomes": outcomes, "bad": bad, "by_service": by_service,
+            "generated": len(calls)}
+
+
+def concurrent(n, member, signature, values):
+    context = GLib.MainContext.default()
+    connections = [bus.connect(ADDRESS) for _ in range(int(n))]
+    values = json.loads(values)
+    records = []
+    for k, connection in enumerate(connections):
+        msg = Gio.DBusMessage.new_method_call(contract.SERVICE, contract.PATH, bus.IFACE, member)
+        own = [v.replace("%d", str(k)) if isinstance(v, str) else v for v in values]
+        own = [dict((key, val.replace("%d", str(k)) if isinstance(val, str) else val) for key, val in v.items())
+               if isinstance(v, dict) else v for v in own]
+        msg.set_body(GLib.Variant("(%s)" % signature, tuple(arguments(signature, own))))
+        record = {"k": k, "sent": time.time(), "outcome": None, "answered": None}
+        records.append(record)
+
+        def done(conn, result, record=record):
+            record["outcome"], _, _ = bus.outcome_of(conn, result)
+            record["answered"] = time.time()
+        connection.send_message_with_reply(msg, Gio.DBusSendMessageFlags.NONE, 120000, None, done)
+    print(json.dumps({"ready": len(records)}), flush=True)
+    while any(r["outcome"] is None for r in records):
+        context.iteration(True)
+    return {"records": records}
+
+
+def call(member, signature, values, seconds=None):
+    client = bus.Client(ADDRESS)
+    # Each signal as it comes, so that the suite can act on it (scan, kill).
+    client.on_signal = lambda member, values: print(json.dumps({"signal": [member, list(values)]}), flush=True)
+    filtered = []
+    monitor = False
+    if seconds is not None:
+        # Ask the bus for everything it would let us see of the service's
+        # signals: become a monitor (root only), else eavesdrop match rules
+        # (refused on a system bus), else ordinary ones. A filter counts what
+        # arrives, addressed to us or not.
+        def watch(conn, message, incoming):
+            if incoming and message.get_interface() == bus.IFACE and message.get_member() in (
+                    "EvaluationStatus", "EnrollStatus"):
+                filtered.append([message.get_member(), message.get_destination()])
+            return message
+        client.connection.add_filter(watch)
+        rules = ["type='signal',interface='org.example.LocalAuth'"]
+        try:
+            client.connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                        "org.freedesktop.DBus.Monitoring", "BecomeMonitor",
+                                        GLib.Variant("(asu)", (rules, 0)), None, Gio.DBusCallFlags.NONE, 5000, None)
+            monitor = True
+        except GLib.Error:
+            for rule in [rules[0] + ",eavesdrop='true'", rules[0]]:
+                try:
+                    client.connection.call_sync("org.freedesktop.DBus", "/org/freedesktop/DBus",
+                                                "org.freedesktop.DBus", "AddMatch", GLib.Variant("(s)", (rule,)), None,
+                                                Gio.DBusCallFlags.NONE, 5000, None)
+                except GLib.Error:
+                    pass
+    print(json.dumps({"ready": True}), flush=True)
+    if member == "-":
+        client.pump(float(seconds))
+        outcome, value = "none", None
+    else:
+        outcome, value = client.call(member, signature, arguments(signature, json.loads(values)), timeout=60)
+        if seconds is not None:
+            client.pump(float(seconds))
+    seen = [[m, list(v)] for (_, m, v) in client.signals]
+    return {"outcome": outcome, "value": repr(value), "signals": seen, "filtered": filtered, "monitor": monitor}
+
+
+def main():
+    mode = sys.argv[1]
+    if mode == "malformed":
+        result = malformed(*sys.argv[2:6])
+    elif mode == "concurrent":
+        result = concurrent(*sys.argv[2:6])
+    elif mode == "call":
+        result = call(*sys.argv[2:])
+    else:
+        sys.exit("unknown mode " + mode)
+    print(json.dumps(result), flush=True)
+
+
+main()

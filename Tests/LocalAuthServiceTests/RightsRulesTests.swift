@@ -83,6 +83,16 @@ final class RightsRulesTests: XCTestCase {
             XCTAssertTrue(policy.contains("<action id=\"\(action.rawValue)\">"), action.rawValue)
         }
         for method in LocalAuthRightsBus.Method.all { XCTAssertNotNil(LocalAuthService.methods[method], method) }
+        // Only elements, comments and whitespace between them (sd-bus's parser, as busctl's, refuses text there).
+        var rest = Substring(xml.components(separatedBy: "<node>")[1])
+        while let open = rest.range(of: "<!--") {
+            let before = rest[..<open.lowerBound]
+            let text = before.replacingOccurrences(of: "<[^>]*>", with: "", options: .regularExpression)
+            XCTAssertEqual(text.trimmingCharacters(in: .whitespacesAndNewlines), "", "text outside a comment: \(text.prefix(80))")
+            guard let close = rest.range(of: "-->", range: open.upperBound..<rest.endIndex) else { return XCTFail("an unclosed comment") }
+            XCTAssertFalse(rest[open.upperBound..<close.lowerBound].contains("--"), "\"--\" inside a comment")
+            rest = rest[close.upperBound...]
+        }
     }
 
     // MARK: Authorizations (RightsState)

@@ -395,6 +395,24 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(biometry.output.contains("pw-biometry secret"), biometry.output)
     }
 
+    func testACProgramKeepsASecretOverDBus() throws {
+        try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
+        let binary = rig.directory + "/c-vault-\(UInt32.random(in: 0...UInt32.max))"
+        let compiled = try runProgram("/bin/sh", ["-c", "cc -Wall -Werror -o '\(binary)' '\(Paths.root)/Examples/C/vault.c' "
+                                                  + "$(pkg-config --cflags --libs gio-2.0)"])
+        XCTAssertEqual(compiled.status, 0, compiled.output)
+        let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
+        let stored = try runProgram(binary, ["store", "c-key", "from C"], environment: environment)
+        XCTAssertEqual(stored.status, 0, stored.output)
+        present("owner-finger", after: 0.5)
+        let loaded = try runProgram(binary, ["load", "c-key"], environment: environment)
+        XCTAssertEqual(loaded.stdout, "from C\n", loaded.output)
+        present("someone-else", after: 0.5, times: 3)
+        let refused = try runProgram(binary, ["load", "c-key"], environment: environment)
+        XCTAssertEqual(refused.status, 1, refused.output)
+        XCTAssertTrue(refused.stderr.contains("AuthenticationFailed") || refused.stderr.contains("did not match"), refused.output)
+    }
+
     // MARK: The tool and the example
 
     func testLocalauthctlStoresListsLoadsAndRemovesASecret() throws {

@@ -32,11 +32,12 @@ let package = Package(
         .target(name: "LocalAuthShared"),
         // The service as a library: callers, polkit, sensor, store.
         .target(name: "LocalAuthService", dependencies: [
-            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface", "LocalAuthRights",
+            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
+            "LocalAuthCrypto", "LocalAuthRights",
         ]),
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
-        .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared"]),
+        .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
@@ -57,17 +58,22 @@ let package = Package(
         .executableTarget(name: "BiometricAuthManager", dependencies: ["LocalAuthentication"],
                           path: "Examples/BiometricAuthManager", swiftSettings: [.swiftLanguageMode(.v5)]),
         .executableTarget(name: "AsyncUnlock", dependencies: ["LocalAuthentication"], path: "Examples/AsyncUnlock"),
+        // Rights: a vault whose key is a right's secret (docs/RIGHTS.md).
+        .executableTarget(name: "SecretVault", dependencies: ["LocalAuthentication", "LocalAuthCrypto"],
+                          path: "Examples/SecretVault"),
 
         .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         // The service's pure parts (the print file format), without a bus.
-        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared"]),
+        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared", "LocalAuthRights",
+                                                                "LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         // Against a real software TPM (swtpm), started and killed by the tests.
         .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto", "RigSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport",
+                                                         "LocalAuthCrypto"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -85,6 +85,7 @@ files() {
 0644 $REPO/data/localauth-prompt.desktop.in $AUTOSTARTDIR/localauth-prompt.desktop
 0644 $REPO/data/localauth-prompt.service.in $USERUNITDIR/localauth-prompt.service
 0644 $REPO/polkit/org.example.LocalAuth.policy $POLKIT_ACTIONDIR/org.example.LocalAuth.policy
+0644 $REPO/polkit/org.example.LocalAuth.rights.policy $POLKIT_ACTIONDIR/org.example.LocalAuth.rights.policy
 0644 $REPO/systemd/localauthd.service.in $UNITDIR/localauthd.service
 0644 $REPO/man/localauthd.8.in $MANDIR/man8/localauthd.8
 0644 $REPO/man/localauthctl.1 $MANDIR/man1/localauthctl.1

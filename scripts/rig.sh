@@ -42,6 +42,7 @@ ACTIONS_DIR=/usr/share/polkit-1/actions
 RULES_DIR=/etc/polkit-1/rules.d
 ANSWERS_ROOT=/run/localauth-test-polkit
 ACTION_FILE="$REPO/polkit/org.example.LocalAuth.policy"
+RIGHTS_ACTION_FILE="$REPO/polkit/org.example.LocalAuth.rights.policy"
 BUS_POLICY="$REPO/dbus/org.example.LocalAuth.conf"
 RULE_TEMPLATE="$REPO/scripts/polkit-test.rules"
 
@@ -224,6 +225,10 @@ install_polkit_files() {
     [ -x "$POLKITD" ] || die "$POLKITD not found (apt-get install polkitd)"
     if ! cmp -s "$ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.policy"; then
         install -m 0644 "$ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.policy"
+    fi
+    # Rights and secrets have their own action file (docs/RIGHTS.md).
+    if ! cmp -s "$RIGHTS_ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.rights.policy"; then
+        install -m 0644 "$RIGHTS_ACTION_FILE" "$ACTIONS_DIR/org.example.LocalAuth.rights.policy"
     fi
     mkdir -p "$ANSWERS" "$ANSWERS/waiting"
     chmod 0755 "$ANSWERS_ROOT" "$ANSWERS"

@@ -1,4 +1,5 @@
 import LocalAuthRights
+import LocalAuthShared
 
 /// How the service runs; parsed from the command line by `localauthd`.
 public struct Configuration: Sendable {
@@ -18,6 +19,9 @@ public struct Configuration: Sendable {
     /// The one reader to use (`--reader DRIVER[/DEVICE_ID]`); nil: the first
     /// reader with prints of the user, else the first reader.
     public var reader: ReaderSelector?
+    /// How long an authorized right stays authorized (docs/RIGHTS.md); at most
+    /// `RightsServiceLimits.authorizationSeconds`.
+    public var rightsAuthorizationTimeout: Double = RightsServiceLimits.authorizationSeconds
     /// Readers said to be built in (`--built-in-reader`) or external
     /// (`--external-reader`), whatever the kernel says of their USB port.
     public var builtInReaders: [ReaderSelector] = []

@@ -119,6 +119,15 @@ extension LocalAuthService {
             throw ServiceErrors.invalidArgs("the localized reason is longer than \(LocalAuthBus.maximumTextLength) bytes")
         }
         let options = try Self.evaluationOptions(arguments[2])
+        try await evaluate(request, policy: policy, reason: reason, options: options)
+        return [.boolean(true)]
+    }
+
+    /// The evaluation of a call that asks for one (EvaluatePolicy, and
+    /// AuthorizeRight with its right's policy: Rights.swift): returns once the
+    /// person is verified, or throws why not.
+    func evaluate(_ request: Request, policy: PolicyValue, reason: String,
+                  options: EvaluationOptions) async throws(DBusError) {
         let uid = request.uid
         let presence = await presence(of: request.sender)
         try request.record.checkNotEnded()
@@ -139,7 +148,7 @@ extension LocalAuthService {
             interactionNotAllowed: options.interactionNotAllowed, reuseDuration: options.reuseDuration,
             lastMatch: lastFingerprintMatch[uid], now: .now)
         switch plan {
-        case .reuse: return [.boolean(true)]
+        case .reuse: return
         case .fail(let error): throw error
         case .run: break
         }
@@ -171,7 +180,6 @@ extension LocalAuthService {
         if way == .fingerprint, let matchedSet = evaluation.matchedSet {
             lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: .now, enrolledSet: matchedSet)
         }
-        return [.boolean(true)]
     }
 
     /// What a reused match is tied to: each usable print's finger, source and

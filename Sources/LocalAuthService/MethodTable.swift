@@ -41,7 +41,8 @@ struct Request {
 }
 
 extension LocalAuthService {
-    nonisolated static let methods: [String: MethodSpec] = [
+    // Rights' rows are in RightsMethodTable.swift, merged here.
+    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging([
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
             signature: "u", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.canEvaluatePolicy(request) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(
@@ -94,5 +95,5 @@ extension LocalAuthService {
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.subscribeEnvironment(request) }),
         LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.unsubscribeEnvironment(request) }),
-    ]
+    ], uniquingKeysWith: { rights, _ in rights })
 }

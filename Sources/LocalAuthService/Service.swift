@@ -29,6 +29,8 @@ public final class LocalAuthService {
     let lockout: LockoutStore
     /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
     let promptAgents = PromptAgents()
+    /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
+    let rights: RightsState
     /// logind and UPower: sleep, the lid, the caller's session (Logind.swift).
     let logind: Logind
     /// When each user last gave the password (`--require-password-after`).
@@ -80,6 +82,7 @@ public final class LocalAuthService {
         lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
         logind = Logind(bus: bus)
         passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
+        rights = RightsState(stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -225,8 +228,11 @@ public final class LocalAuthService {
             call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors"))
             return
         }
-        if call.message.approximateBodySize > ServiceLimits.maximumBodyBytes {
-            call.fail(ServiceErrors.limit("the call's arguments are larger than \(ServiceLimits.maximumBodyBytes) bytes"))
+        // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
+        let bodyLimit = call.member == LocalAuthRightsBus.Method.saveRight
+            ? RightsServiceLimits.saveRightBodyBytes : ServiceLimits.maximumBodyBytes
+        if call.message.approximateBodySize > bodyLimit {
+            call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes"))
             return
         }
         switch call.interface {
@@ -303,6 +309,7 @@ public final class LocalAuthService {
         switch member {
         case LocalAuthBus.Method.evaluatePolicy: requestID(in: arguments[2])
         case LocalAuthBus.Method.verifyUser: requestID(in: arguments[1])
+        case LocalAuthRightsBus.Method.authorizeRight: requestID(in: arguments[2])
         default: nil
         }
     }
@@ -325,6 +332,7 @@ public final class LocalAuthService {
         promptAgentVanished(name)
         presenceBySender[name] = nil
         environmentSubscribers[name] = nil
+        rightsCallerVanished(name)
     }
 
     // MARK: Properties

@@ -143,13 +143,19 @@ public enum PrintSource: String, Sendable, CaseIterable {
     case fprintd = "fprintd"
 }
 
-/// The polkit actions (polkit/org.example.LocalAuth.policy).
+/// The polkit actions (polkit/org.example.LocalAuth.policy; the rights ones
+/// in polkit/org.example.LocalAuth.rights.policy).
 public enum PolkitAction: String, Sendable, CaseIterable {
     case evaluate = "org.example.LocalAuth.evaluate"
     case authenticateOwner = "org.example.LocalAuth.authenticate-owner"
     case enroll = "org.example.LocalAuth.enroll"
     case manage = "org.example.LocalAuth.manage"
     case verifyUser = "org.example.LocalAuth.verify-user"
+    // Rights and secrets (docs/RIGHTS.md).
+    /// Authorizing the caller's own rights (AuthorizeRight).
+    case rightsUse = "org.example.LocalAuth.rights.use"
+    /// Saving and removing the caller's own rights.
+    case rightsManage = "org.example.LocalAuth.rights.manage"
 }
 
 /// Finger names as fprintd spells them, in libfprint's FpFinger order (1…10).

@@ -79,6 +79,8 @@ struct Results: Codable, Sendable {
     var ping: Summary?
     var localauthd = DaemonResults()
     var fprintd = DaemonResults()
+    /// Rights and secrets (RightsBench.swift); localauthd only.
+    var rights: RightsResults?
     var rows: [Row] = []
     var notes: [String] = []
 }

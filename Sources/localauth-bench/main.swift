@@ -389,6 +389,12 @@ final class Bench: Sendable {
         oursCalls += options.cycles + 5
         fprintdCalls += 4 * (options.cycles + 5)
 
+        // 2b. Rights (docs/RIGHTS.md, RightsBench.swift): localauthd only.
+        let rightsCycles = max(20, options.cycles / 2), signatures = max(200, options.preflights / 10)
+        log("rights: \(rightsCycles) secret loads beside as many evaluations, \(signatures) signatures")
+        results.rights = try await measureRights(ours, cycles: rightsCycles, signatures: signatures)
+        oursCalls += rightsCycles * 4 + signatures + 70
+
         // 3. Many callers at once.
         log("concurrency: \(options.clients) callers × \(options.callsPerClient) preflights, each daemon")
         results.localauthd.concurrency = try await concurrent { try await OurService.preflight($0) }
@@ -428,7 +434,7 @@ final class Bench: Sendable {
         results.fprintd.startupTrials = fprintdStarts.map { Double($0) / 1e6 }
         control.close()
 
-        results.rows = rows(results)
+        results.rows = rows(results) + rightsRows(results.rights, preflight: results.localauthd.preflight)
         let tpm = TPMBench.measure(directory: directory)
         if let row = tpm.row { results.rows.append(row) }
         results.notes.append(tpm.note)

@@ -22,6 +22,7 @@ let help = """
                                   verify that you are this account's owner; --reuse
                                   accepts your fingerprint match of the last SECONDS
                                   (at most 300) without a new scan
+    \(secretHelp)
       --help                      this text
 
     Options of enroll, list and delete:
@@ -347,6 +348,8 @@ func run() async -> Int32 {
         return await delete(printCommandOptions(arguments))
     case "evaluate":
         return await evaluate(arguments)
+    case "secret":
+        return await secret(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
         return Exit.success

@@ -4,12 +4,14 @@ import DBusCore
 import Glibc
 import LocalAuthRights
 import LocalAuthService
+import LocalAuthShared
 
 let usage = """
     Usage: localauthd [--state-dir DIR] [--idle-timeout SECONDS] [--scan-timeout SECONDS]
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
+                      [--rights-authorization-timeout SECONDS]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -19,6 +21,8 @@ let usage = """
     (default /var/lib/fprint). --reader uses only that reader (libfprint's
     driver id, and device id); without it each user is served by the first
     reader that has prints of theirs, else the first reader.
+    An authorized right (docs/RIGHTS.md) stays authorized at most
+    --rights-authorization-timeout seconds (default and most 300).
 
     While the lid is closed (logind's LidClosed, UPower's LidIsClosed) a
     built-in reader is not offered. A reader is built in if the kernel says
@@ -66,6 +70,12 @@ func parse(_ commandLine: [String]) -> Configuration {
             configuration.scanTimeout = seconds(after: argument)
             if configuration.scanTimeout == 0 { fail("--scan-timeout must be more than 0") }
         case "--fprintd-store": configuration.fprintdStore = value(after: argument)
+        case "--rights-authorization-timeout":
+            let limit = seconds(after: argument)
+            guard limit > 0, limit <= RightsServiceLimits.authorizationSeconds else {
+                fail("--rights-authorization-timeout is more than 0 and at most \(Int(RightsServiceLimits.authorizationSeconds))")
+            }
+            configuration.rightsAuthorizationTimeout = limit
         case "--reader":
             let text = value(after: argument)
             guard let selector = ReaderSelector(text) else { fail("--reader takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }

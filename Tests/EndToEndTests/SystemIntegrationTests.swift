@@ -51,6 +51,7 @@ func expectedFiles(prefix: String, unitDirectory: String) -> [String: Int] {
         "\(prefix)/share/dbus-1/system-services/org.example.LocalAuth.service": 0o644,
         "\(prefix)/share/dbus-1/interfaces/org.example.LocalAuth.xml": 0o644,
         "\(prefix)/share/polkit-1/actions/org.example.LocalAuth.policy": 0o644,
+        "\(prefix)/share/polkit-1/actions/org.example.LocalAuth.rights.policy": 0o644,
         "\(unitDirectory)/localauthd.service": 0o644,
         "\(prefix)/share/man/man8/localauthd.8": 0o644,
         "\(prefix)/share/man/man1/localauthctl.1": 0o644,
@@ -118,6 +119,7 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
             for (source, target) in [("dbus/org.example.LocalAuth.conf", "share/dbus-1/system.d/org.example.LocalAuth.conf"),
                                      ("dbus/org.example.LocalAuth.xml", "share/dbus-1/interfaces/org.example.LocalAuth.xml"),
                                      ("polkit/org.example.LocalAuth.policy", "share/polkit-1/actions/org.example.LocalAuth.policy"),
+                                     ("polkit/org.example.LocalAuth.rights.policy", "share/polkit-1/actions/org.example.LocalAuth.rights.policy"),
                                      ("man/localauthctl.1", "share/man/man1/localauthctl.1")] {
                 XCTAssertEqual(try contents(destdir + prefix + "/" + target), try contents(Paths.root + "/" + source), target)
             }

@@ -1,0 +1,129 @@
+import DBusCore
+import Foundation
+@testable import LocalAuthService
+import LocalAuthCrypto
+import LocalAuthRights
+import LocalAuthShared
+import XCTest
+
+/// Whose app a rights call is for (AppIdentity.swift), and the rights part of
+/// the contract file.
+final class RightsRulesTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = ServiceLoop.running
+    }
+
+    func testAFlatpakInfoNamesTheApp() {
+        let info = "[Application]\nname=org.example.Vault\nruntime=runtime/org.gnome.Platform/x86_64/45\n\n[Instance]\nname=other\n"
+        XCTAssertEqual(AppIdentity.flatpakAppID(info: info), "org.example.Vault")
+        XCTAssertNil(AppIdentity.flatpakAppID(info: "[Instance]\nname=org.example.Vault\n"))
+        XCTAssertNil(AppIdentity.flatpakAppID(info: "[Application]\nname=\n"))
+    }
+
+    func testTheCgroupNamesFlatpakAndSnapApps() {
+        XCTAssertEqual(AppIdentity.sandboxID(cgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Vault-4242.scope\n"),
+                       "flatpak:org.example.Vault")
+        XCTAssertEqual(AppIdentity.sandboxID(cgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/snap.vault.vault-1f2e.scope\n"),
+                       "snap:vault")
+        XCTAssertNil(AppIdentity.sandboxID(cgroup: "0::/user.slice/user-1000.slice/session-2.scope\n"))
+        XCTAssertNil(AppIdentity.sandboxID(cgroup: "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-gnome-org.example.Vault-42.scope\n"))
+    }
+
+    func testMountinfoShowsAFlatpakSandbox() {
+        let line = "812 790 0:44 /org.example.Vault/x /.flatpak-info ro,nosuid,nodev - tmpfs tmpfs rw"
+        XCTAssertTrue(AppIdentity.mountsFlatpakInfo(mountinfo: "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n" + line + "\n"))
+        XCTAssertFalse(AppIdentity.mountsFlatpakInfo(mountinfo: "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"))
+    }
+
+    func testTheDecisionFailsClosed() {
+        let host = "0::/user.slice/user-1000.slice/session-2.scope\n"
+        XCTAssertEqual(AppIdentity.decide(cgroup: nil, flatpakInfo: nil, mountinfo: nil), .unreadable)
+        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: nil, mountinfo: ""), .host)
+        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: "[Application]\nname=org.example.Vault\n", mountinfo: nil),
+                       .sandboxed("flatpak:org.example.Vault"))
+        // A sandbox whose /.flatpak-info the service cannot read and whose cgroup says nothing.
+        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: nil,
+                                          mountinfo: "9 8 0:4 /x /.flatpak-info ro - tmpfs tmpfs rw\n"), .unknownSandbox)
+        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: "[Application]\n", mountinfo: nil), .unknownSandbox)
+    }
+
+    /// A sandboxed caller's declared id is ignored; a host caller cannot
+    /// claim a sandbox's namespace; unknown sandboxes and invisible callers get nothing.
+    func testWhoseAppTheCallIsFor() throws {
+        XCTAssertEqual(try AppIdentity.appID(.sandboxed("flatpak:org.example.Vault"), declared: "org.example.Host"),
+                       "flatpak:org.example.Vault")
+        XCTAssertEqual(try AppIdentity.appID(.host, declared: "org.example.Host"), "org.example.Host")
+        XCTAssertThrowsError(try AppIdentity.appID(.host, declared: "flatpak:org.example.Vault"))
+        XCTAssertThrowsError(try AppIdentity.appID(.host, declared: nil))
+        XCTAssertThrowsError(try AppIdentity.appID(.host, declared: ""))
+        for identity in [AppIdentity.unreadable, .unknownSandbox] {
+            XCTAssertThrowsError(try AppIdentity.appID(identity, declared: "org.example.Host")) { error in
+                XCTAssertEqual((error as? DBusError)?.name.rawValue, LocalAuthServiceError.permissionDenied)
+            }
+        }
+    }
+
+    func testTheRightsContractNamesItsOptionsErrorsAndActions() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let xml = try String(contentsOf: url.appendingPathComponent("dbus/org.example.LocalAuth.xml"), encoding: .utf8)
+        for (key, type) in [(LocalAuthRightsBus.Option.appID, "s"), (LocalAuthRightsBus.Option.secret, "ay"),
+                            (LocalAuthRightsBus.Option.requestedSize, "u"), (LocalAuthRightsBus.Option.sharedInfo, "ay"),
+                            (LocalAuthRightsBus.RightKey.identifier, "s"), (LocalAuthRightsBus.RightKey.created, "x"),
+                            (LocalAuthRightsBus.RightKey.publicKey, "ay"), (LocalAuthRightsBus.RightKey.requirement, "s")] {
+            XCTAssertTrue(xml.contains("\(key) (\(type))") || xml.contains("\"\(key)\" (\(type))"), "\(key) (\(type))")
+        }
+        for name in LocalAuthRightsError.all {
+            XCTAssertTrue(xml.contains(String(name.dropFirst(LocalAuthBus.errorPrefix.count))), name)
+        }
+        for requirement in RightRequirementName.allCases { XCTAssertTrue(xml.contains(requirement.rawValue), requirement.rawValue) }
+        let policy = try String(contentsOf: url.appendingPathComponent("polkit/org.example.LocalAuth.rights.policy"), encoding: .utf8)
+        for action in [PolkitAction.rightsUse, .rightsManage] {
+            XCTAssertTrue(policy.contains("<action id=\"\(action.rawValue)\">"), action.rawValue)
+        }
+        for method in LocalAuthRightsBus.Method.all { XCTAssertNotNil(LocalAuthService.methods[method], method) }
+        // Only elements, comments and whitespace between them (sd-bus's parser, as busctl's, refuses text there).
+        var rest = Substring(xml.components(separatedBy: "<node>")[1])
+        while let open = rest.range(of: "<!--") {
+            let before = rest[..<open.lowerBound]
+            let text = before.replacingOccurrences(of: "<[^>]*>", with: "", options: .regularExpression)
+            XCTAssertEqual(text.trimmingCharacters(in: .whitespacesAndNewlines), "", "text outside a comment: \(text.prefix(80))")
+            guard let close = rest.range(of: "-->", range: open.upperBound..<rest.endIndex) else { return XCTFail("an unclosed comment") }
+            XCTAssertFalse(rest[open.upperBound..<close.lowerBound].contains("--"), "\"--\" inside a comment")
+            rest = rest[close.upperBound...]
+        }
+    }
+
+    // MARK: Authorizations (RightsState)
+
+    @ServiceActor
+    static func checkAuthorizationsAreBounded() throws {
+        let state = RightsState(stateDirectory: "/nonexistent", keyBackend: .off)
+        let owner = try RightOwner(uid: 1000, appID: "org.example.App", identifier: "key")
+        let key = try P256.PrivateKey().publicKey
+        func authorization(_ sender: String, expires: ContinuousClock.Instant = .now + .seconds(300)) -> RightAuthorization {
+            RightAuthorization(sender: sender, uid: 1000, owner: owner, publicKey: key, expires: expires)
+        }
+        // One connection keeps at most 32: the oldest goes.
+        var handles: [String] = []
+        for index in 0..<(RightsServiceLimits.authorizationsPerConnection + 1) {
+            handles.append(try state.authorize(authorization(":1.5", expires: .now + .seconds(100 + Double(index)))))
+        }
+        XCTAssertEqual(state.authorizations.count, RightsServiceLimits.authorizationsPerConnection)
+        XCTAssertNil(state.authorizations[handles[0]])
+        XCTAssertNotNil(state.authorizations[handles.last!])
+        XCTAssertEqual(Set(handles).count, handles.count, "handles are random")
+        XCTAssertEqual(handles[0].count, 32, "128 bits in hex")
+        // Expired ones are pruned; the caller leaving ends its own only.
+        let expired = try state.authorize(authorization(":1.6", expires: .now - .seconds(1)))
+        let other = try state.authorize(authorization(":1.7"))
+        XCTAssertNil(state.authorizations[expired], "an expired one is dropped at the next authorization")
+        state.callerVanished(":1.5")
+        XCTAssertEqual(Array(state.authorizations.keys), [other])
+    }
+
+    func testAuthorizationsAreBoundedAndEndWithTheirCaller() async throws {
+        try await Self.checkAuthorizationsAreBounded()
+    }
+}

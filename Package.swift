@@ -46,7 +46,7 @@ let package = Package(
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
         .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
         // Rights and secrets at rest: key protection, the right file, its storage (for the service).
-        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM"]),
+        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM", "LocalAuthShared"]),
         // A TPM 2.0 through tpm2-tss: sealed data and P-256 keys that never leave it (docs/TPM.md).
         .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto"]),
         // Processes and the virtual sensor, for the end-to-end tests and the benchmark.

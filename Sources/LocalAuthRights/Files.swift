@@ -169,17 +169,3 @@ enum Files {
         return head.isEmpty ? "/" : head
     }
 }
-
-/// Lowercase hex, for file names made from digests.
-enum Hex {
-    static func encode(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        out.reserveCapacity(bytes.count * 2)
-        for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 15)])
-        }
-        return String(decoding: out, as: UTF8.self)
-    }
-}

@@ -1,4 +1,5 @@
 import LocalAuthCrypto
+import LocalAuthShared
 
 /// The rights of every user and app under the state directory:
 ///

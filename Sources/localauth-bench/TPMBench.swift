@@ -18,10 +18,13 @@ enum TPMBench {
         var swtpm: pid_t = 0
         if access(TPMDevice.kernelResourceManager, F_OK) == 0 {
             tcti = TPMDevice.kernelResourceManagerTCTI
-        } else if FileManager.default.isExecutableFile(atPath: "/usr/bin/swtpm") {
-            guard let (pid, port) = startSwtpm(directory: directory) else { return (nil, "TPM sign: swtpm did not start") }
-            swtpm = pid
-            tcti = "swtpm:host=127.0.0.1,port=\(port)"
+        } else if FileManager.default.isExecutableFile(atPath: Swtpm.program) {
+            let state = directory + "/swtpm"
+            try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
+            guard let started = try? Swtpm.start(stateDirectory: state) else { return (nil, "TPM sign: swtpm did not start") }
+            Cleanup.shared.add { Spawn.terminate(started.pid, grace: 2) }
+            swtpm = started.pid
+            tcti = started.tcti
         } else {
             return (nil, "TPM sign: no /dev/tpmrm0 and no swtpm")
         }
@@ -49,44 +52,5 @@ enum TPMBench {
         } catch {
             return (nil, "TPM sign: \(error)")
         }
-    }
-
-    /// swtpm on a kernel-chosen free port P (and P + 1 for control), its state in `directory`.
-    private static func startSwtpm(directory: String) -> (pid_t, UInt16)? {
-        let state = directory + "/swtpm"
-        try? FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        for _ in 0..<5 {
-            guard let port = freePort(0), port < 65000, freePort(port + 1) != nil,
-                  let pid = try? Spawn.start("/usr/bin/swtpm", [
-                      "socket", "--tpm2", "--tpmstate", "dir=\(state)",
-                      "--server", "type=tcp,port=\(port),bindaddr=127.0.0.1",
-                      "--ctrl", "type=tcp,port=\(port + 1),bindaddr=127.0.0.1",
-                      "--flags", "not-need-init,startup-clear",
-                  ], stdoutPath: state + "/log", stderrPath: state + "/log") else { continue }
-            Cleanup.shared.add { Spawn.terminate(pid, grace: 2) }
-            for _ in 0..<250 {
-                if Spawn.wait(pid, timeout: 0) != nil { break }
-                if (try? TPMDevice(tcti: "swtpm:host=127.0.0.1,port=\(port)").probe()) != nil { return (pid, port) }
-                usleep(20_000)
-            }
-            Spawn.terminate(pid, grace: 2)
-        }
-        return nil
-    }
-
-    /// Binds 127.0.0.1:`port` (0: any) and lets it go; the port, or nil if taken.
-    private static func freePort(_ port: UInt16) -> UInt16? {
-        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_port = port.bigEndian
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) == 0 && getsockname(fd, $0, &length) == 0 }
-        }
-        return bound ? UInt16(bigEndian: address.sin_port) : nil
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import LocalAuthCrypto
+import RigSupport
 @testable import LocalAuthTPM
 import XCTest
 
@@ -37,7 +38,7 @@ final class TPMDeviceTests: XCTestCase {
         try pem.write(toFile: directory + "/key.pem", atomically: true, encoding: .utf8)
         try Data(message).write(to: URL(fileURLWithPath: directory + "/message"))
         try Data(signature).write(to: URL(fileURLWithPath: directory + "/signature.der"))
-        let verified = try runTool("/usr/bin/openssl", ["dgst", "-sha256", "-verify", directory + "/key.pem",
+        let verified = try runProgram("/usr/bin/openssl", ["dgst", "-sha256", "-verify", directory + "/key.pem",
                                                    "-signature", directory + "/signature.der", directory + "/message"])
         XCTAssertEqual(verified.status, 0, verified.output)
         XCTAssertTrue(verified.output.contains("Verified OK"), verified.output)

@@ -96,27 +96,12 @@ extension LocalAuthService {
                                                now: Int64(time(nil)))
     }
 
-    /// Whether the caller can be the person at the reader (its logind
-    /// session), asked once per connection.
-    func presence(of sender: String) async -> EnvironmentRules.Presence {
-        if let known = knownPresence(of: sender) { return known }
-        guard let reply = try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
-                                              interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
-                                              arguments: [.string(sender)]),
-              let pid = reply.first?.uint32 else { return .noSeat }
-        let presence = await logind.presence(ofPID: pid)
-        if presence != .local { Log.info("caller \(sender) (pid \(pid)) is not at the reader: \(presence)") }
-        presenceBySender[sender] = presence
-        return presence
-    }
-
-    /// The answer without waiting, when there is one: asked before for this
-    /// connection, or no logind to ask. Every call checks presence, so a
-    /// preflight must not pay for an async round (BENCHMARKS.md).
-    func knownPresence(of sender: String) -> EnvironmentRules.Presence? {
-        if let known = presenceBySender[sender] { return known }
-        guard logind.isPresent else { return logind.presenceWithoutLogind() }
-        return nil
+    /// Whether the caller can be the person at the reader now
+    /// (Callers/Presence.swift). Without logind it is known at once, so a
+    /// preflight pays no async round there (BENCHMARKS.md).
+    func presence(of request: Request) async -> EnvironmentRules.Presence {
+        if let known = callers.knownPresence(request.caller) { return known }
+        return await callers.presence(request.caller)
     }
 
     // MARK: Suspend and resume
@@ -184,8 +169,8 @@ extension LocalAuthService {
     }
 
     func getEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        let app = await callerProgram(request.sender) ?? ""
-        let presence = await presence(of: request.sender)
+        let app = callers.identity(request.caller).stateKey
+        let presence = await presence(of: request)
         try request.record.checkNotEnded()
         return [.dictionary(environmentState(uid: request.uid, app: app, presence: presence))]
     }
@@ -193,8 +178,8 @@ extension LocalAuthService {
     /// SubscribeEnvironment: this connection hears EnvironmentChanged for its
     /// own uid until it unsubscribes or leaves the bus. Returns the state now.
     func subscribeEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        let app = await callerProgram(request.sender) ?? ""
-        let presence = await presence(of: request.sender)
+        let app = callers.identity(request.caller).stateKey
+        let presence = await presence(of: request)
         try request.record.checkNotEnded()
         guard environmentSubscribers[request.sender] != nil
               || environmentSubscribers.count < ServiceLimits.environmentSubscribers else {

@@ -48,19 +48,27 @@ enum EnvironmentRules {
 
     /// What logind says of the caller's session.
     enum Presence: Equatable, Sendable {
-        /// A session on a seat, not remote: the person may be at the reader.
+        /// The active session on a seat, not remote: the person may be at the reader.
         case local
         /// A remote session (SSH, remote desktop).
         case remote
         /// No session, or a session without a seat (a cron job, a service).
         case noSeat
+        /// A local session on a seat that is not the active one (another
+        /// user switched in, or it is `closing` after logout): someone else
+        /// is at the reader.
+        case inactive
         /// logind is not on the bus: treated as local (docs/SECURITY.md).
         case unknown
     }
 
-    static func presence(remote: Bool, seat: String) -> Presence {
+    /// A session is at the reader only if it is local, has a seat, and is
+    /// the active one: `Active` and `State` "active" ("online" is logged in
+    /// but not in front, "closing" is a logged-out session's leftovers).
+    static func presence(remote: Bool, seat: String, active: Bool, state: String) -> Presence {
         if remote { return .remote }
-        return seat.isEmpty ? .noSeat : .local
+        if seat.isEmpty { return .noSeat }
+        return active && state == "active" ? .local : .inactive
     }
 
     /// Why biometrics are not offered to such a caller; nil: they may be.
@@ -73,6 +81,9 @@ enum EnvironmentRules {
         case .noSeat:
             return ServiceErrors.named(LocalAuthServiceError.notAtTheReader,
                                        "the caller has no session on a seat: nobody there can touch the fingerprint reader")
+        case .inactive:
+            return ServiceErrors.named(LocalAuthServiceError.notAtTheReader,
+                                       "the caller's session is not the active one on its seat: someone else is at the reader")
         }
     }
 

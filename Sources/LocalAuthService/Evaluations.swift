@@ -34,8 +34,7 @@ extension LocalAuthService {
     /// seatless session first (EnvironmentRules.refusal), then the reader,
     /// lockout and prints (`usablePrints`).
     func biometricsRefusal(_ request: Request) async -> DBusError? {
-        let presence: EnvironmentRules.Presence
-        if let known = knownPresence(of: request.sender) { presence = known } else { presence = await self.presence(of: request.sender) }
+        let presence = await presence(of: request)
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
             _ = try usablePrints(for: request.uid)
@@ -129,7 +128,7 @@ extension LocalAuthService {
     func evaluate(_ request: Request, policy: PolicyValue, reason: String,
                   options: EvaluationOptions) async throws(DBusError) {
         let uid = request.uid
-        let presence = await presence(of: request.sender)
+        let presence = await presence(of: request)
         try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
         let biometrics: DBusError?

@@ -3,8 +3,8 @@ import Glibc
 
 /// logind and UPower, as the service follows them: suspend and resume
 /// (`PrepareForSleep`, with a delay inhibitor held while awake), the lid
-/// (logind's `LidClosed`, UPower's `LidIsClosed`), and the caller's session
-/// (remote, seat). Every signal is believed only from the current owner of
+/// (logind's `LidClosed`, UPower's `LidIsClosed`). Callers' sessions are
+/// Callers/Presence.swift's. Every signal is believed only from the current owner of
 /// its well-known name (`followOwner` + sender-checked `subscribe`).
 ///
 /// Without logind on the bus (containers, the test rig without the mock):
@@ -139,36 +139,12 @@ final class Logind {
         Log.info("released logind's sleep inhibitor")
     }
 
-    // MARK: The caller's session
+    // MARK: The caller's session (Callers/Presence.swift asks)
 
-    /// Whether the process `pid` can be the person at the reader: its
-    /// session's Remote and Seat. No logind: `.unknown` (treated as local).
-    /// logind present but no session for the pid: `.noSeat`.
     /// Without logind nobody can say where a caller sits: callers count as
     /// local (docs/SECURITY.md), said once in the log.
     func presenceWithoutLogind() -> EnvironmentRules.Presence {
         noLogind()
         return .unknown
-    }
-
-    func presence(ofPID pid: UInt32) async -> EnvironmentRules.Presence {
-        guard isPresent else { return presenceWithoutLogind() }
-        let sessionPath: ObjectPath
-        do {
-            let reply = try await bus.call(destination: Self.name, path: Self.path, interface: Self.manager,
-                                           member: "GetSessionByPID", arguments: [.uint32(pid)], timeout: 5)
-            guard case .objectPath(let found)? = reply.first else { return .noSeat }
-            sessionPath = found
-        } catch {
-            return .noSeat
-        }
-        guard let reply = try? await bus.call(destination: Self.name, path: sessionPath, interface: Self.properties,
-                                              member: "GetAll", arguments: [.string(Self.session)], timeout: 5),
-              let values = reply.first?.stringKeyedDictionary
-        else { return .noSeat }
-        let remote = values["Remote"]?.bool ?? true
-        var seat = ""
-        if case .structure(let fields)? = values["Seat"], let id = fields.first?.string { seat = id }
-        return EnvironmentRules.presence(remote: remote, seat: seat)
     }
 }

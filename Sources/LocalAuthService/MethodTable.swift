@@ -24,15 +24,18 @@ struct Request {
     let call: IncomingCall
     /// The caller's uid, from the bus.
     let uid: UInt32
+    /// The caller's connection: its credentials, app identity and presence (Callers/).
+    let caller: CallerRecord
     /// Whose prints the call is about: the caller, or the user a `user`
     /// option named once `manage` was granted.
     let target: UInt32
     /// The call's registration (Requests.swift): what ends it, and whether it has ended.
     let record: CallRecord
 
-    init(call: IncomingCall, uid: UInt32, target: UInt32? = nil, record: CallRecord) {
+    init(call: IncomingCall, caller: CallerRecord, target: UInt32? = nil, record: CallRecord) {
         self.call = call
-        self.uid = uid
+        self.caller = caller
+        self.uid = caller.uid
         self.target = target ?? uid
         self.record = record
     }

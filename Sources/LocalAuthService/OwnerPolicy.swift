@@ -76,8 +76,8 @@ extension LocalAuthService {
         }
         // The person's password dialog says who asks and why: the program the
         // service sees (not a name the app chose) and the app's reason.
-        let program = await callerProgram(evaluation.sender) ?? "An application"
-        if let interruption = evaluation.interruption { return interruption.error }
+        let program = callers.known(evaluation.sender).flatMap { callers.identity($0).program }
+            ?? "An unidentified program"
         let message = "\(program) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"
         let decision = await authorizer.check(.authenticateOwner, busName: evaluation.sender, interactive: true,
                                               details: ["polkit.message": message,

@@ -9,28 +9,12 @@ import LocalAuthShared
 // comes back as PromptAnswer, accepted only from the agent showing that
 // evaluation. Contract: dbus/org.example.LocalAuth.PromptAgent.xml.
 //
-// Whose agent: the uid from the bus (GetConnectionUnixUser) and the logind
-// session of the connection's pid (GetSessionByPID), for the agent and for
-// the caller alike. Without logind on the bus, uid alone decides (documented
-// in docs/SECURITY.md). Another uid's agent never sees or answers a prompt.
-
-/// Where a process runs, as logind says.
-enum LoginSession: Equatable, CustomStringConvertible {
-    /// logind's session object path.
-    case session(String)
-    /// logind runs, and the process is in no session (a daemon, cron): no sheet.
-    case none
-    /// No logind on this bus: the uid alone decides.
-    case noLogind
-
-    var description: String {
-        switch self {
-        case .session(let path): path
-        case .none: "no session"
-        case .noLogind: "no logind"
-        }
-    }
-}
+// Whose agent: the uid from the bus and the logind session that stands for
+// the connection (Callers.session: its own session, or, for a process in no
+// session such as the agent started by our user unit or an app in its
+// app-*.scope, its user's display session), for the agent and for the caller
+// alike. Without logind on the bus, uid alone decides (documented in
+// docs/SECURITY.md). Another uid's agent never sees or answers a prompt.
 
 /// The registered agents and the sheets of the evaluations in progress.
 @ServiceActor
@@ -141,13 +125,11 @@ extension LocalAuthService {
         guard promptAgents.agents.count < LocalAuthPrompt.maximumAgents else {
             throw ServiceErrors.limit("\(LocalAuthPrompt.maximumAgents) prompt agents are registered")
         }
-        let pid = await connectionPID(request.sender)
-        var session = LoginSession.none
-        if let pid { session = await loginSession(of: pid) }
+        let session = await callers.session(request.caller)
         ServiceActor.assertOnLoop()
         try request.record.checkNotEnded()
         if case .none = session {
-            throw ServiceErrors.permissionDenied("a prompt agent must run in a login session")
+            throw ServiceErrors.permissionDenied("a prompt agent must run in a login session or its user's display session")
         }
         if let other = promptAgents.agents.values.first(where: { $0.sender != request.sender && $0.uid == request.uid
                                                                    && $0.session == session }) {
@@ -225,21 +207,24 @@ extension LocalAuthService {
         }
     }
 
-    /// Who asks (program, declared name) and the caller's session.
+    /// Who asks (the trusted program, the declared name) and the caller's session.
     private func resolve(_ sheet: PromptAgents.Sheet) async {
-        let pid = await connectionPID(sheet.evaluation.sender)
+        let caller = callers.known(sheet.evaluation.sender)
         var session = LoginSession.none
-        if let pid { session = await loginSession(of: pid) }
+        if let caller { session = await callers.session(caller) }
         ServiceActor.assertOnLoop()
         let prompt = sheet.evaluation.prompt
         var details: [String: DBusValue] = [
             LocalAuthPrompt.Detail.reason: .string(prompt.reason),
             LocalAuthPrompt.Detail.policy: .uint32(sheet.policy.rawValue),
         ]
-        if let pid { details[LocalAuthPrompt.Detail.pid] = .uint32(pid) }
-        // Absent when this service may not read it (ProtectProc=invisible):
-        // the agent, of the caller's own uid, then reads it from the pid.
-        if let program = pid.flatMap(Self.trustedProgram) { details[LocalAuthPrompt.Detail.program] = .string(program) }
+        if let pid = caller?.livePID { details[LocalAuthPrompt.Detail.pid] = .uint32(pid) }
+        // Who asks, as the service proved it; absent when it could not tell
+        // (the agent then says so, and reads nothing itself: what the agent
+        // could read of a process of its own uid, that uid can forge).
+        if let program = caller.flatMap({ callers.identity($0).program }) {
+            details[LocalAuthPrompt.Detail.program] = .string(program)
+        }
         if let title = prompt.cancelTitle { details[LocalAuthPrompt.Detail.cancelTitle] = .string(title) }
         if let title = prompt.fallbackTitle { details[LocalAuthPrompt.Detail.fallbackTitle] = .string(title) }
         if let name = Self.declaredAppName(sheet.record.arguments) { details[LocalAuthPrompt.Detail.appName] = .string(name) }
@@ -258,48 +243,6 @@ extension LocalAuthService {
     }
 
     // MARK: Who
-
-    /// The pid of a bus connection, from the bus.
-    func connectionPID(_ sender: String) async -> UInt32? {
-        try? await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
-                            interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
-                            arguments: [.string(sender)]).first?.uint32
-    }
-
-    /// logind's session of `pid`; `.noLogind` when no logind answers on this bus.
-    func loginSession(of pid: UInt32) async -> LoginSession {
-        do {
-            let reply = try await bus.call(destination: "org.freedesktop.login1", path: "/org/freedesktop/login1",
-                                           interface: "org.freedesktop.login1.Manager", member: "GetSessionByPID",
-                                           arguments: [.uint32(pid)], timeout: 5)
-            guard case .objectPath(let path)? = reply.first else { return .none }
-            return .session(path.rawValue)
-        } catch where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
-            return .noLogind
-        } catch {
-            return .none
-        }
-    }
-
-    /// Who asks, as the sheet names it: a sandboxed app's id (Flatpak's
-    /// /.flatpak-info, a snap's cgroup), else the executable's path. The app
-    /// cannot choose either.
-    nonisolated static func trustedProgram(pid: UInt32) -> String? {
-        if let info = Posix.readFile("/proc/\(pid)/root/.flatpak-info").map({ String(decoding: $0, as: UTF8.self) }) {
-            var inApplication = false
-            for line in info.split(separator: "\n") {
-                if line.hasPrefix("[") { inApplication = line == "[Application]" }
-                if inApplication, line.hasPrefix("name=") { return "flatpak:" + line.dropFirst(5) }
-            }
-        }
-        // A snap's processes run in the cgroup snap.NAME.APP-….scope.
-        if let cgroup = Posix.readFile("/proc/\(pid)/cgroup").map({ String(decoding: $0, as: UTF8.self) }) {
-            for component in cgroup.split(whereSeparator: { $0 == "/" || $0 == "\n" }) where component.hasPrefix("snap.") {
-                if let name = component.split(separator: ".").dropFirst().first, !name.isEmpty { return "snap:" + name }
-            }
-        }
-        return Posix.readLink("/proc/\(pid)/exe")
-    }
 
     /// EvaluatePolicy's `app-name` option, if it is a string of at most 1024 bytes.
     nonisolated static func declaredAppName(_ arguments: [DBusValue]) -> String? {

@@ -52,11 +52,10 @@ extension LocalAuthService {
     /// which fingers, from which source, and which enrollment of each (a new
     /// enrollment of the same finger has a new id, so replacing changes it).
     /// Made only of what is on disk, so it is the same across restarts.
-    /// Per app, as Apple's: keyed with the caller's executable
-    /// (`EnvironmentRules.appStateHash`).
+    /// Per app, as Apple's: keyed with the caller's identity (its proven
+    /// sandbox's app id, else its executable; `CallerIdentity.stateKey`).
     func domainState(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        let app = await callerProgram(request.sender) ?? ""
-        try request.record.checkNotEnded()
+        let app = callers.identity(request.caller).stateKey
         guard let reader = reader(for: request.uid) else { throw noReaderError }
         return [.bytes(EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: request.uid, reader: reader),
                                                      app: app))]

@@ -61,14 +61,12 @@ final class CallRecord {
     }
 }
 
-/// One bus connection seen by the service, from its first call until it
-/// leaves the bus: its uid once the bus said it (unique names are never
-/// reused, so the uid stays true), and its calls in flight. Looked up once per
-/// call, by unique name; everything else reaches it by reference.
+/// One bus connection's calls in flight, from its first call until it
+/// leaves the bus. Looked up once per call, by unique name; everything else
+/// reaches it by reference. (Who the connection is: Callers/CallerRecord.)
 @ServiceActor
 final class Caller {
     let sender: String
-    var uid: UInt32?
     fileprivate(set) var calls: [CallRecord] = []
 
     init(sender: String) { self.sender = sender }

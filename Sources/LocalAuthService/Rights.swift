@@ -34,8 +34,6 @@ final class RightsState {
     private var cachedStorage: RightStorage?
     /// By handle.
     private(set) var authorizations: [String: RightAuthorization] = [:]
-    /// Each connection's app identity (its pid's sandbox), once read.
-    var identities: [String: AppIdentity] = [:]
     /// Rights read and verified from disk this run, by owner: verifying a
     /// right (unwrapping, opening both parts, parsing the key) costs about a
     /// millisecond, and an app that loads its secret should not pay it on
@@ -107,7 +105,6 @@ final class RightsState {
 
     /// The caller left the bus: its authorizations end.
     func callerVanished(_ sender: String) {
-        identities[sender] = nil
         guard authorizations.values.contains(where: { $0.sender == sender }) else { return }
         dropAll { $0.sender == sender }
     }
@@ -154,27 +151,15 @@ extension LocalAuthService {
         }
     }
 
-    /// The app a rights call is for (AppIdentity.swift).
+    /// The app a rights call is for (Callers/AppIdentity.swift): the caller's
+    /// proven sandbox, else the `app-id` option.
     func rightsApp(_ request: Request, _ options: [String: DBusValue]) async throws(DBusError) -> String {
         var declared: String?
         if let value = options[LocalAuthRightsBus.Option.appID] {
             guard let id = value.string else { throw ServiceErrors.invalidArgs("app-id must be a string") }
             declared = id
         }
-        let identity: AppIdentity
-        if let known = rights.identities[request.sender] {
-            identity = known
-        } else {
-            let reply = try await bus.call(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
-                                           interface: BusConnection.busDriver, member: "GetConnectionUnixProcessID",
-                                           arguments: [.string(request.sender)])
-            ServiceActor.assertOnLoop()
-            try request.record.checkNotEnded()
-            guard let pid = reply.first?.uint32 else { throw DBusError(.failed, "the bus did not say the caller's pid") }
-            identity = AppIdentity.detect(pid: pid)
-            rights.identities[request.sender] = identity
-        }
-        return try AppIdentity.appID(identity, declared: declared)
+        return try AppIdentity.appID(callers.identity(request.caller).app, declared: declared)
     }
 
     func rightOwner(_ request: Request, identifier: String, options: [String: DBusValue]) async throws(DBusError) -> RightOwner {

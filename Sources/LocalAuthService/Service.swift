@@ -12,7 +12,8 @@ import LocalAuthShared
 ///
 /// This file: start, stop, and routing each call from the wire to its
 /// handler, with its registration (Requests.swift) from arrival to answer.
-/// The rest, one concern a file: Callers.swift (who calls, may they),
+/// The rest, one concern a file: Callers/ (who calls: one record per
+/// connection, its app and presence), Authorization.swift (may they),
 /// Evaluations.swift (preflight, policy 1, the scan loop, lockout, reuse),
 /// OwnerPolicy.swift (policy 2), Enrollment.swift (enroll, list, delete),
 /// ReaderChoice.swift (which reader serves whom, hotplug, domain state),
@@ -31,14 +32,14 @@ public final class LocalAuthService {
     let promptAgents = PromptAgents()
     /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
     let rights: RightsState
-    /// logind and UPower: sleep, the lid, the caller's session (Logind.swift).
+    /// logind and UPower: sleep and the lid (Logind.swift).
     let logind: Logind
+    /// One record per calling connection: uid, process, app, presence (Callers/).
+    let callers: Callers
     /// When each user last gave the password (`--require-password-after`).
     let passwords: PasswordStore
     /// Between PrepareForSleep(true) and (false): no reader is offered.
     var asleep = false
-    /// Whether each connection can be the person at the reader, asked once.
-    var presenceBySender: [String: EnvironmentRules.Presence] = [:]
     /// Connections subscribed to EnvironmentChanged (Environment.swift).
     var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
 
@@ -81,6 +82,7 @@ public final class LocalAuthService {
         lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
         lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
         logind = Logind(bus: bus)
+        callers = Callers(bus: bus, logind: logind)
         passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
         rights = RightsState(stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend)
     }
@@ -285,12 +287,12 @@ public final class LocalAuthService {
             environmentMayHaveChanged()
         }
         do throws(DBusError) {
-            let uid = try await callerUID(record)
+            let caller = try await callers.record(for: record.sender)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
-            try registry.admit(record, uid: uid)
+            try registry.admit(record, uid: caller.uid)
             // polkit first (the action may depend on a `user` option): Enrollment.swift.
-            let request = try await authorize(call, spec, uid: uid, record: record)
+            let request = try await authorize(call, spec, caller: caller, record: record)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             let answer = try await spec.handler(self, request)
@@ -330,7 +332,7 @@ public final class LocalAuthService {
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
         promptAgentVanished(name)
-        presenceBySender[name] = nil
+        callers.forget(name)
         environmentSubscribers[name] = nil
         rightsCallerVanished(name)
     }

@@ -17,9 +17,13 @@ extension LocalAuthService {
         }
         let target = try Self.verifiedUser(request.arguments[0])
         let options = try Self.evaluationOptions(request.arguments[1])
-        // The caller (sudo, login) runs in the session of the person who
-        // typed: a remote or seatless one cannot be at the reader.
-        let presence = await presence(of: request.sender)
+        // The caller is the PAM transaction's own process (pam_localauth
+        // connects from inside sudo, su, login), which runs in the session of
+        // the person who typed: only the active local session on a seat is at
+        // the reader. Root skips polkit's active-session check, so this is
+        // what keeps user A, looping `su victim` in a session switched away
+        // from, from queueing scans that the victim's next touch would answer.
+        let presence = await presence(of: request)
         try request.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
         _ = try usablePrints(for: target.uid)

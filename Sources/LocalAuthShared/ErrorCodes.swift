@@ -65,10 +65,15 @@ public enum LocalAuthServiceError {
     /// The reader is warm and this user's last wait for a finger timed out
     /// recently: their next wait must come later (the message says when).
     public static let readerCoolingDown = LocalAuthBus.errorPrefix + "ReaderCoolingDown"
-    /// The caller cannot be the person at the reader: its logind session is
-    /// remote (SSH) or has no seat. Biometrics are not offered; policy 2
+    /// The caller cannot be the person at the reader: its logind session (or
+    /// its user's display session) is remote (SSH), has no seat, or is not the
+    /// active one on its seat. Biometrics are not offered; policy 2
     /// takes the password alone. The library maps it to biometryNotAvailable.
     public static let notAtTheReader = LocalAuthBus.errorPrefix + "NotAtTheReader"
+    /// Rights: the caller's cgroup names a Flatpak or snap app, and its
+    /// sandbox does not prove it (docs/RIGHTS.md): a host program in a scope
+    /// it named itself.
+    public static let unprovenSandbox = LocalAuthBus.errorPrefix + "UnprovenSandbox"
 }
 
 /// What one caller can make the service hold, and for how long

@@ -22,15 +22,15 @@ public enum LocalAuthPrompt {
 
     /// Keys of ShowPrompt's `details` (a{sv}).
     public enum Detail {
-        /// (s) who asks, as the service sees it (trusted): a sandboxed app's id
-        /// ("flatpak:org.example.Vault", "snap:vault"), else the executable's path.
+        /// (s) who asks, as the service proved it (trusted): a sandboxed app's
+        /// id ("flatpak:org.example.Vault", "snap:vault"), else the
+        /// executable's path. The sheet's headline. Absent when the service
+        /// could not tell; the agent then says so and reads nothing itself.
         public static let program = "program"
-        /// (u) the asking process's pid, from the bus. When the service cannot
-        /// read who it is (its unit hides other users' /proc entries), `program`
-        /// is absent and the agent, which runs as the same user, reads
-        /// /proc/PID itself.
+        /// (u) the asking process's pid, from the bus (informational).
         public static let pid = "pid"
-        /// (s) the name the app declares for itself (untrusted); absent if none.
+        /// (s) the name the app declares for itself (untrusted, shown as
+        /// declared, never as the headline); absent if none.
         public static let appName = "app-name"
         /// (s) the app's localizedReason.
         public static let reason = "reason"

@@ -113,7 +113,8 @@ final class PromptAgent {
 
     private func show(_ id: String, _ details: [String: DBusValue]) {
         let sheet = PromptWindow.Sheet(details)
-        Output.line("show \(id) program=\(sheet.program) app-name=\(sheet.appName ?? "") reason=\(sheet.reason)")
+        Output.line("show \(id) program=\(sheet.program ?? "") app-name=\(sheet.appName ?? "") reason=\(sheet.reason)")
+        Output.line("headline \(id) \(sheet.headline)")
         windows.removeValue(forKey: id)?.finish(LocalAuthPrompt.Outcome.cancelled.rawValue)
         windows[id] = PromptWindow(id: id, sheet: sheet) { [weak self] answer in
             self?.answer(id, answer)

@@ -5,7 +5,8 @@ import Glibc
 import LocalAuthShared
 
 /// The sheet of one evaluation, as Apple's: the fingerprint glyph, who asks
-/// (the program the service saw, beside the name the app declares), the
+/// (the program the service proved is the headline; the name the app
+/// declares is secondary and marked as declared), the
 /// app's reason, the reader's state, Cancel and the fallback button.
 /// Escape cancels, Enter chooses the fallback. Colours come from the theme,
 /// so the sheet follows dark and light.
@@ -13,7 +14,12 @@ import LocalAuthShared
 final class PromptWindow {
     /// ShowPrompt's details, with the contract's defaults.
     struct Sheet {
-        let program: String
+        /// Who asks, as the service proved it (a sandbox's app id, else the
+        /// executable's path); nil when the service could not tell. The agent
+        /// reads nothing itself: a process of its own uid can forge what it
+        /// could read (a /.flatpak-info in a user namespace, its argv).
+        let program: String?
+        /// What the app says it is (`app-name`): shown, never as the headline.
         let appName: String?
         let reason: String
         let cancelTitle: String
@@ -21,8 +27,7 @@ final class PromptWindow {
         let fallbackTitle: String?
 
         init(_ details: [String: DBusValue]) {
-            program = details[LocalAuthPrompt.Detail.program]?.string
-                ?? details[LocalAuthPrompt.Detail.pid]?.uint32.flatMap(Caller.program(pid:)) ?? "unknown program"
+            program = details[LocalAuthPrompt.Detail.program]?.string.flatMap { $0.isEmpty ? nil : $0 }
             appName = details[LocalAuthPrompt.Detail.appName]?.string.flatMap { $0.isEmpty ? nil : $0 }
             reason = details[LocalAuthPrompt.Detail.reason]?.string ?? ""
             let cancel = details[LocalAuthPrompt.Detail.cancelTitle]?.string ?? ""
@@ -37,9 +42,18 @@ final class PromptWindow {
             }
         }
 
-        /// The program's own name: the last path component, or the sandbox id.
-        var programName: String {
-            program.split(separator: "/").last.map(String.init) ?? program
+        /// The headline: the program's own name (the last path component,
+        /// or the sandbox's app id).
+        var headline: String {
+            guard let program else { return "An unidentified program" }
+            return program.split(separator: "/").last.map(String.init) ?? program
+        }
+
+        /// The line under it: the full program, and what the app declares, marked so.
+        var detail: String {
+            var lines = [program.map { "Requested by \($0)" } ?? "The service could not tell which program asks"]
+            if let appName { lines.append("Declares itself as “\(appName)” (not verified)") }
+            return lines.joined(separator: "\n")
         }
     }
 
@@ -59,7 +73,7 @@ final class PromptWindow {
         self.onAnswer = onAnswer
         Style.install()
         window = gtk_window_new()
-        gtk_window_set_title(cast(window), "LocalAuth: \(sheet.programName)")
+        gtk_window_set_title(cast(window), "LocalAuth: \(sheet.headline)")
         gtk_window_set_resizable(cast(window), 0)
         gtk_window_set_default_size(cast(window), 400, -1)
         gtk_widget_add_css_class(window, "localauth-sheet")
@@ -73,11 +87,13 @@ final class PromptWindow {
         cgtkshims_accessible_set_label(icon, "Fingerprint reader")
         gtk_box_append(cast(box), icon)
 
-        // The declared name is the title; the program the service saw is
-        // always shown under it, since the app cannot choose that one.
-        let title = Self.label(sheet.appName ?? sheet.programName, css: "sheet-title")
+        // The program the service proved is the title, since the app cannot
+        // choose it; the name the app declares is only under it, marked as
+        // declared, so `/usr/bin/python3` saying "System Settings" reads as
+        // python3.
+        let title = Self.label(sheet.headline, css: "sheet-title")
         gtk_box_append(cast(box), title)
-        let who = Self.label("Requested by \(sheet.program)", css: "sheet-program")
+        let who = Self.label(sheet.detail, css: "sheet-program")
         gtk_label_set_selectable(OpaquePointer(who), 0)
         gtk_box_append(cast(box), who)
 
@@ -109,7 +125,7 @@ final class PromptWindow {
         // the program and the reason; the status label is read as it changes.
         cgtkshims_accessible_labelled_by(window, title)
         cgtkshims_accessible_described_by(window, reason)
-        cgtkshims_accessible_set_description(window, "\(sheet.programName) asks for your fingerprint: \(sheet.reason)")
+        cgtkshims_accessible_set_description(window, "\(sheet.headline) asks for your fingerprint: \(sheet.reason)")
         cgtkshims_accessible_described_by(icon, status)
 
         connect(cancelButton) { $0.choose(.userCancel) }

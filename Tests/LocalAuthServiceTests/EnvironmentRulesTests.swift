@@ -45,10 +45,15 @@ final class EnvironmentRulesTests: XCTestCase {
                                              lastMatch: nil, now: .now), .run(fingerprint: false, password: true))
     }
 
-    func testOnlyALocalSessionOnASeatIsOfferedBiometrics() {
-        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0"), .local)
-        XCTAssertEqual(Rules.presence(remote: true, seat: "seat0"), .remote)
-        XCTAssertEqual(Rules.presence(remote: false, seat: ""), .noSeat)
+    func testOnlyTheActiveLocalSessionOnASeatIsOfferedBiometrics() {
+        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "active"), .local)
+        XCTAssertEqual(Rules.presence(remote: true, seat: "seat0", active: true, state: "active"), .remote)
+        XCTAssertEqual(Rules.presence(remote: false, seat: "", active: true, state: "active"), .noSeat)
+        // Switched away from (another user is in front), or logged out and lingering.
+        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: false, state: "online"), .inactive)
+        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "closing"), .inactive)
+        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "online"), .inactive)
+        XCTAssertEqual(suffix(Rules.refusal(.inactive)), "NotAtTheReader")
         XCTAssertNil(Rules.refusal(.local))
         XCTAssertNil(Rules.refusal(.unknown), "no logind on the bus: callers count as local")
         XCTAssertEqual(suffix(Rules.refusal(.remote)), "NotAtTheReader")

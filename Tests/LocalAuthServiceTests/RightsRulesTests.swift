@@ -36,16 +36,49 @@ final class RightsRulesTests: XCTestCase {
         XCTAssertFalse(AppIdentity.mountsFlatpakInfo(mountinfo: "1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"))
     }
 
+    private func decide(cgroup: String?, info: String? = nil, mountinfo: String? = nil, ownMounts: Bool? = true,
+                        label: String? = nil) -> AppIdentity {
+        AppIdentity.decide(.init(cgroup: cgroup, flatpakInfo: info, mountinfo: mountinfo, ownMountNamespace: ownMounts,
+                                 securityLabel: label))
+    }
+
     func testTheDecisionFailsClosed() {
         let host = "0::/user.slice/user-1000.slice/session-2.scope\n"
-        XCTAssertEqual(AppIdentity.decide(cgroup: nil, flatpakInfo: nil, mountinfo: nil), .unreadable)
-        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: nil, mountinfo: ""), .host)
-        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: "[Application]\nname=org.example.Vault\n", mountinfo: nil),
+        XCTAssertEqual(decide(cgroup: nil), .unreadable)
+        XCTAssertEqual(decide(cgroup: host, mountinfo: ""), .host)
+        XCTAssertEqual(decide(cgroup: host, info: "[Application]\nname=org.example.Vault\n"),
                        .sandboxed("flatpak:org.example.Vault"))
         // A sandbox whose /.flatpak-info the service cannot read and whose cgroup says nothing.
-        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: nil,
-                                          mountinfo: "9 8 0:4 /x /.flatpak-info ro - tmpfs tmpfs rw\n"), .unknownSandbox)
-        XCTAssertEqual(AppIdentity.decide(cgroup: host, flatpakInfo: "[Application]\n", mountinfo: nil), .unknownSandbox)
+        XCTAssertEqual(decide(cgroup: host, mountinfo: "9 8 0:4 /x /.flatpak-info ro - tmpfs tmpfs rw\n"), .unknownSandbox)
+        XCTAssertEqual(decide(cgroup: host, info: "[Application]\n"), .unknownSandbox)
+    }
+
+    /// A scope's name is no proof: any host program can run in a scope it
+    /// names itself (`systemd-run --user --scope --unit=app-flatpak-ID-1`).
+    func testASandboxNamedOnlyByTheCgroupIsUnproven() {
+        let forged = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Vault-1.scope\n"
+        XCTAssertEqual(decide(cgroup: forged, mountinfo: "", ownMounts: false), .unprovenSandbox("flatpak:org.example.Vault"))
+        // A /.flatpak-info counts only in a mount namespace of the process's own.
+        XCTAssertEqual(decide(cgroup: forged, info: nil, ownMounts: false), .unprovenSandbox("flatpak:org.example.Vault"))
+        // The sandbox's metadata and its scope must name the same app.
+        XCTAssertEqual(decide(cgroup: forged, info: "[Application]\nname=org.example.Other\n"),
+                       .unprovenSandbox("flatpak:org.example.Vault"))
+        XCTAssertEqual(decide(cgroup: forged, info: "[Application]\nname=org.example.Vault\n"),
+                       .sandboxed("flatpak:org.example.Vault"))
+        let snap = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/snap.vault.vault-1f2e.scope\n"
+        XCTAssertEqual(decide(cgroup: snap, ownMounts: false), .unprovenSandbox("snap:vault"))
+        XCTAssertEqual(decide(cgroup: snap, ownMounts: false, label: "snap.vault.vault (enforce)"), .sandboxed("snap:vault"))
+        XCTAssertEqual(decide(cgroup: snap, ownMounts: false, label: "unconfined"), .unprovenSandbox("snap:vault"))
+        XCTAssertThrowsError(try AppIdentity.appID(.unprovenSandbox("flatpak:org.example.Vault"), declared: nil)) { error in
+            XCTAssertEqual((error as? DBusError)?.name.rawValue, LocalAuthServiceError.unprovenSandbox)
+        }
+    }
+
+    func testProcessStartTimeIsField22() {
+        let stat = "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 100 18446744073709551615"
+        XCTAssertEqual(ProcessFacts.startTime(stat: stat), 987654)
+        XCTAssertNil(ProcessFacts.startTime(stat: "4242 (x) S 1"))
+        XCTAssertNotNil(ProcessFacts.startTime(pid: UInt32(getpid())))
     }
 
     /// A sandboxed caller's declared id is ignored; a host caller cannot

@@ -1,0 +1,142 @@
+import DBusCore
+
+/// Where logind places a caller's process, found once per connection.
+enum LoginPlace: Equatable, Sendable {
+    /// In this session's scope.
+    case session(ObjectPath)
+    /// In no session, but this user's (an app's `app-*.scope` or a unit of
+    /// `systemd --user`): judged by the user's display session, as polkit does.
+    case user(ObjectPath)
+    /// In no session and no user's slice (a system service, a cron job), or
+    /// the process is gone.
+    case nowhere
+    /// No logind on this bus.
+    case noLogind
+}
+
+/// A caller's login session, as prompt agents are matched to callers.
+enum LoginSession: Equatable, CustomStringConvertible {
+    /// logind's session object path: the caller's own, or its user's display session.
+    case session(String)
+    /// logind runs, and the process has no session (a daemon, cron): no sheet.
+    case none
+    /// No logind on this bus: the uid alone decides.
+    case noLogind
+
+    var description: String {
+        switch self {
+        case .session(let path): path
+        case .none: "no session"
+        case .noLogind: "no logind"
+        }
+    }
+}
+
+/// Presence as real logind has it (docs/SECURITY.md, "At the reader"):
+/// `GetSessionByPID`; when that is `NoSessionForPID` (apps in `app-*.scope`
+/// under user@UID.service), `GetUserByPID` and the user's `Display`. The
+/// session judged must be local, on a seat, and the active one (`Active`,
+/// `State` "active"). Where the process sits is found once per connection;
+/// the session's properties are read at every question, since the active
+/// session changes with every user switch and logind signals `State` not.
+extension Callers {
+    static let noSessionForPID = "org.freedesktop.login1.NoSessionForPID"
+    static let userProperties = "org.freedesktop.login1.User"
+
+    /// Can this caller be the person at the reader, now?
+    func presence(_ record: CallerRecord) async -> EnvironmentRules.Presence {
+        let (presence, _) = await judge(record)
+        if presence != .local, presence != .unknown {
+            Log.info("caller \(record.sender) (uid \(record.uid)) is not at the reader: \(presence)")
+        }
+        return presence
+    }
+
+    /// The session that stands for this caller: its own, or its user's
+    /// display session (the session a prompt agent in a user unit serves).
+    func session(_ record: CallerRecord) async -> LoginSession {
+        switch await place(record) {
+        case .noLogind: return .noLogind
+        case .nowhere: return .none
+        case .session(let path): return .session(path.rawValue)
+        case .user(let user):
+            guard let display = await displaySession(of: user) else { return .none }
+            return .session(display.rawValue)
+        }
+    }
+
+    /// The answer without waiting, when there is one: no logind to ask.
+    /// Every call checks presence; without logind a preflight pays nothing.
+    func knownPresence(_ record: CallerRecord) -> EnvironmentRules.Presence? {
+        logind.isPresent ? nil : logind.presenceWithoutLogind()
+    }
+
+    private func judge(_ record: CallerRecord) async -> (EnvironmentRules.Presence, ObjectPath?) {
+        guard logind.isPresent else { return (logind.presenceWithoutLogind(), nil) }
+        let sessionPath: ObjectPath
+        switch await place(record) {
+        case .noLogind: return (logind.presenceWithoutLogind(), nil)
+        case .nowhere: return (.noSeat, nil)
+        case .session(let path): sessionPath = path
+        case .user(let user):
+            guard let display = await displaySession(of: user) else { return (.noSeat, nil) }
+            sessionPath = display
+        }
+        guard let values = await properties(sessionPath, Logind.session) else { return (.noSeat, sessionPath) }
+        var seat = ""
+        if case .structure(let fields)? = values["Seat"], let id = fields.first?.string { seat = id }
+        // Missing properties fail closed: remote, inactive.
+        let presence = EnvironmentRules.presence(remote: values["Remote"]?.bool ?? true, seat: seat,
+                                                 active: values["Active"]?.bool ?? false,
+                                                 state: values["State"]?.string ?? "")
+        return (presence, sessionPath)
+    }
+
+    /// Where the process sits, found once (the pid is checked to still name
+    /// the caller's process first: a reused pid would be someone else's session).
+    func place(_ record: CallerRecord) async -> LoginPlace {
+        if let known = record.place { return known }
+        guard logind.isPresent else { return .noLogind }
+        guard let pid = record.livePID else { return .nowhere }
+        let place: LoginPlace
+        do {
+            let reply = try await bus.call(destination: Logind.name, path: Logind.path, interface: Logind.manager,
+                                           member: "GetSessionByPID", arguments: [.uint32(pid)], timeout: 5)
+            guard case .objectPath(let session)? = reply.first else { return .nowhere }
+            place = .session(session)
+        } catch where error.name.rawValue == Self.noSessionForPID {
+            place = await userPlace(pid)
+        } catch where error.name == .serviceUnknown || error.name == .nameHasNoOwner {
+            return .noLogind
+        } catch {
+            return .nowhere
+        }
+        // The pid still named the caller's process when logind placed it.
+        guard record.livePID == pid else { return .nowhere }
+        record.place = place
+        return place
+    }
+
+    private func userPlace(_ pid: UInt32) async -> LoginPlace {
+        guard let reply = try? await bus.call(destination: Logind.name, path: Logind.path, interface: Logind.manager,
+                                              member: "GetUserByPID", arguments: [.uint32(pid)], timeout: 5),
+              case .objectPath(let user)? = reply.first else { return .nowhere }
+        return .user(user)
+    }
+
+    /// The user's `Display`: "the graphical session, if any, else a text
+    /// one" (logind); nil when it has none ("/").
+    private func displaySession(of user: ObjectPath) async -> ObjectPath? {
+        guard let values = await properties(user, Self.userProperties),
+              case .structure(let fields)? = values["Display"], fields.count == 2,
+              case .objectPath(let path) = fields[1], path.rawValue != "/" else { return nil }
+        return path
+    }
+
+    private func properties(_ path: ObjectPath, _ interface: String) async -> [String: DBusValue]? {
+        guard let reply = try? await bus.call(destination: Logind.name, path: path, interface: Logind.properties,
+                                              member: "GetAll", arguments: [.string(interface)], timeout: 5)
+        else { return nil }
+        return reply.first?.stringKeyedDictionary
+    }
+}

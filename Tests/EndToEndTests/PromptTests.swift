@@ -149,6 +149,44 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         try display.waitUntilGone(window)
     }
 
+    /// Issue 20, item 7: `/usr/bin/python3` declaring itself "System
+    /// Settings" is headlined as the program it is; the declared name is
+    /// only under it, marked as declared. The screenshot is kept in
+    /// docs/screenshots/prompt-impersonation.png.
+    func testAProgramDeclaringAnotherNameIsHeadlinedAsItself() async throws {
+        try await enroll(as: "owner-finger")
+        let output = rig.directory + "/python-\(UInt32.random(in: 0...UInt32.max)).out"
+        let script = """
+            import dbus, os
+            bus = dbus.bus.BusConnection(os.environ['DBUS_SYSTEM_BUS_ADDRESS'])
+            service = bus.get_object('org.example.LocalAuth', '/org/example/LocalAuth')
+            print(service.EvaluatePolicy(dbus.UInt32(1), 'Allow changes to your system settings',
+                                         {'app-name': 'System Settings'}, dbus_interface='org.example.LocalAuth', timeout=60))
+            """
+        let app = try Child("/usr/bin/python3", ["-c", script], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                            stdoutPath: output, stderrPath: output)
+        let shown = try agent.waitForShow()
+        let python = try XCTUnwrap(realpath("/usr/bin/python3", nil).map { pointer -> String in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        })
+        XCTAssertEqual(shown.program, python, "the trusted program is the interpreter, as the kernel names it")
+        XCTAssertEqual(shown.appName, "System Settings")
+        let headline = python.split(separator: "/").last.map(String.init) ?? python
+        try agent.waitFor("headline \(shown.id) \(headline)")
+        XCTAssertFalse(agent.log.contains("headline \(shown.id) System Settings"), agent.log)
+        let window = try display.waitForWindow(named: "LocalAuth: \(headline)")
+        _ = try agent.waitForGeometry(shown.id)
+        try agent.waitForUpdate(shown.id, "place-finger")
+        usleep(200_000)   // the label's next frame
+        try display.screenshot(Self.outputDirectory + "/sheet-impersonation.png", window: window)
+        try? FileManager.default.removeItem(atPath: Paths.root + "/docs/screenshots/prompt-impersonation.png")
+        try FileManager.default.copyItem(atPath: Self.outputDirectory + "/sheet-impersonation.png",
+                                         toPath: Paths.root + "/docs/screenshots/prompt-impersonation.png")
+        try service.sensor("SCAN owner-finger")
+        XCTAssertEqual(app.wait(timeout: 20), 0, readText(output))
+    }
+
     /// The sheet in the dark variant of the theme (the desktop's preference,
     /// here forced with LOCALAUTH_PROMPT_COLOR_SCHEME).
     func testTheSheetFollowsADarkPreference() async throws {

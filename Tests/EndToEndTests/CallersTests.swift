@@ -1,0 +1,280 @@
+import Foundation
+import Glibc
+import RigSupport
+import XCTest
+
+/// Who is asking, and is that person at the reader (issue 20, items 1, 2, 4,
+/// 5, 6), as a desktop has it: the service runs with exactly the
+/// capabilities its systemd unit grants (read from
+/// systemd/localauthd.service.in), logind is python-dbusmock's template
+/// shaped like real logind (scripts/test/logind-desktop.py: places a process
+/// by its cgroup, `NoSessionForPID` for user units and app scopes, the
+/// user's `Display`, `Active`, `State`), and callers run in the cgroups a
+/// desktop puts them in (made here in the systemd hierarchy, as
+/// systemd would).
+final class CallersTests: RigTestCase, @unchecked Sendable {
+    private var logind: Child?
+    private var cgroups: [String] = []
+    static let hierarchy = "/sys/fs/cgroup/systemd"
+    static let vault = "org.example.Vault"
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        let log = rig.directory + "/mock-logind-\(UInt32.random(in: 0...UInt32.max)).log"
+        logind = try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
+                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
+        try waitUntil("logind is on the bus") {
+            try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                                  "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                                                  "string:org.freedesktop.login1"]).stdout.contains("boolean true")
+        }
+        try desktop(["setup"])
+        // The service follows logind from its start, with the unit's capabilities.
+        service.stop()
+        service = try ServiceProcess(bus: rig, launcher: try Self.unitLauncher())
+    }
+
+    override func tearDown() {
+        super.tearDown()
+        logind?.signal(SIGTERM)
+        logind?.wait(timeout: 5)
+        logind = nil
+        for path in cgroups.reversed() { rmdir(Self.hierarchy + path) }
+        cgroups = []
+    }
+
+    // MARK: The shipped unit's view
+
+    /// setpriv's arguments for exactly the capabilities the unit grants
+    /// (CapabilityBoundingSet=, AmbientCapabilities=, NoNewPrivileges=).
+    static func unitLauncher() throws -> [String] {
+        let unit = try String(contentsOfFile: Paths.root + "/systemd/localauthd.service.in", encoding: .utf8)
+        func values(_ key: String) -> [String] {
+            unit.split(separator: "\n").filter { $0.hasPrefix(key + "=") }
+                .flatMap { $0.dropFirst(key.count + 1).split(separator: " ") }
+                .map { $0.lowercased().replacingOccurrences(of: "cap_", with: "") }
+        }
+        let bounding = values("CapabilityBoundingSet")
+        let ambient = values("AmbientCapabilities")
+        var launcher = ["/usr/bin/setpriv", "--bounding-set=" + (["-all"] + bounding.map { "+" + $0 }).joined(separator: ","),
+                        "--inh-caps=-all", "--ambient-caps=" + (["-all"] + ambient.map { "+" + $0 }).joined(separator: ",")]
+        if unit.contains("\nNoNewPrivileges=yes") { launcher.append("--no-new-privs") }
+        return launcher + ["--"]
+    }
+
+    func testTheServiceRunsWithExactlyTheUnitsCapabilities() throws {
+        let status = try String(contentsOfFile: "/proc/\(service.child.pid)/status", encoding: .utf8)
+        let ptrace: UInt64 = 1 << 19   // CAP_SYS_PTRACE
+        for field in ["CapEff", "CapPrm", "CapBnd"] {
+            let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") }
+            let value = line.flatMap { UInt64($0.split(separator: "\t").last ?? "", radix: 16) }
+            XCTAssertEqual(value, ptrace, "\(field): \(String(describing: line))")
+        }
+        XCTAssertTrue(status.contains("NoNewPrivs:\t1"))
+    }
+
+    /// Item 6: under the unit, another uid's program is still known: each app
+    /// gets its own domain state (under a unit without CAP_SYS_PTRACE every
+    /// app got the same one, and polkit's dialog said "An application").
+    func testUnderTheUnitEachProgramOfAnotherUidGetsItsOwnDomainState() throws {
+        let gdbus = try self.gdbus("GetDomainState", [], asNobody: true)
+        XCTAssertEqual(gdbus.status, 0, gdbus.output)
+        let busctl = try callService("GetDomainState", "", asNobody: true)
+        XCTAssertEqual(busctl.status, 0, busctl.output)
+        let again = try self.gdbus("GetDomainState", [], asNobody: true)
+        XCTAssertEqual(gdbus.stdout, again.stdout, "the same program gets the same state")
+        XCTAssertNotEqual(Self.bytes(gdbus.stdout), Self.bytes(busctl.stdout),
+                          "gdbus and busctl are different programs: \(gdbus.stdout) vs \(busctl.stdout)")
+        XCTAssertFalse(service.log.contains("cannot read the executable"), service.log)
+    }
+
+    /// The numbers of a byte array as gdbus ("[byte 0x12, …]") or busctl ("ay 32 18 …") prints it.
+    static func bytes(_ text: String) -> [Int] {
+        text.split(whereSeparator: { " ,[]()\n".contains($0) }).compactMap { part in
+            part.hasPrefix("0x") ? Int(part.dropFirst(2), radix: 16) : Int(part)
+        }.suffix(32)
+    }
+
+    // MARK: Presence (items 1, 2)
+
+    /// Item 1: an app started from the menu runs in an app-*.scope of
+    /// user@UID.service, where logind's GetSessionByPID says NoSessionForPID;
+    /// it is judged by its user's display session, which is active and local.
+    func testAnAppInAUserScopeIsAllowedWhenItsDisplaySessionIsActiveAndLocal() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let app = try run(in: "/user.slice/user-0.slice/user@0.service/app.slice/app-org.example.Editor-1.scope",
+                          "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(app.status, 0, app.output)
+        XCTAssertEqual(app.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", app.output)
+    }
+
+    /// Item 2: once another user switched in, the first user's session is
+    /// inactive ("online"): its apps, in the session or in a scope judged by
+    /// it, are not at the reader.
+    func testASessionSwitchedAwayFromIsNotAtTheReader() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "false", "online", "display"])
+        try desktop(["session", "c2", "65534", "nobody", "seat0", "true", "active", "display"])
+        for cgroup in ["/user.slice/user-0.slice/session-c1.scope",
+                       "/user.slice/user-0.slice/user@0.service/app.slice/app-org.example.Editor-2.scope"] {
+            for member in ["CanEvaluatePolicy", "EvaluatePolicy"] {
+                let arguments = member == "CanEvaluatePolicy" ? ["1"] : ["1", "Unlock", "{}"]
+                let refused = try run(in: cgroup, "/usr/bin/gdbus", Self.call(member, arguments, timeout: 5))
+                XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.NotAtTheReader", "\(cgroup) \(member): \(refused.output)")
+                XCTAssertTrue(refused.output.contains("not the active one"), refused.output)
+            }
+        }
+        // Switched back: the same session is at the reader again (read at every call).
+        try desktop(["set", "c1", "true", "active"])
+        let back = try run(in: "/user.slice/user-0.slice/session-c1.scope", "/usr/bin/gdbus",
+                           Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(back.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", back.output)
+    }
+
+    /// Item 2: a session left "closing" after logout (a tmux still running)
+    /// is not at the reader, even if logind still calls it active.
+    func testAClosingSessionIsNotAtTheReader() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c3", "0", "root", "seat0", "true", "closing"])
+        let refused = try run(in: "/user.slice/user-0.slice/session-c3.scope", "/usr/bin/gdbus",
+                              Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.NotAtTheReader", refused.output)
+    }
+
+    /// Item 2, the attack: user A (uid 65534), in a session switched away
+    /// from, loops `su root`; pam_localauth calls VerifyUser from inside su
+    /// (root, in A's session scope). No scan may be queued for the victim's
+    /// prints: NotAtTheReader at once. From the active session it scans.
+    func testVerifyUserFromAnInactiveSessionIsRefused() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        try desktop(["session", "c5", "65534", "nobody", "seat0", "false", "online", "display"])
+        let started = Date()
+        let su = try run(in: "/user.slice/user-65534.slice/session-c5.scope", "/usr/bin/gdbus",
+                         Self.call("VerifyUser", ["root", "{'request-id': <'su-1'>}"], timeout: 10))
+        XCTAssertEqual(errorName(su), "org.example.LocalAuth.Error.NotAtTheReader", su.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "refused at once, no scan queued")
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+
+        // The victim's own, active session: the scan runs and their finger verifies.
+        let output = rig.directory + "/verify-\(UInt32.random(in: 0...UInt32.max)).out"
+        let signals = rig.directory + "/status-\(UInt32.random(in: 0...UInt32.max)).out"
+        let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address,
+                                                          "type='signal',member='EvaluationStatus'"],
+                                stdoutPath: signals, stderrPath: signals)
+        defer { monitor.signal(SIGTERM); monitor.wait(timeout: 5) }
+        try waitForText("NameAcquired", in: signals)
+        let victim = try start(in: "/user.slice/user-0.slice/session-c1.scope", "/usr/bin/gdbus",
+                               Self.call("VerifyUser", ["root", "{'request-id': <'su-2'>}"], timeout: 30), output: output)
+        try waitForText("place-finger", in: signals)
+        try service.sensor("SCAN owner-finger")
+        victim.wait(timeout: 20)
+        XCTAssertTrue(readText(output).contains("()"), readText(output))
+    }
+
+    // MARK: Prompt agents (item 1)
+
+    /// The sheet started by our user unit (or autostart) runs in no session:
+    /// it registers for its user's display session.
+    func testAPromptAgentInAUserUnitRegistersForTheDisplaySession() async throws {
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let agent = try run(in: "/user.slice/user-0.slice/user@0.service/app.slice/localauth-prompt.service",
+                            "/usr/bin/gdbus", Self.call("RegisterPromptAgent", ["/org/example/LocalAuth/PromptAgent"]))
+        XCTAssertEqual(agent.status, 0, agent.output)
+        XCTAssertTrue(service.log.contains("registered for uid 0 (/org/freedesktop/login1/session/c1)"), service.log)
+        // A system service's process (no session, no user) still cannot.
+        let daemon = try run(in: "/system.slice/example.service", "/usr/bin/gdbus",
+                             Self.call("RegisterPromptAgent", ["/org/example/LocalAuth/PromptAgent"]))
+        XCTAssertEqual(errorName(daemon), "org.example.LocalAuth.Error.PermissionDenied", daemon.output)
+    }
+
+    // MARK: Sandboxes (item 5)
+
+    /// The attack: an unprivileged host program names its own scope
+    /// `app-flatpak-<ID>-1.scope` (as `systemd-run --user --scope
+    /// --unit=app-flatpak-org.example.Vault-1` does; systemd delegates the
+    /// user's subtree to the user, so it moves itself in) and asks for the
+    /// Flatpak app's rights. Refused: UnprovenSandbox.
+    func testAHostProgramInAForgedFlatpakScopeIsRefused() throws {
+        let scope = "/user.slice/user-65534.slice/user@65534.service/app.slice/app-flatpak-\(Self.vault)-1.scope"
+        try makeCgroup(scope, owner: 65534)
+        let procs = Self.hierarchy + scope + "/cgroup.procs"
+        let forged = try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + [
+            "/bin/sh", "-c", "echo $$ > '\(procs)' && exec /usr/bin/gdbus \"$@\"", "sh"] + Self.call("ListRights", ["{}"]),
+                                    environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertEqual(errorName(forged), "org.example.LocalAuth.Error.UnprovenSandbox", forged.output)
+        let save = try runProgram("/usr/bin/setpriv", Self.dropTo(65534) + [
+            "/bin/sh", "-c", "echo $$ > '\(procs)' && exec /usr/bin/gdbus \"$@\"", "sh"]
+            + Self.call("RemoveAllRights", ["{}"]), environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertTrue(save.output.contains("UnprovenSandbox") || save.output.contains("PermissionDenied"), save.output)
+    }
+
+    /// What does prove a Flatpak sandbox, under the unit's capabilities: the
+    /// process runs in a mount namespace of its own whose root holds
+    /// /.flatpak-info (what bwrap sets up), with the scope naming the same app.
+    func testARealSandboxOfAnotherUidIsProvenUnderTheUnit() throws {
+        let scope = "/user.slice/user-65534.slice/user@65534.service/app.slice/app-flatpak-\(Self.vault)-2.scope"
+        try makeCgroup(scope, owner: 65534)
+        let procs = Self.hierarchy + scope + "/cgroup.procs"
+        let script = """
+            echo $$ > '\(procs)' || exit 91
+            R=$(mktemp -d /tmp/fake-flatpak.XXXXXX) && mount -t tmpfs tmpfs "$R" || exit 90
+            for entry in /*; do
+                name=${entry#/}
+                if [ -L "$entry" ]; then ln -s "$(readlink "$entry")" "$R/$name"
+                elif [ -d "$entry" ]; then mkdir "$R/$name" && mount --rbind "$entry" "$R/$name"
+                fi
+            done
+            printf '[Application]\\nname=\(Self.vault)\\n' > "$R/.flatpak-info"
+            exec chroot "$R" /usr/bin/setpriv --reuid=65534 --regid=65534 --clear-groups \
+                env DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' /usr/bin/gdbus \(Self.call("ListRights", ["{}"]).map { "'\($0)'" }.joined(separator: " "))
+            """
+        let sandboxed = try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script])
+        XCTAssertEqual(sandboxed.status, 0, sandboxed.output)
+        XCTAssertTrue(sandboxed.stdout.contains("@as []") || sandboxed.stdout.contains("([],)"), sandboxed.output)
+    }
+
+    // MARK: Helpers
+
+    private func desktop(_ arguments: [String]) throws {
+        let outcome = try runProgram("/usr/bin/python3", [try testScript("logind-desktop.py"), rig.address] + arguments)
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+    }
+
+    /// gdbus's arguments for a call of our interface.
+    static func call(_ member: String, _ values: [String], timeout: Int = 25) -> [String] {
+        ["call", "--system", "--timeout", "\(timeout)", "--dest", "org.example.LocalAuth", "--object-path",
+         "/org/example/LocalAuth", "--method", "org.example.LocalAuth.\(member)"] + values
+    }
+
+    /// A cgroup in the systemd hierarchy, as systemd makes them; `owner`: the
+    /// uid it is delegated to (user@UID.service's subtree belongs to the user).
+    private func makeCgroup(_ path: String, owner: UInt32? = nil) throws {
+        var partial = ""
+        for component in path.split(separator: "/") {
+            partial += "/" + component
+            if mkdir(Self.hierarchy + partial, 0o755) == 0 { cgroups.append(partial) }
+        }
+        if let owner {
+            for file in ["", "/cgroup.procs"] { chown(Self.hierarchy + path + file, owner, owner) }
+        }
+    }
+
+    private func wrapper(_ path: String) throws -> [String] {
+        try makeCgroup(path)
+        return ["/bin/sh", "-c", "echo $$ > '\(Self.hierarchy + path)/cgroup.procs' && exec \"$@\"", "sh"]
+    }
+
+    /// Runs `program` as root inside the cgroup `path`, on the rig's bus.
+    private func run(in path: String, _ program: String, _ arguments: [String]) throws -> Outcome {
+        try runProgram(try wrapper(path)[0], Array(try wrapper(path).dropFirst()) + [program] + arguments,
+                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    private func start(in path: String, _ program: String, _ arguments: [String], output: String) throws -> Child {
+        let wrap = try wrapper(path)
+        return try Child(wrap[0], Array(wrap.dropFirst()) + [program] + arguments,
+                         environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
+    }
+}

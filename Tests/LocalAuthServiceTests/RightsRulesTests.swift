@@ -38,7 +38,7 @@ final class RightsRulesTests: XCTestCase {
 
     private func decide(cgroup: String?, info: String? = nil, mountinfo: String? = nil, ownMounts: Bool? = true,
                         label: String? = nil) -> AppIdentity {
-        AppIdentity.decide(.init(cgroup: cgroup, flatpakInfo: info, mountinfo: mountinfo, ownMountNamespace: ownMounts,
+        AppIdentity.decide(.init(cgroup: cgroup, flatpakInfo: info, mountinfo: mountinfo, ownRoot: ownMounts,
                                  securityLabel: label))
     }
 
@@ -58,7 +58,7 @@ final class RightsRulesTests: XCTestCase {
     func testASandboxNamedOnlyByTheCgroupIsUnproven() {
         let forged = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-flatpak-org.example.Vault-1.scope\n"
         XCTAssertEqual(decide(cgroup: forged, mountinfo: "", ownMounts: false), .unprovenSandbox("flatpak:org.example.Vault"))
-        // A /.flatpak-info counts only in a mount namespace of the process's own.
+        // A /.flatpak-info counts only in a root of the process's own.
         XCTAssertEqual(decide(cgroup: forged, info: nil, ownMounts: false), .unprovenSandbox("flatpak:org.example.Vault"))
         // The sandbox's metadata and its scope must name the same app.
         XCTAssertEqual(decide(cgroup: forged, info: "[Application]\nname=org.example.Other\n"),

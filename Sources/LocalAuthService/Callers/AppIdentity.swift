@@ -9,7 +9,7 @@ import LocalAuthShared
 /// What proves a sandbox (a name alone never does: any host program can run
 /// in a systemd scope it names itself, `app-flatpak-<ID>-1.scope`):
 /// - Flatpak: the `[Application] name=` of the /.flatpak-info in the root of
-///   the process, which runs in a mount namespace of its own (bwrap's); when
+///   the process, a root of its own (bwrap's, not the host's /); when
 ///   the cgroup names a Flatpak id too, the two must agree.
 /// - snap: the AppArmor label `snap.NAME.*` the bus read from the socket
 ///   when the process connected (GetConnectionCredentials'
@@ -39,11 +39,11 @@ enum AppIdentity: Equatable, Sendable {
     /// What the service read of the process (nil: could not be read).
     struct Evidence: Sendable {
         var cgroup: String?
-        /// /.flatpak-info in the process's root, read only when the process
-        /// has a mount namespace of its own.
+        /// /.flatpak-info in the process's root, read only when that root is
+        /// not the host's.
         var flatpakInfo: String?
         var mountinfo: String?
-        var ownMountNamespace: Bool?
+        var ownRoot: Bool?
         /// The LSM label the bus read from the connection's socket.
         var securityLabel: String?
     }
@@ -102,7 +102,7 @@ enum AppIdentity: Equatable, Sendable {
     static func decide(_ evidence: Evidence) -> AppIdentity {
         guard let cgroup = evidence.cgroup else { return .unreadable }
         let claimed = sandboxID(cgroup: cgroup)
-        if evidence.ownMountNamespace == true, let info = evidence.flatpakInfo {
+        if evidence.ownRoot == true, let info = evidence.flatpakInfo {
             guard let id = flatpakAppID(info: info).map({ "flatpak:" + $0 }) else { return .unknownSandbox }
             // Flatpak's scope names the same app; another name is a forgery of one of the two.
             if let claimed, claimed != id { return .unprovenSandbox(claimed) }

@@ -2,9 +2,9 @@ import Glibc
 
 /// What /proc says of a caller's process, read by the service itself. Under
 /// the shipped unit (CapabilityBoundingSet=CAP_SYS_PTRACE, ProtectProc=default)
-/// /proc/PID/stat and cgroup are readable for every process; exe, root and
-/// ns/mnt of another uid's process need CAP_SYS_PTRACE (the kernel's ptrace
-/// read check), which is why the unit grants it (docs/SECURITY.md).
+/// /proc/PID/stat and cgroup are readable for every process; exe and root of
+/// another uid's process need CAP_SYS_PTRACE (the kernel's ptrace read
+/// check), which is why the unit grants it (docs/SECURITY.md).
 enum ProcessFacts {
     /// The process's start time in clock ticks after boot (field 22 of
     /// /proc/PID/stat). With the pid it names one process: a pid reused by a
@@ -32,12 +32,16 @@ enum ProcessFacts {
         return path
     }
 
-    /// Whether the process runs in a mount namespace of its own (not the one
-    /// of pid 1, the host's): only then can a /.flatpak-info in its root be
-    /// the sandbox's. nil: cannot tell.
-    static func hasOwnMountNamespace(pid: UInt32) -> Bool? {
-        guard let mine = Posix.readLink("/proc/\(pid)/ns/mnt"), let host = Posix.readLink("/proc/1/ns/mnt") else { return nil }
-        return mine != host
+    /// Whether the process's root directory is not the host's (bwrap's
+    /// tmpfs root, a chroot): only then can a /.flatpak-info in it be the
+    /// sandbox's; at the host's / only root could have put one. The service's
+    /// own / is the host's (its unit's ProtectSystem= and PrivateMounts= remount
+    /// it read-only, the same directory). nil: cannot tell.
+    static func hasOwnRoot(pid: UInt32) -> Bool? {
+        var theirs = stat()
+        var host = stat()
+        guard stat("/proc/\(pid)/root/", &theirs) == 0, stat("/", &host) == 0 else { return nil }
+        return theirs.st_dev != host.st_dev || theirs.st_ino != host.st_ino
     }
 
     static func text(_ path: String) -> String? {
@@ -46,12 +50,12 @@ enum ProcessFacts {
 
     /// What tells a sandbox from a host program, read once per connection.
     static func sandboxEvidence(pid: UInt32, securityLabel: String?) -> AppIdentity.Evidence {
-        let ownMounts = hasOwnMountNamespace(pid: pid)
-        // A /.flatpak-info counts only in a root of the process's own: in the
-        // host's mount namespace it would be a file at the host's /.
-        let info = ownMounts == true ? text("/proc/\(pid)/root/.flatpak-info") : nil
+        let ownRoot = hasOwnRoot(pid: pid)
+        // A /.flatpak-info counts only in a root of the process's own: at the
+        // host's / it would be a file only root could have put there.
+        let info = ownRoot == true ? text("/proc/\(pid)/root/.flatpak-info") : nil
         return AppIdentity.Evidence(cgroup: text("/proc/\(pid)/cgroup"), flatpakInfo: info,
-                                    mountinfo: text("/proc/\(pid)/mountinfo"), ownMountNamespace: ownMounts,
+                                    mountinfo: text("/proc/\(pid)/mountinfo"), ownRoot: ownRoot,
                                     securityLabel: securityLabel)
     }
 }

@@ -76,9 +76,10 @@ extension LocalAuthService {
         }
         // The person's password dialog says who asks and why: the program the
         // service sees (not a name the app chose) and the app's reason.
-        let program = callers.known(evaluation.sender).flatMap { callers.identity($0).program }
-            ?? "An unidentified program"
-        let message = "\(program) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"
+        let identity = callers.known(evaluation.sender).map { callers.identity($0) }
+        let name = identity?.name ?? "An unidentified program"
+        let program = identity?.program ?? ""
+        let message = "\(name) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"
         let decision = await authorizer.check(.authenticateOwner, busName: evaluation.sender, interactive: true,
                                               details: ["polkit.message": message,
                                                         "org.example.LocalAuth.program": program,

@@ -88,6 +88,19 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(service.log.contains("cannot read the executable"), service.log)
     }
 
+    /// Item 6: polkit's password dialog (policy 2, here pkttyagent's text)
+    /// names the program that asks, another uid's under the unit too (it
+    /// said "An application" when the unit gave no CAP_SYS_PTRACE).
+    func testUnderTheUnitPolkitsPasswordDialogNamesTheProgram() throws {
+        try rig.polkit("org.example.LocalAuth.evaluate", "yes")
+        let outcome = try localauthctlAsOwner(["evaluate", "--policy", "owner", "--reason", "Open the vault"],
+                                              password: TestAccount.password)
+        XCTAssertEqual(outcome.status, 0, outcome.output)
+        XCTAssertTrue(outcome.output.contains("localauthctl asks you to confirm that you are the owner of this account: Open the vault"),
+                      outcome.output)
+        XCTAssertFalse(outcome.output.contains("An application"), outcome.output)
+    }
+
     /// The numbers of a byte array as gdbus ("[byte 0x12, …]") or busctl ("ay 32 18 …") prints it.
     static func bytes(_ text: String) -> [Int] {
         text.split(whereSeparator: { " ,[]()\n".contains($0) }).compactMap { part in

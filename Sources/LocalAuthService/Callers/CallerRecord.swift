@@ -75,6 +75,13 @@ struct CallerIdentity: Equatable, Sendable {
         return executable
     }
 
+    /// The short form a person reads first (the sheet's headline, polkit's
+    /// "NAME asks you to confirm…"): the sandbox's app id, else the
+    /// executable's file name.
+    var name: String? {
+        program.map { $0.split(separator: "/").last.map(String.init) ?? $0 }
+    }
+
     /// The key of Apple's per-app domain state: the same program gets the
     /// same state, another program another one.
     var stateKey: String { program ?? "" }

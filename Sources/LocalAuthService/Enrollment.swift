@@ -2,7 +2,7 @@ import DBusCore
 import LocalAuthShared
 
 // Enrollment, listing and deletion of prints, and the options that say whose
-// prints a call is about (the `user` option needs the manage action: Callers.swift).
+// prints a call is about (the `user` option needs the manage action: Authorization.swift).
 extension LocalAuthService {
     // MARK: Whose prints, and may the caller touch them
 

@@ -186,6 +186,28 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(readText(output).contains("()"), readText(output))
     }
 
+    /// The same attack through the real PAM stack: pamtester (as su would)
+    /// runs pam_localauth inside user A's inactive session; the module gets
+    /// NotAtTheReader at once and answers PAM_AUTHINFO_UNAVAIL, so the stack
+    /// moves on to the password and no scan is queued.
+    func testPamFromAnInactiveSessionQueuesNoScan() async throws {
+        let module = Paths.root + "/.build/pam/pam_localauth.so"
+        if !FileManager.default.fileExists(atPath: module) { _ = try runProgram("/usr/bin/make", ["-C", Paths.root, "pam"]) }
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        try desktop(["session", "c5", "65534", "nobody", "seat0", "false", "online", "display"])
+        let name = "localauth-callers-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "auth required \(module) timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/" + name) }
+        let started = Date()
+        let su = try run(in: "/user.slice/user-65534.slice/session-c5.scope", "/usr/bin/pamtester",
+                         ["-v", name, "root", "authenticate"])
+        XCTAssertTrue(su.output.contains("Authentication service cannot retrieve authentication info"), su.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 10, "no wait for a finger")
+        XCTAssertTrue(service.log.contains("is not at the reader: inactive"), service.log)
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+    }
+
     // MARK: Prompt agents (item 1)
 
     /// The sheet started by our user unit (or autostart) runs in no session:

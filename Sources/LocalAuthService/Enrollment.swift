@@ -67,6 +67,8 @@ extension LocalAuthService {
         let cancellable = request.record.cancellable
         try request.record.checkNotEnded()
         let ticket = SensorQueue.Ticket(uid: request.uid, purpose: .enrollment(sender: request.sender))
+        ticket.reader = reader
+        ticket.interrupt = { [record = request.record] reason in record.interrupt(reason) }
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()
@@ -76,16 +78,20 @@ extension LocalAuthService {
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
         // While this caller waited, the reader may have gone.
         guard reachableReaders.contains(reader) else { throw ServiceErrors.noReader }
+        let sender = request.sender
+        let device = try await openReader(reader, cancellable: cancellable,
+                                          interruption: { [record = request.record] in record.interruption },
+                                          busy: { [weak self] in self?.emitEnrollStatus(sender, .readerBusy, 0, 0) })
+        defer { readers.relinquish(device) }
 
         let stages = UInt32(readers.enrollStages(on: reader))
-        let sender = request.sender
         // Each scan has the scan timeout; every stage or retry restarts it.
         let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
         defer { timer.stop() }
         let username = Users.name(of: uid) ?? String(uid)
         emitEnrollStatus(sender, .placeFinger, 0, stages)
         do {
-            let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: reader,
+            let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: device,
                                                 cancellable: cancellable) { [weak self] stage, retry in
                 timer.restart()
                 let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
@@ -125,7 +131,7 @@ extension LocalAuthService {
                          : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-            if let unusable = readerUnusable(failure) { throw unusable }
+            if let unusable = readerUnusable(failure, device) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
         }
     }

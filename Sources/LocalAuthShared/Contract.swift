@@ -118,6 +118,9 @@ public enum EvaluationProgress: String, Sendable, CaseIterable {
     case fingerNotCentered = "finger-not-centered"
     case removeAndRetry = "remove-and-retry"
     case noMatch = "no-match"
+    /// Another program (fprintd, the lock screen) holds the reader: the
+    /// service tries again until the scan timeout.
+    case readerBusy = "reader-busy"
 }
 
 /// Values of EnrollStatus's `status` argument.
@@ -133,6 +136,8 @@ public enum EnrollProgress: String, Sendable, CaseIterable {
     case failed = "enroll-failed"
     case duplicate = "enroll-duplicate"
     case dataFull = "enroll-data-full"
+    /// Another program holds the reader; the service tries again.
+    case readerBusy = "enroll-reader-busy"
 }
 
 /// Where an enrolled print is stored (ListEnrolledPrints' `source`).

@@ -69,6 +69,10 @@ public enum LocalAuthServiceError {
     /// remote (SSH) or has no seat. Biometrics are not offered; policy 2
     /// takes the password alone. The library maps it to biometryNotAvailable.
     public static let notAtTheReader = LocalAuthBus.errorPrefix + "NotAtTheReader"
+    /// Another program (fprintd, a lock screen) held the reader for the
+    /// whole of the operation's time limit. Nothing is remembered: the next
+    /// call tries again.
+    public static let readerInUse = LocalAuthBus.errorPrefix + "ReaderInUse"
 }
 
 /// What one caller can make the service hold, and for how long
@@ -92,6 +96,14 @@ public enum ServiceLimits {
     /// Longest wait for the reader behind other callers, in seconds; then
     /// SystemCancel ("the reader is busy").
     public static let readerQueueWait = 60.0
+    /// How long a reader stays open after its last operation (`--reader-linger`),
+    /// and the most that may be asked: other programs wait that long for it.
+    public static let defaultReaderLinger = 1.0
+    public static let maximumReaderLinger = 2.0
+    /// While another program holds the reader: the first pause before trying
+    /// to open it again, doubled up to the longest.
+    public static let readerBusyFirstPause = 0.1
+    public static let readerBusyLongestPause = 1.0
     /// After SIGTERM, how long the service waits for its calls to end before
     /// it answers the rest with SystemCancel and exits anyway (a reader that
     /// ignores cancellation must not keep it alive).

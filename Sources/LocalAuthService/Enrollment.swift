@@ -83,6 +83,13 @@ extension LocalAuthService {
                                           interruption: { [record = request.record] in record.interruption },
                                           busy: { [weak self] in self?.emitEnrollStatus(sender, .readerBusy, 0, 0) })
         defer { readers.relinquish(device) }
+        // A match-on-chip reader: the finger must not be on the chip already
+        // (any account's); replacing frees the old print's slot first.
+        try await refuseDuplicateOnChip(device, cancellable: cancellable)
+        if replace, device.storesPrints,
+           let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && $0.source == .localauth && $0.reader == reader }) {
+            try await deleteFromChip(old, on: device)
+        }
 
         let stages = UInt32(readers.enrollStages(on: reader))
         // Each scan has the scan timeout; every stage or retry restarts it.
@@ -130,6 +137,8 @@ extension LocalAuthService {
             emitEnrollStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
                          : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
+            if failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { throw Self.chipFullError }
+            if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { throw Self.duplicateError }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
             if let unusable = readerUnusable(failure, device) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
@@ -179,16 +188,19 @@ extension LocalAuthService {
 
     // MARK: Deleting (our store only; fprintd's is read-only)
 
-    func deleteEnrolledFinger(_ request: Request) throws(DBusError) -> [DBusValue] {
-        try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+    func deleteEnrolledFinger(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingerWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingerWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[1])
-        return try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+        return try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    private func deleteFinger(_ finger: FingerName, uid: UInt32) throws(DBusError) -> [DBusValue] {
+    private func deleteFinger(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+        // The print on the chip first (Readers/ChipPrints.swift): its file
+        // goes only once its slot is free.
+        try await deleteFromChips(finger, uid: uid, record: record)
         let deleted: Bool
         do {
             deleted = try prints.delete(finger, uid: uid)
@@ -206,16 +218,17 @@ extension LocalAuthService {
         return []
     }
 
-    func deleteEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
-        try deleteAll(uid: request.target)
+    func deleteEnrolledFingers(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        try await deleteAll(uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingersWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingersWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[0])
-        return try deleteAll(uid: request.target)
+        return try await deleteAll(uid: request.target, record: request.record)
     }
 
-    private func deleteAll(uid: UInt32) throws(DBusError) -> [DBusValue] {
+    private func deleteAll(uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+        for finger in FingerName.allCases { try await deleteFromChips(finger, uid: uid, record: record) }
         do {
             let count = try prints.deleteAll(uid: uid)
             Log.info("deleted \(count) print(s) of uid \(uid)")

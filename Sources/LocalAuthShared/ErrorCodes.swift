@@ -73,6 +73,13 @@ public enum LocalAuthServiceError {
     /// whole of the operation's time limit. Nothing is remembered: the next
     /// call tries again.
     public static let readerInUse = LocalAuthBus.errorPrefix + "ReaderInUse"
+    /// Enrollment on a reader that keeps prints on its chip: the chip
+    /// already holds this finger (for this account or another; whose is
+    /// never said).
+    public static let duplicatePrint = LocalAuthBus.errorPrefix + "DuplicatePrint"
+    /// Enrollment: the reader's chip is full. An administrator can remove
+    /// the prints no enrolled record owns (`localauthctl reader-prints --clean`).
+    public static let readerStorageFull = LocalAuthBus.errorPrefix + "ReaderStorageFull"
 }
 
 /// What one caller can make the service hold, and for how long

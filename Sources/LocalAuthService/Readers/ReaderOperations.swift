@@ -68,6 +68,50 @@ extension Readers {
         })
     }
 
+    // MARK: Prints on the chip
+
+    /// The prints the chip of `reader` (held) holds, whoever enrolled them.
+    func chipPrints(on reader: Reader) async throws(GLibError) -> [GObjectRef] {
+        guard reader.isHeld, reader.storesPrints else { return [] }
+        let fpDevice = reader.fpDevice
+        return try await glibAsync({ callback, data in fp_device_list_prints(fpDevice, nil, callback, data) },
+                                   finish: { result -> Result<[GObjectRef], GLibError> in
+            var error: UnsafeMutablePointer<GError>? = nil
+            let list = fp_device_list_prints_finish(fpDevice, result, &error)
+            if error != nil { return .failure(GLibError.take(error)) }
+            guard let list else { return .success([]) }
+            defer { g_ptr_array_unref(list) }
+            var prints: [GObjectRef] = []
+            for index in 0..<list.pointee.len {
+                guard let raw = cfprint_ptr_array_index(list, index) else { continue }
+                prints.append(GObjectRef(retaining: OpaquePointer(raw)))
+            }
+            return .success(prints)
+        })
+    }
+
+    /// Deletes `print` from the chip of `reader` (held). A print the chip
+    /// does not hold (any more) is not an error: the goal is that it is gone.
+    func deleteFromChip(_ print: GObjectRef, on reader: Reader) async throws(GLibError) {
+        guard reader.isHeld, reader.storesPrints else { return }
+        let fpDevice = reader.fpDevice
+        do {
+            _ = try await glibAsync({ callback, data in fp_device_delete_print(fpDevice, print.pointer, nil, callback, data) },
+                                    finish: { result -> Result<Bool, GLibError> in
+                Result { () throws(GLibError) in
+                    try GLibError.check { fp_device_delete_print_finish(fpDevice, result, $0) } != 0
+                }
+            })
+        } catch where error.isDevice(FP_DEVICE_ERROR_DATA_NOT_FOUND_VALUE) {
+            Log.info("the chip of \(reader.identity) no longer held the print to delete")
+        }
+    }
+
+    /// Whether two prints are the same template (for prints on a chip: the same slot).
+    static func same(_ one: GObjectRef, _ other: GObjectRef) -> Bool {
+        fp_print_equal(one.pointer, other.pointer) != 0
+    }
+
     // MARK: Enrolling
 
     /// Enrolls `finger` for `username` on `reader` (held: `acquire`);

@@ -35,6 +35,11 @@ final class Readers {
         let device: GObjectRef
         let identity: Identity
         let supportsIdentify: Bool
+        /// Match on chip: the prints live on the sensor (FP_DEVICE_FEATURE_STORAGE),
+        /// and can be listed and deleted there.
+        let storesPrints: Bool
+        /// The reader itself refuses a finger it holds already.
+        let checksDuplicates: Bool
         /// Built in (under the lid) or external (EnvironmentRules.placement).
         var placement: EnvironmentRules.Placement = .builtIn
         fileprivate(set) var removed = false
@@ -52,10 +57,14 @@ final class Readers {
         /// Open and held by an operation: what a scan needs.
         var isHeld: Bool { state == .open && holders > 0 && !removed }
 
-        init(device: GObjectRef, identity: Identity, supportsIdentify: Bool) {
+        init(device: GObjectRef, identity: Identity, features: UInt32) {
             self.device = device
             self.identity = identity
-            self.supportsIdentify = supportsIdentify
+            supportsIdentify = features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0
+            let storage = FP_DEVICE_FEATURE_STORAGE.rawValue | FP_DEVICE_FEATURE_STORAGE_LIST.rawValue
+                | FP_DEVICE_FEATURE_STORAGE_DELETE.rawValue
+            storesPrints = features & storage == storage
+            checksDuplicates = features & FP_DEVICE_FEATURE_DUPLICATES_CHECK.rawValue != 0
         }
 
         func changed() {
@@ -188,7 +197,7 @@ final class Readers {
             return
         }
         let reader = Reader(device: GObjectRef(retaining: OpaquePointer(device)), identity: identity,
-                            supportsIdentify: features & FP_DEVICE_FEATURE_IDENTIFY.rawValue != 0)
+                            features: features)
         let place = Self.placement(of: device, identity, builtIn: builtInOverrides, external: externalOverrides)
         reader.placement = place.placement
         devices.append(reader)
@@ -198,6 +207,7 @@ final class Readers {
             ServiceActor.assumeIsolated { manager.unplugged(device) }
         }, Unmanaged.passUnretained(self).toOpaque())
         Log.info("reader \(identity) found, \(fp_device_get_nr_enroll_stages(device)) enroll stages, "
+                 + (reader.storesPrints ? "prints on the chip, " : "")
                  + "\(reader.placement.rawValue) (\(place.why)); opened only while an operation needs it")
         onChange?()
     }

@@ -14,6 +14,8 @@ final class SensorQueue {
         case evaluation
         /// An enrollment asked by the bus connection `sender`: one at a time each.
         case enrollment(sender: String)
+        /// A delete on the chip, or an administrator's look at it.
+        case readerMaintenance
     }
 
     final class Ticket {

@@ -83,20 +83,26 @@ extension LocalAuthService {
                                           interruption: { [record = request.record] in record.interruption },
                                           busy: { [weak self] in self?.emitEnrollStatus(sender, .readerBusy, 0, 0) })
         defer { readers.relinquish(device) }
-        // A match-on-chip reader: the finger must not be on the chip already
-        // (any account's); replacing frees the old print's slot first.
-        try await refuseDuplicateOnChip(device, cancellable: cancellable)
+        // A match-on-chip reader: replacing frees the old print's slot first;
+        // then the finger must not be on the chip already, for any account.
         if replace, device.storesPrints,
            let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && $0.source == .localauth && $0.reader == reader }) {
             try await deleteFromChip(old, on: device)
         }
-
         let stages = UInt32(readers.enrollStages(on: reader))
         // Each scan has the scan timeout; every stage or retry restarts it.
         let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
         defer { timer.stop() }
-        let username = Users.name(of: uid) ?? String(uid)
         emitEnrollStatus(sender, .placeFinger, 0, stages)
+        do throws(DBusError) {
+            try await refuseDuplicateOnChip(device, except: (uid, finger), cancellable: cancellable)
+        } catch {
+            emitEnrollStatus(sender, error.name.rawValue == LocalAuthServiceError.duplicatePrint ? .duplicate : .failed, 0, stages)
+            if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
+            throw error
+        }
+        timer.restart()
+        let username = Users.name(of: uid) ?? String(uid)
         do {
             let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: device,
                                                 cancellable: cancellable) { [weak self] stage, retry in

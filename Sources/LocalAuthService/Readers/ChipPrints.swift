@@ -64,23 +64,22 @@ extension LocalAuthService {
     // MARK: Before enrolling
 
     /// On a reader that keeps prints on its chip: one scan identified against
-    /// every print the chip holds; DuplicatePrint if it is one of them, for
-    /// whichever account (never said). A reader that checks duplicates
-    /// itself (FP_DEVICE_FEATURE_DUPLICATES_CHECK) refuses in its enroll.
-    func refuseDuplicateOnChip(_ device: Readers.Reader, cancellable: Cancellable) async throws(DBusError) {
+    /// every enrolled record's print on it (every account's, both sources;
+    /// each names a slot on the chip), except the finger being replaced;
+    /// DuplicatePrint if it matches one, never saying whose. A print on the
+    /// chip that no record owns is refused by the chip's own enroll
+    /// (FP_DEVICE_ERROR_DATA_DUPLICATE), as are all on a reader that checks
+    /// duplicates itself (FP_DEVICE_FEATURE_DUPLICATES_CHECK).
+    func refuseDuplicateOnChip(_ device: Readers.Reader, except replaced: (uid: UInt32, finger: FingerName),
+                               cancellable: Cancellable) async throws(DBusError) {
         guard device.storesPrints, !device.checksDuplicates else { return }
-        let onChip: [GObjectRef]
-        do {
-            onChip = try await readers.chipPrints(on: device)
-        } catch {
-            if let unusable = readerUnusable(error, device) { throw unusable }
-            throw ServiceErrors.la(.systemCancel, "could not list the prints on the reader's chip: \(error.message)")
-        }
-        guard !onChip.isEmpty else { return }
+        let replacedPaths = Set(prints.allPrints(of: replaced.uid).filter { $0.finger == replaced.finger }.map(\.path))
+        let gallery = prints.everyPrint(on: device.identity).filter { !replacedPaths.contains($0.path) }.map(\.print)
+        guard !gallery.isEmpty else { return }
         while true {
             let result: Readers.ScanResult
             do {
-                result = try await readers.identify(onChip, on: device, cancellable: cancellable)
+                result = try await readers.identify(gallery, on: device, cancellable: cancellable)
             } catch {
                 // The chip holds no such print: a new finger.
                 if error.isDevice(FP_DEVICE_ERROR_DATA_NOT_FOUND_VALUE) { return }
@@ -89,7 +88,9 @@ extension LocalAuthService {
                 throw ServiceErrors.la(.systemCancel, "could not check the reader's chip: \(error.message)")
             }
             switch result {
-            case .match: throw Self.duplicateError
+            case .match:
+                Log.notice("enrollment refused: the finger is already on the chip of \(device.identity)")
+                throw Self.duplicateError
             case .noMatch: return
             case .retry: continue
             }

@@ -141,12 +141,17 @@ extension Readers {
     func closeAll() async {
         suspended = true
         for reader in devices {
-            reader.linger?.cancel()
-            reader.linger = nil
-            while reader.holders > 0 || reader.state == .opening || reader.state == .closing {
-                await reader.waitForChange()
+            // Until it is closed: not merely "a close was started" (a close
+            // the linger or a relinquish scheduled may be running now).
+            while reader.state != .closed {
+                reader.linger?.cancel()
+                reader.linger = nil
+                if reader.holders > 0 || reader.state == .opening || reader.state == .closing {
+                    await reader.waitForChange()
+                } else {
+                    await closeIfIdle(reader)
+                }
             }
-            await closeIfIdle(reader)
         }
     }
 

@@ -56,6 +56,16 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
 
     private func inhibitors() throws -> String { try world(["inhibitors"]).stdout }
 
+    /// The reader closed after its last operation (the linger is over): the
+    /// next call's "open" in the log is that call's.
+    private func waitUntilTheReaderIsClosed() throws {
+        try waitUntil("the reader is closed") {
+            let log = self.service.log
+            return log.components(separatedBy: "reader virtual_device/0 open").count
+                == log.components(separatedBy: "reader virtual_device/0 closed").count
+        }
+    }
+
     func testSleepEndsTheScanAndReleasesTheInhibitorAndResumeServesAgain() async throws {
         try waitUntil("the service holds a delay inhibitor") { try inhibitors().contains("sleep localauthd delay") }
         try await enroll("right-index-finger", as: "owner")
@@ -98,6 +108,7 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
             ("VerifyUser", ["root", "{}"]),
         ]
         for (member, arguments) in calls {
+            try waitUntilTheReaderIsClosed()
             let opens = service.log.components(separatedBy: "reader virtual_device/0 open").count
             let started = Date()
             let pending = Task.detached { [self] in try gdbus(member, arguments) }
@@ -126,6 +137,7 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         try waitUntil("the service holds a delay inhibitor") { try inhibitors().contains("sleep localauthd delay") }
         try await enroll("right-index-finger", as: "owner")
         for round in 0..<3 {
+            try waitUntilTheReaderIsClosed()
             let opens = service.log.components(separatedBy: "reader virtual_device/0 open").count
             let pending = Task.detached { [self] in try gdbus("VerifyUser", ["root", "{}"]) }
             try waitUntil("VerifyUser holds the reader") {
@@ -180,7 +192,7 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         try restart(arguments: ["--external-reader", "virtual_device_storage"],
                     environment: ["FP_VIRTUAL_DEVICE_STORAGE": storage,
                                   "FP_DRIVERS_WHITELIST": "virtual_device:virtual_device_storage"])
-        XCTAssertTrue(service.log.contains("reader virtual_device_storage/0 found, 5 enroll stages, external (set on the command line)"),
+        XCTAssertTrue(service.log.contains("reader virtual_device_storage/0 found, 5 enroll stages, prints on the chip, external (set on the command line)"),
                       service.log)
         XCTAssertTrue(service.log.contains("lid closed"), service.log)
         let feeder = Task.detached {

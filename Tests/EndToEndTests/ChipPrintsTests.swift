@@ -94,6 +94,8 @@ final class ChipPrintsTests: RigTestCase, @unchecked Sendable {
         // The administrator sees the orphan, and removes it alone.
         let shown = try runProgram(Paths.localauthctl, ["reader-prints"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertTrue(shown.stdout.contains("virtual_device_storage/0: 2 print(s) on the chip, 1 owned, 1 orphan(s)"), shown.output)
+        // Only an administrator: with the action's defaults, another uid is refused.
+        try rig.polkit("org.example.LocalAuth.manage", nil)
         let refused = try gdbus("ListReaderPrints", ["{}"], asNobody: true)
         XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.PermissionDenied", refused.output)
         let cleaned = try runProgram(Paths.localauthctl, ["reader-prints", "--clean"],

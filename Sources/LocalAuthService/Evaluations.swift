@@ -381,7 +381,6 @@ extension LocalAuthService {
     }
 }
 
-
 extension RetryKind {
     var progress: EvaluationProgress {
         switch self {

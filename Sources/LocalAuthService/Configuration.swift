@@ -33,6 +33,9 @@ public struct Configuration: Sendable {
     /// `--tpm auto|off|TCTI`: the key backend of rights (docs/TPM.md);
     /// `keyBackend.openProtector(stateDirectory:)` gives the protector.
     public var keyBackend: KeyBackendChoice = .automatic
+    /// `--reader-linger SECONDS`: how long a reader stays open after an
+    /// operation (0 to `ServiceLimits.maximumReaderLinger`).
+    public var readerLinger: Double = ServiceLimits.defaultReaderLinger
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {

@@ -67,6 +67,8 @@ extension LocalAuthService {
         let cancellable = request.record.cancellable
         try request.record.checkNotEnded()
         let ticket = SensorQueue.Ticket(uid: request.uid, purpose: .enrollment(sender: request.sender))
+        ticket.reader = reader
+        ticket.interrupt = { [record = request.record] reason in record.interrupt(reason) }
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()
@@ -76,16 +78,33 @@ extension LocalAuthService {
         if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
         // While this caller waited, the reader may have gone.
         guard reachableReaders.contains(reader) else { throw ServiceErrors.noReader }
-
-        let stages = UInt32(readers.enrollStages(on: reader))
         let sender = request.sender
+        let device = try await openReader(reader, cancellable: cancellable,
+                                          interruption: { [record = request.record] in record.interruption },
+                                          busy: { [weak self] in self?.emitEnrollStatus(sender, .readerBusy, 0, 0) })
+        defer { readers.relinquish(device) }
+        // A match-on-chip reader: replacing frees the old print's slot first;
+        // then the finger must not be on the chip already, for any account.
+        if replace, device.storesPrints,
+           let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && $0.source == .localauth && $0.reader == reader }) {
+            try await deleteFromChip(old, on: device)
+        }
+        let stages = UInt32(readers.enrollStages(on: reader))
         // Each scan has the scan timeout; every stage or retry restarts it.
         let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
         defer { timer.stop() }
-        let username = Users.name(of: uid) ?? String(uid)
         emitEnrollStatus(sender, .placeFinger, 0, stages)
+        do throws(DBusError) {
+            try await refuseDuplicateOnChip(device, except: (uid, finger), cancellable: cancellable)
+        } catch {
+            emitEnrollStatus(sender, error.name.rawValue == LocalAuthServiceError.duplicatePrint ? .duplicate : .failed, 0, stages)
+            if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
+            throw error
+        }
+        timer.restart()
+        let username = Users.name(of: uid) ?? String(uid)
         do {
-            let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: reader,
+            let print = try await readers.enroll(finger: finger.fpFinger, username: username, on: device,
                                                 cancellable: cancellable) { [weak self] stage, retry in
                 timer.restart()
                 let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
@@ -124,8 +143,10 @@ extension LocalAuthService {
             emitEnrollStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
                          : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
+            if failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { throw Self.chipFullError }
+            if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { throw Self.duplicateError }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-            if let unusable = readerUnusable(failure) { throw unusable }
+            if let unusable = readerUnusable(failure, device) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
         }
     }
@@ -173,16 +194,19 @@ extension LocalAuthService {
 
     // MARK: Deleting (our store only; fprintd's is read-only)
 
-    func deleteEnrolledFinger(_ request: Request) throws(DBusError) -> [DBusValue] {
-        try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+    func deleteEnrolledFinger(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingerWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingerWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[1])
-        return try deleteFinger(try Self.finger(request.arguments[0]), uid: request.target)
+        return try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    private func deleteFinger(_ finger: FingerName, uid: UInt32) throws(DBusError) -> [DBusValue] {
+    private func deleteFinger(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+        // The print on the chip first (Readers/ChipPrints.swift): its file
+        // goes only once its slot is free.
+        try await deleteFromChips(finger, uid: uid, record: record)
         let deleted: Bool
         do {
             deleted = try prints.delete(finger, uid: uid)
@@ -200,16 +224,17 @@ extension LocalAuthService {
         return []
     }
 
-    func deleteEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
-        try deleteAll(uid: request.target)
+    func deleteEnrolledFingers(_ request: Request) async throws(DBusError) -> [DBusValue] {
+        try await deleteAll(uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingersWithOptions(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingersWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[0])
-        return try deleteAll(uid: request.target)
+        return try await deleteAll(uid: request.target, record: request.record)
     }
 
-    private func deleteAll(uid: UInt32) throws(DBusError) -> [DBusValue] {
+    private func deleteAll(uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+        for finger in FingerName.allCases { try await deleteFromChips(finger, uid: uid, record: record) }
         do {
             let count = try prints.deleteAll(uid: uid)
             Log.info("deleted \(count) print(s) of uid \(uid)")

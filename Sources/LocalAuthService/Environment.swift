@@ -108,37 +108,28 @@ extension LocalAuthService {
 
     func startFollowingLogind() async {
         logind.onSleep = { [weak self] sleeping in self?.prepareForSleep(sleeping) }
-        logind.onLidChange = { [weak self] in self?.environmentMayHaveChanged() }
+        logind.onLidChange = { [weak self] in self?.lidChanged() }
         await logind.start()
     }
 
-    /// PrepareForSleep: before sleep, every evaluation and enrollment ends
-    /// with SystemCancel, the readers close, then the inhibitor is released;
-    /// after resume the readers open again and a new inhibitor is taken.
+    /// PrepareForSleep: before sleep, every operation on a reader ends with
+    /// SystemCancel, the readers close, then the inhibitor is released; after
+    /// resume a new inhibitor is taken and readers open again on demand. One
+    /// ordered state machine decides (Readers/SleepCycle.swift).
     func prepareForSleep(_ sleeping: Bool) {
-        guard sleeping != asleep, !stopping else { return }
-        asleep = sleeping
-        if sleeping {
-            Log.info("the system is going to sleep: ending scans and closing the readers")
-            registry.interruptReaderWork(.systemSleeping)
-            schedule(.sleep)
-        } else {
-            Log.info("the system resumed: opening the readers again")
-            schedule(.resume)
-        }
+        guard !stopping else { return }
+        Log.info(sleeping ? "the system is going to sleep: ending scans and closing the readers"
+                          : "the system resumed")
+        sleepCycle.prepareForSleep(sleeping)
         environmentMayHaveChanged()
     }
 
-    func goToSleep() async {
-        await readers.closeForSleep()
-        // Resumed meanwhile: the resume's work opens them again.
-        logind.releaseInhibitor()
-    }
-
-    func resume() async {
-        await readers.reopenAfterSleep()
-        guard !asleep else { return }
-        await logind.takeInhibitor()
+    /// The lid closed: the operations on the built-in readers end, as for
+    /// sleep (nobody can touch a reader under a closed lid).
+    func lidChanged() {
+        if logind.lidClosed, !readers.builtIn.isEmpty {
+            queue.interrupt(on: readers.builtIn, .lidClosed)
+        }
         environmentMayHaveChanged()
     }
 

@@ -16,6 +16,7 @@ final class Evaluation {
         case serviceStopping    // SIGTERM: SystemCancel
         case readerRemoved      // unplugged: SystemCancel
         case systemSleeping     // logind's PrepareForSleep: SystemCancel
+        case lidClosed          // the lid closed over the built-in reader: SystemCancel
 
         var error: DBusError {
             switch self {
@@ -31,6 +32,7 @@ final class Evaluation {
             case .serviceStopping: ServiceErrors.la(.systemCancel, "the authentication service is stopping")
             case .readerRemoved: ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
             case .systemSleeping: ServiceErrors.la(.systemCancel, "the system is going to sleep")
+            case .lidClosed: ServiceErrors.la(.systemCancel, "the lid was closed over the built-in fingerprint reader")
             }
         }
     }
@@ -69,6 +71,11 @@ final class Evaluation {
         self.prompt = prompt
         self.queue = queue
         ticket = SensorQueue.Ticket(uid: uid, purpose: .evaluation)
+        // Sleep ends the whole evaluation; a closing lid only its
+        // fingerprint part (policy 2 may still take the password).
+        ticket.interrupt = { [weak self] reason in
+            if reason == .lidClosed { self?.stopBiometrics(reason) } else { self?.interrupt(reason) }
+        }
     }
 
     /// Ends the evaluation early; the first reason wins.

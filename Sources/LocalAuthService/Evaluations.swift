@@ -188,8 +188,9 @@ extension LocalAuthService {
         prints.map { Array("\($0.finger.rawValue) \($0.source.rawValue) ".utf8) + $0.stamp }
     }
 
-    /// Waits for the reader (at most `readerQueueWait`), then scans.
+    /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Way {
+        evaluation.ticket.reader = reader(for: evaluation.uid)
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { evaluation.stopBiometrics(.queueTimedOut) }
         let acquired = await queue.acquire(evaluation.ticket)
         waitLimit.cancel()
@@ -199,13 +200,8 @@ extension LocalAuthService {
         defer { queue.release() }
         // The evaluation may have ended while it waited.
         if let interruption = evaluation.biometricInterruption { throw interruption.error }
-        _ = try await scan(evaluation)
-        return .fingerprint
-    }
-
-    /// Holds the reader: scans until a match, too many failures, or an interruption.
-    func scan(_ evaluation: Evaluation) async throws(DBusError) -> Bool {
-        if let interruption = evaluation.biometricInterruption { throw interruption.error }
+        // The scan timeout bounds opening (another program may hold the
+        // reader) and scanning together: the caller waits at most that long.
         let timeout = EventLoopTimers.after(configuration.scanTimeout) { [weak self] in
             evaluation.stopBiometrics(.timedOut)
             // A wait that timed out on a warm reader: this user waits before the next one.
@@ -215,12 +211,27 @@ extension LocalAuthService {
             }
         }
         defer { timeout.cancel() }
+        guard let identity = reader(for: evaluation.uid) else { throw noReaderError }
+        evaluation.ticket.reader = identity
+        let device = try await openReader(identity, cancellable: evaluation.cancellable,
+                                          interruption: { evaluation.biometricInterruption },
+                                          busy: { [weak self] in self?.emitEvaluationStatus(evaluation, .readerBusy) })
+        defer { readers.relinquish(device) }
+        _ = try await scan(evaluation, on: device)
+        return .fingerprint
+    }
+
+    /// Holds the reader: scans until a match, too many failures, or an interruption.
+    func scan(_ evaluation: Evaluation, on device: Readers.Reader) async throws(DBusError) -> Bool {
+        if let interruption = evaluation.biometricInterruption { throw interruption.error }
         var failures = 0
         var scans = 0
         emitEvaluationStatus(evaluation, .placeFinger)
         while true {
             // Re-read after every await: prints may have changed, the reader may be gone.
             let usable = try usablePrints(for: evaluation.uid)
+            // The user's prints are all on the reader that serves them: the one held.
+            guard reader(for: evaluation.uid) == device.identity else { throw noReaderError }
             let gallery = usable.map(\.print)
             // A reader that can only verify compares a scan with one print: the
             // first scan tries the finger that matched last time (the one the
@@ -232,10 +243,10 @@ extension LocalAuthService {
             scans += 1
             let result: Readers.ScanResult
             do {
-                result = try await readers.identify(Array(gallery[offset...] + gallery[..<offset]),
+                result = try await readers.identify(Array(gallery[offset...] + gallery[..<offset]), on: device,
                                                    cancellable: evaluation.cancellable)
             } catch {
-                throw scanError(error, evaluation)
+                throw scanError(error, evaluation, device)
             }
             ServiceActor.assertOnLoop()
             switch result {
@@ -297,24 +308,11 @@ extension LocalAuthService {
         return failures >= attemptsPerEvaluation ? .failed : .scanAgain
     }
 
-    func scanError(_ error: GLibError, _ evaluation: Evaluation) -> DBusError {
+    func scanError(_ error: GLibError, _ evaluation: Evaluation, _ device: Readers.Reader) -> DBusError {
         if let interruption = evaluation.biometricInterruption { return interruption.error }
-        if let unusable = readerUnusable(error) { return unusable }
+        if let unusable = readerUnusable(error, device) { return unusable }
         Log.warning("scan failed: \(error)")
         return ServiceErrors.la(.systemCancel, "the fingerprint reader failed: \(error.message)")
-    }
-
-    /// The reader's errors that mean it cannot be used now, for an
-    /// evaluation and an enrollment alike (a removed reader is forgotten at once).
-    func readerUnusable(_ error: GLibError) -> DBusError? {
-        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-            readers.forget()
-            return Evaluation.Interruption.readerRemoved.error
-        }
-        if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
-            return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
-        }
-        return nil
     }
 
     func emitEvaluationStatus(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
@@ -381,7 +379,6 @@ extension LocalAuthService {
         return []
     }
 }
-
 
 extension RetryKind {
     var progress: EvaluationProgress {

@@ -63,21 +63,27 @@ extension LocalAuthService {
         LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.listEnrolledFingers(request) }),
         LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try service.deleteEnrolledFinger(request) }),
+            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try await service.deleteEnrolledFinger(request) }),
         LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
-            signature: "", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try service.deleteEnrolledFingers(request) }),
+            signature: "", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try await service.deleteEnrolledFingers(request) }),
         LocalAuthBus.Method.enrollWithOptions: MethodSpec(
             signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
             handler: { service, request throws(DBusError) in try await service.enrollWithOptions(request) }),
+        LocalAuthBus.Method.listReaderPrints: MethodSpec(
+            signature: "a{sv}", action: .manage, interactive: true,
+            handler: { service, request throws(DBusError) in try await service.listReaderPrints(request) }),
+        LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
+            signature: "a{sv}", action: .manage, interactive: true,
+            handler: { service, request throws(DBusError) in try await service.removeOrphanPrints(request) }),
         LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
             signature: "a{sv}", action: nil, interactive: true, userOptions: 0,
             handler: { service, request throws(DBusError) in try service.listEnrolledPrints(request) }),
         LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
             signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
-            handler: { service, request throws(DBusError) in try service.deleteEnrolledFingerWithOptions(request) }),
+            handler: { service, request throws(DBusError) in try await service.deleteEnrolledFingerWithOptions(request) }),
         LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
             signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
-            handler: { service, request throws(DBusError) in try service.deleteEnrolledFingersWithOptions(request) }),
+            handler: { service, request throws(DBusError) in try await service.deleteEnrolledFingersWithOptions(request) }),
         // The system sheet's agents (PromptAgents.swift): no polkit action; an
         // agent acts only for its own uid and session.
         LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(

@@ -101,6 +101,14 @@ final class PrintStore {
         return ownPrints(of: uid, account: account) + fprintdPrints(of: uid, account: account)
     }
 
+    /// Every enrolled record on `reader`, of every account, both sources:
+    /// what owns the prints on a chip (Readers/ChipPrints.swift).
+    func everyPrint(on reader: Readers.Identity) -> [StoredPrint] {
+        var uids = Set(Self.entries(root).compactMap { UInt32($0) })
+        for name in Self.entries(fprintdRoot) { if let uid = Users.uid(of: name) { uids.insert(uid) } }
+        return uids.sorted().flatMap { allPrints(of: $0) }.filter { $0.reader == reader }
+    }
+
     /// The readers that have at least one print of `uid`.
     func readers(withPrintsOf uid: UInt32) -> Set<Readers.Identity> {
         Set(allPrints(of: uid).map(\.reader))

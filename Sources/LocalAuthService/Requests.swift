@@ -154,10 +154,12 @@ final class CallRegistry {
         return abandoned
     }
 
-    /// The system goes to sleep: every evaluation and enrollment ends.
+    /// The system goes to sleep: every call that may scan ends (those
+    /// holding or waiting for the reader end through `SensorQueue` too).
     func interruptReaderWork(_ reason: Evaluation.Interruption) {
         let members: Set<String> = [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll,
-                                    LocalAuthBus.Method.enrollWithOptions]
+                                    LocalAuthBus.Method.enrollWithOptions, LocalAuthBus.Method.verifyUser,
+                                    LocalAuthRightsBus.Method.authorizeRight]
         for caller in callers.values {
             for call in caller.calls where call.call.map({ members.contains($0.member) }) ?? false {
                 call.interrupt(reason)

@@ -38,8 +38,12 @@ public final class LocalAuthService {
     let callers: Callers
     /// When each user last gave the password (`--require-password-after`).
     let passwords: PasswordStore
-    /// Between PrepareForSleep(true) and (false): no reader is offered.
-    var asleep = false
+    /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift).
+    private(set) lazy var sleepCycle = SleepCoordinator(seams: ServiceSleepSeams(self)) { [work] body in
+        work.yield(.sleepCycle(body))
+    }
+    /// From PrepareForSleep(true) until the readers are offered again: none is offered.
+    var asleep: Bool { !sleepCycle.offersReaders }
     /// Connections subscribed to EnvironmentChanged (Environment.swift).
     var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
 
@@ -59,11 +63,9 @@ public final class LocalAuthService {
     enum Work: Sendable {
         case call(IncomingCall, MethodSpec, CallRecord)
         case reader(Readers.Work)
-        case environment(EnvironmentWork)
+        /// The sleep cycle's actions, run in order (SleepCoordinator).
+        case sleepCycle(@Sendable @ServiceActor () async -> Void)
     }
-    /// Work that sleep and resume ask for.
-    enum EnvironmentWork: Sendable { case sleep, resume }
-    func schedule(_ job: EnvironmentWork) { work.yield(.environment(job)) }
     /// When the service last did anything: the idle exit waits for quiet.
     private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
@@ -88,7 +90,7 @@ public final class LocalAuthService {
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
-    /// timeout, the bus lost): connects to the system bus, opens the readers,
+    /// timeout, the bus lost): connects to the system bus, finds the readers,
     /// takes the bus name, serves, and returns once every call is answered
     /// and the readers are closed. Throws only if it could not start.
     public static func run(_ configuration: Configuration, stopSignals: [Int32]) async throws {
@@ -106,7 +108,9 @@ public final class LocalAuthService {
         service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
         service.readers.builtInOverrides = configuration.builtInReaders
         service.readers.externalOverrides = configuration.externalReaders
-        await service.readers.start()
+        service.readers.lingerSeconds = configuration.readerLinger
+        // Enumeration only: a reader opens when an operation needs it.
+        service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
             ServiceActor.assumeIsolated { service.receive(call) }
@@ -150,15 +154,13 @@ public final class LocalAuthService {
                     group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
-                case .environment(.sleep):
-                    group.addImmediateTask { @ServiceActor in await self.goToSleep() }
-                case .environment(.resume):
-                    group.addImmediateTask { @ServiceActor in await self.resume() }
+                case .sleepCycle(let actions):
+                    group.addImmediateTask { @ServiceActor in await actions() }
                 }
             }
         }
         shutdownDeadline?.cancel()
-        if !readersStuck { await readers.stop() }
+        if !readersStuck { await readers.closeAll() }
         logind.releaseInhibitor()
         bus.close()
         Log.info("stopped")

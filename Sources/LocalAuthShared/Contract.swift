@@ -28,6 +28,9 @@ public enum LocalAuthBus {
         public static let unsubscribeEnvironment = "UnsubscribeEnvironment"
         // The PAM module's: a user's fingerprint, for a root caller.
         public static let verifyUser = "VerifyUser"
+        // Administrators: the prints on the readers' chips, and the orphans' removal.
+        public static let listReaderPrints = "ListReaderPrints"
+        public static let removeOrphanPrints = "RemoveOrphanPrints"
     }
 
     public enum Signal {
@@ -88,6 +91,7 @@ public enum LocalAuthBus {
         public static let deviceID = "device-id"     // s: libfprint device id
         public static let created = "created"        // x: Unix seconds (absent when unknown)
         public static let inUse = "in-use"           // b: offered by the reader the service uses for this user
+        public static let owned = "owned"            // b: ListReaderPrints: an enrolled record owns this print on the chip
     }
 
     /// Longest localized reason, request id or title accepted, in UTF-8 bytes.
@@ -118,6 +122,9 @@ public enum EvaluationProgress: String, Sendable, CaseIterable {
     case fingerNotCentered = "finger-not-centered"
     case removeAndRetry = "remove-and-retry"
     case noMatch = "no-match"
+    /// Another program (fprintd, the lock screen) holds the reader: the
+    /// service tries again until the scan timeout.
+    case readerBusy = "reader-busy"
 }
 
 /// Values of EnrollStatus's `status` argument.
@@ -133,6 +140,8 @@ public enum EnrollProgress: String, Sendable, CaseIterable {
     case failed = "enroll-failed"
     case duplicate = "enroll-duplicate"
     case dataFull = "enroll-data-full"
+    /// Another program holds the reader; the service tries again.
+    case readerBusy = "enroll-reader-busy"
 }
 
 /// Where an enrolled print is stored (ListEnrolledPrints' `source`).

@@ -74,6 +74,17 @@ public enum LocalAuthServiceError {
     /// sandbox does not prove it (docs/RIGHTS.md): a host program in a scope
     /// it named itself.
     public static let unprovenSandbox = LocalAuthBus.errorPrefix + "UnprovenSandbox"
+    /// Another program (fprintd, a lock screen) held the reader for the
+    /// whole of the operation's time limit. Nothing is remembered: the next
+    /// call tries again.
+    public static let readerInUse = LocalAuthBus.errorPrefix + "ReaderInUse"
+    /// Enrollment on a reader that keeps prints on its chip: the chip
+    /// already holds this finger (for this account or another; whose is
+    /// never said).
+    public static let duplicatePrint = LocalAuthBus.errorPrefix + "DuplicatePrint"
+    /// Enrollment: the reader's chip is full. An administrator can remove
+    /// the prints no enrolled record owns (`localauthctl reader-prints --clean`).
+    public static let readerStorageFull = LocalAuthBus.errorPrefix + "ReaderStorageFull"
 }
 
 /// What one caller can make the service hold, and for how long
@@ -97,6 +108,14 @@ public enum ServiceLimits {
     /// Longest wait for the reader behind other callers, in seconds; then
     /// SystemCancel ("the reader is busy").
     public static let readerQueueWait = 60.0
+    /// How long a reader stays open after its last operation (`--reader-linger`),
+    /// and the most that may be asked: other programs wait that long for it.
+    public static let defaultReaderLinger = 1.0
+    public static let maximumReaderLinger = 2.0
+    /// While another program holds the reader: the first pause before trying
+    /// to open it again, doubled up to the longest.
+    public static let readerBusyFirstPause = 0.1
+    public static let readerBusyLongestPause = 1.0
     /// After SIGTERM, how long the service waits for its calls to end before
     /// it answers the rest with SystemCancel and exits anyway (a reader that
     /// ignores cancellation must not keep it alive).

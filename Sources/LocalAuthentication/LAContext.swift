@@ -267,6 +267,9 @@ public struct LAEvaluationStatus: RawRepresentable, Hashable, Sendable {
     public static let fingerNotCentered = LAEvaluationStatus(rawValue: EvaluationProgress.fingerNotCentered.rawValue)
     public static let removeAndRetry = LAEvaluationStatus(rawValue: EvaluationProgress.removeAndRetry.rawValue)
     public static let noMatch = LAEvaluationStatus(rawValue: EvaluationProgress.noMatch.rawValue)
+    /// Another program (fprintd, the lock screen) holds the reader; the
+    /// service waits for it until the scan timeout.
+    public static let readerBusy = LAEvaluationStatus(rawValue: EvaluationProgress.readerBusy.rawValue)
 
     /// A sentence for a prompt.
     public var message: String {
@@ -277,6 +280,7 @@ public struct LAEvaluationStatus: RawRepresentable, Hashable, Sendable {
         case .fingerNotCentered: "Finger not centered; try again."
         case .removeAndRetry: "Remove your finger and try again."
         case .noMatch: "Not recognized; try again."
+        case .readerBusy: "The reader is in use by another program; waiting for it."
         default: rawValue
         }
     }

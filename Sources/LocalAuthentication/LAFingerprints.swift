@@ -85,6 +85,35 @@ public enum LAFingerprints {
         }
     }
 
+    /// One print kept on a reader's chip, as `readerPrints()` lists them.
+    public struct ReaderPrint: Sendable, Hashable {
+        public let driver: String
+        public let deviceID: String
+        /// An enrolled record (of any account) owns it; false: an orphan.
+        public let owned: Bool
+        public var reader: String { "\(driver)/\(deviceID)" }
+    }
+
+    /// For administrators: the prints on the chips of the readers that keep
+    /// prints (match on chip), and whether an enrolled record owns each.
+    public static func readerPrints() async throws -> [ReaderPrint] {
+        let reply = try await call(LocalAuthBus.Method.listReaderPrints, [.dictionary([:])])
+        guard case .array(_, let rows)? = reply.first else { return [] }
+        return rows.compactMap { row -> ReaderPrint? in
+            guard let entry = row.stringKeyedDictionary else { return nil }
+            return ReaderPrint(driver: entry[LocalAuthBus.PrintKey.driver]?.string ?? "",
+                               deviceID: entry[LocalAuthBus.PrintKey.deviceID]?.string ?? "",
+                               owned: entry[LocalAuthBus.PrintKey.owned]?.bool ?? true)
+        }
+    }
+
+    /// For administrators: removes from the chips the prints no enrolled
+    /// record owns; returns how many went.
+    public static func removeOrphanPrints() async throws -> Int {
+        let reply = try await call(LocalAuthBus.Method.removeOrphanPrints, [.dictionary([:])])
+        return Int(reply.first?.uint32 ?? 0)
+    }
+
     /// Deletes `finger` of `user` (nil: the calling user) from the service's store.
     public static func delete(_ finger: String, user: String?) async throws {
         try await call(LocalAuthBus.Method.deleteEnrolledFingerWithOptions, [.string(finger), options(user: user)])

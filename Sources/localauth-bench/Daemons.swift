@@ -108,6 +108,36 @@ enum OurService {
         guard values.first?.bool == true else { throw BenchError("EvaluatePolicy answered \(values)") }
     }
 
+    /// Our EvaluationStatus signals (unicast to `bus`), for `evaluateWhenAsked`.
+    static func statuses(_ bus: BusConnection) async throws -> Mailbox<String> {
+        let box = Mailbox<String>()
+        try await bus.followOwner(of: name)
+        _ = bus.subscribeUnicast(sender: name, interface: interface, member: LocalAuthBus.Signal.evaluationStatus) { message in
+            if let status = message.arguments.last?.string { box.put(status) }
+        }
+        return box
+    }
+
+    /// One whole evaluation whose reader is closed at the start: the finger
+    /// comes once the service asks for it ("place-finger": the reader is
+    /// open and scanning), as a person's does, so that the sensor's socket
+    /// is listening when the scan is sent (no client-side connect retries
+    /// inflate the time of the open).
+    static func evaluateWhenAsked(_ bus: BusConnection, sensor: VirtualSensor, statuses: Mailbox<String>) async throws {
+        statuses.drain()
+        let arguments: [DBusValue] = [.uint32(PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue),
+                                      .string("localauth-bench"), .dictionary([:])]
+        async let reply = bus.call(destination: name, path: path, interface: interface,
+                                   member: LocalAuthBus.Method.evaluatePolicy, arguments: arguments,
+                                   timeout: callTimeout)
+        guard let status = await statuses.take(timeout: callTimeout), status == EvaluationProgress.placeFinger.rawValue else {
+            throw BenchError("no place-finger status from localauthd")
+        }
+        try sensor.send("SCAN \(benchScanID)", acknowledged: false)
+        let values = try await reply
+        guard values.first?.bool == true else { throw BenchError("EvaluatePolicy answered \(values)") }
+    }
+
     static func enroll(_ bus: BusConnection, sensor: VirtualSensor) async throws {
         async let reply = bus.call(destination: name, path: path, interface: interface,
                                    member: LocalAuthBus.Method.enroll, arguments: [.string(benchFinger)],

@@ -66,6 +66,9 @@ struct DaemonResults: Codable, Sendable {
     var preflight: Summary?
     var evaluation: Summary?
     var evaluationErrors = 0
+    /// Evaluations that open the reader first: it closed after the linger
+    /// (issue 22), as fprintd's Claim opens it every cycle.
+    var evaluationWithOpen: Summary?
     var concurrency: Concurrency?
     var memory: Memory?
     var startup: Summary?

@@ -18,6 +18,10 @@ let help = """
                                   here), the reader it was made on, and when
       delete [FINGER]             delete one finger, or all of them without FINGER
                                   (prints in fprintd's store stay: use fprintd-delete)
+      reader-prints [--clean]     administrators: the prints kept on the readers' chips
+                                  (match-on-chip readers), each owned by an enrolled
+                                  record or an orphan; --clean removes the orphans
+                                  (never a print a record of any account owns)
       evaluate [--policy biometrics|owner] [--reason TEXT] [--reuse SECONDS]
                                   verify that you are this account's owner; --reuse
                                   accepts your fingerprint match of the last SECONDS
@@ -177,6 +181,39 @@ func enroll(_ options: PrintCommandOptions) async -> Int32 {
         complain("use `localauthctl enroll \(name) --replace\(user)` to enroll it again"
                  + (error.message.contains("fprintd") ? "" : ", or `localauthctl delete \(name)\(user)` first"))
         return status
+    } catch {
+        return report(error)
+    }
+}
+
+/// reader-prints [--clean]: the chips' prints and their orphans (administrators).
+func readerPrints(_ arguments: ArraySlice<String>) async -> Int32 {
+    var clean = false
+    for argument in arguments {
+        guard argument == "--clean" else { usageError("unknown option \(argument)") }
+        clean = true
+    }
+    do {
+        if clean {
+            let removed = try await LAFingerprints.removeOrphanPrints()
+            say("Removed \(removed) print(s) that no enrolled record owned.")
+        }
+        let prints = try await LAFingerprints.readerPrints()
+        guard !prints.isEmpty else {
+            say("No prints on any reader's chip.")
+            return Exit.success
+        }
+        var byReader: [String: (owned: Int, orphans: Int)] = [:]
+        for print in prints {
+            var counts = byReader[print.reader] ?? (0, 0)
+            if print.owned { counts.owned += 1 } else { counts.orphans += 1 }
+            byReader[print.reader] = counts
+        }
+        for (reader, counts) in byReader.sorted(by: { $0.key < $1.key }) {
+            say("\(reader): \(counts.owned + counts.orphans) print(s) on the chip, \(counts.owned) owned, "
+                + "\(counts.orphans) orphan(s)\(counts.orphans > 0 && !clean ? " (remove with --clean)" : "")")
+        }
+        return Exit.success
     } catch {
         return report(error)
     }
@@ -346,6 +383,8 @@ func run() async -> Int32 {
         return await list(printCommandOptions(arguments, allowFinger: false))
     case "delete":
         return await delete(printCommandOptions(arguments))
+    case "reader-prints":
+        return await readerPrints(arguments)
     case "evaluate":
         return await evaluate(arguments)
     case "secret":

@@ -11,7 +11,7 @@ let usage = """
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
-                      [--rights-authorization-timeout SECONDS]
+                      [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -21,6 +21,10 @@ let usage = """
     (default /var/lib/fprint). --reader uses only that reader (libfprint's
     driver id, and device id); without it each user is served by the first
     reader that has prints of theirs, else the first reader.
+    A reader is opened only while an operation needs it (a scan, an
+    enrollment) and closed --reader-linger seconds after (default 1, at most
+    2), so that fprintd and the lock screen can use it; while another program
+    holds it, an operation tries again until its scan timeout.
     An authorized right (docs/RIGHTS.md) stays authorized at most
     --rights-authorization-timeout seconds (default and most 300).
 
@@ -76,6 +80,12 @@ func parse(_ commandLine: [String]) -> Configuration {
                 fail("--rights-authorization-timeout is more than 0 and at most \(Int(RightsServiceLimits.authorizationSeconds))")
             }
             configuration.rightsAuthorizationTimeout = limit
+        case "--reader-linger":
+            let linger = seconds(after: argument)
+            guard linger <= ServiceLimits.maximumReaderLinger else {
+                fail("--reader-linger is at most \(Int(ServiceLimits.maximumReaderLinger)) seconds")
+            }
+            configuration.readerLinger = linger
         case "--reader":
             let text = value(after: argument)
             guard let selector = ReaderSelector(text) else { fail("--reader takes DRIVER or DRIVER/DEVICE_ID, not \(text)") }

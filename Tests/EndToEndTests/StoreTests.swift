@@ -211,7 +211,9 @@ final class StoreTests: RigTestCase, @unchecked Sendable {
             let endDelay = Int.random(in: 0...4000)
             let feeder = Task.detached {
                 for index in 0..<5 where !killed.isSet {
-                    try? ServiceProcess.send("SCAN \(scan)", to: victim.sensorSocket, retryFor: 0)
+                    // The reader opens only once the enrollment holds it
+                    // (issue 22): the first scan waits for it to listen.
+                    try? ServiceProcess.send("SCAN \(scan)", to: victim.sensorSocket, retryFor: index == 0 ? 2 : 0)
                     if atTheEnd && index == 4 {
                         usleep(UInt32(endDelay))
                         killed.set()

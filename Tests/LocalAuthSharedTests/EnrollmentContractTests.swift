@@ -14,7 +14,7 @@ final class EnrollmentContractTests: XCTestCase {
         XCTAssertEqual(EnrollProgress.allCases.map(\.rawValue), [
             "enroll-place-finger", "enroll-stage-passed", "enroll-retry-scan", "enroll-swipe-too-short",
             "enroll-finger-not-centered", "enroll-remove-and-retry", "enroll-completed", "enroll-failed",
-            "enroll-duplicate", "enroll-data-full",
+            "enroll-duplicate", "enroll-data-full", "enroll-reader-busy",
         ])
     }
 

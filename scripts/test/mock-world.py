@@ -3,6 +3,7 @@
 # listens for EnvironmentChanged as another user (Tests/EndToEndTests/EnvironmentTests.swift).
 #   mock-world.py ADDRESS setup            GetSessionByPID, LidClosed, sessions: root local on seat0, nobody remote
 #   mock-world.py ADDRESS sleep true|false PrepareForSleep
+#   mock-world.py ADDRESS sleep-flip       PrepareForSleep(true) then (false) at once
 #   mock-world.py ADDRESS lid true|false   UPower's LidIsClosed (emits PropertiesChanged)
 #   mock-world.py ADDRESS inhibitors       logind's inhibitors, one "what who mode" a line
 #   mock-world.py ADDRESS listen OUT       SubscribeEnvironment, then one line per EnvironmentChanged into OUT
@@ -47,6 +48,11 @@ if command == 'setup':
 elif command == 'sleep':
     login1.EmitSignal('org.freedesktop.login1.Manager', 'PrepareForSleep', 'b', [sys.argv[3] == 'true'],
                       dbus_interface=MOCK)
+elif command == 'sleep-flip':
+    # A suspend that failed at once: PrepareForSleep(true), then (false) right after.
+    for sleeping in (True, False):
+        login1.EmitSignal('org.freedesktop.login1.Manager', 'PrepareForSleep', 'b', [sleeping],
+                          dbus_interface=MOCK)
 elif command == 'lid':
     upower = bus.get_object('org.freedesktop.UPower', '/org/freedesktop/UPower')
     upower.Set('org.freedesktop.UPower', 'LidIsClosed', sys.argv[3] == 'true',

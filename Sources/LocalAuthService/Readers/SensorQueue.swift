@@ -14,11 +14,19 @@ final class SensorQueue {
         case evaluation
         /// An enrollment asked by the bus connection `sender`: one at a time each.
         case enrollment(sender: String)
+        /// A delete on the chip, or an administrator's look at it.
+        case readerMaintenance
     }
 
     final class Ticket {
         let uid: UInt32
         let purpose: Purpose
+        /// The reader the operation will use, once known (a closing lid ends
+        /// the operations on the built-in reader only).
+        var reader: Readers.Identity?
+        /// Ends the operation that holds or waits with this ticket (its
+        /// evaluation or its call), for sleep and the lid.
+        var interrupt: (@ServiceActor (Evaluation.Interruption) -> Void)?
         fileprivate var continuation: CheckedContinuation<Bool, Never>?
         init(uid: UInt32, purpose: Purpose) {
             self.uid = uid
@@ -33,6 +41,9 @@ final class SensorQueue {
 
     private(set) var state: State = .free
     private var waiting: [Ticket] = []
+    /// While set (from PrepareForSleep(true) until the readers are offered
+    /// again), every ticket is refused with this interruption.
+    private(set) var closed: Evaluation.Interruption?
 
     /// How many wait in line now.
     var waitingCount: Int { waiting.count }
@@ -47,6 +58,10 @@ final class SensorQueue {
     /// Waits for the reader; false if the ticket was withdrawn first. The
     /// ticket is in line (or holds the reader) before this first suspends.
     func acquire(_ ticket: Ticket) async -> Bool {
+        if let closed {
+            ticket.interrupt?(closed)
+            return false
+        }
         guard case .held(let holder) = state else {
             state = .held(by: ticket)
             return true
@@ -79,5 +94,33 @@ final class SensorQueue {
         waiting.remove(at: index)
         ticket.continuation?.resume(returning: false)
         ticket.continuation = nil
+    }
+
+    // MARK: Sleep and the lid
+
+    /// Ends every operation holding or waiting for a reader, whatever call
+    /// it serves (EvaluatePolicy, VerifyUser, AuthorizeRight, enrollment),
+    /// and refuses new ones until `reopen`.
+    func closeForSleep(_ reason: Evaluation.Interruption) {
+        closed = reason
+        interrupt(reason) { _ in true }
+    }
+
+    func reopen() { closed = nil }
+
+    /// Ends the operations holding or waiting for one of `readers` (the
+    /// built-in ones, when the lid closes).
+    func interrupt(on readers: Set<Readers.Identity>, _ reason: Evaluation.Interruption) {
+        interrupt(reason) { $0.reader.map(readers.contains) ?? false }
+    }
+
+    private func interrupt(_ reason: Evaluation.Interruption, where chosen: (Ticket) -> Bool) {
+        var tickets = waiting.filter(chosen)
+        if case .held(let holder) = state, chosen(holder) { tickets.append(holder) }
+        for ticket in tickets {
+            ticket.interrupt?(reason)
+            // Out of the line at once, even if its owner does nothing on interrupt.
+            withdraw(ticket)
+        }
     }
 }

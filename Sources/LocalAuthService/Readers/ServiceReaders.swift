@@ -1,0 +1,70 @@
+internal import CFprint
+import DBusCore
+import LocalAuthShared
+
+// The service's side of the Readers component: opening a reader for a
+// call's operation with the errors a caller gets, and what sleep and the
+// lid do to the operations (SleepCycle.swift).
+extension LocalAuthService {
+    /// Opens `identity` for one operation, within the scan timeout: the
+    /// errors a caller gets when it cannot (Readers.acquire).
+    func openReader(_ identity: Readers.Identity, cancellable: Cancellable,
+                    interruption: @ServiceActor () -> Evaluation.Interruption?,
+                    busy: @ServiceActor () -> Void) async throws(DBusError) -> Readers.Reader {
+        let deadline = ContinuousClock.now + .milliseconds(Int(configuration.scanTimeout * 1000))
+        do {
+            return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
+        } catch {
+            if let interruption = interruption() { throw interruption.error }
+            switch error {
+            case .removed: throw Evaluation.Interruption.readerRemoved.error
+            case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
+            case .suspended: throw Evaluation.Interruption.systemSleeping.error
+            case .heldByAnotherProgram(let why):
+                throw ServiceErrors.named(LocalAuthServiceError.readerInUse,
+                    "the fingerprint reader is in use by another program (\(why)); try again when it is free")
+            }
+        }
+    }
+
+    /// The reader's errors that mean it cannot be used now, for an
+    /// evaluation and an enrollment alike (a removed reader is forgotten at once).
+    func readerUnusable(_ error: GLibError, _ device: Readers.Reader) -> DBusError? {
+        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+            readers.forget(device)
+            return Evaluation.Interruption.readerRemoved.error
+        }
+        if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
+            return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
+        }
+        return nil
+    }
+}
+
+/// What the sleep cycle acts on, in the service: the reader queue and the
+/// readers (every operation ends, every reader closes) and logind's inhibitor.
+@ServiceActor
+final class ServiceSleepSeams: SleepSeams {
+    private unowned let service: LocalAuthService
+
+    init(_ service: LocalAuthService) { self.service = service }
+
+    func endReaderWork() {
+        // Every operation holding or waiting for a reader, whatever call it
+        // serves; and the calls still on their way to the queue.
+        service.queue.closeForSleep(.systemSleeping)
+        service.registry.interruptReaderWork(.systemSleeping)
+    }
+
+    func closeReaders() async { await service.readers.closeAll() }
+
+    func releaseInhibitor() { service.logind.releaseInhibitor() }
+
+    func takeInhibitor() async { await service.logind.takeInhibitor() }
+
+    func offerReaders() {
+        service.readers.resumeOpening()
+        service.queue.reopen()
+        service.environmentMayHaveChanged()
+    }
+}

@@ -33,6 +33,10 @@ public struct Configuration: Sendable {
     /// `--tpm auto|off|TCTI`: the key backend of rights (docs/TPM.md);
     /// `keyBackend.openProtector(stateDirectory:)` gives the protector.
     public var keyBackend: KeyBackendChoice = .automatic
+    /// `--no-verify-user`: VerifyUser (pam_localauth) is refused for every
+    /// caller. The administrator's switch: polkit authorizes root before any
+    /// rule runs, so a polkit rule cannot turn VerifyUser off (docs/PAM.md).
+    public var verifyUserAllowed = true
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {

@@ -141,6 +141,9 @@ extension LocalAuthService {
         guard promptAgents.agents.count < LocalAuthPrompt.maximumAgents else {
             throw ServiceErrors.limit("\(LocalAuthPrompt.maximumAgents) prompt agents are registered")
         }
+        guard promptAgents.agents.values.filter({ $0.uid == request.uid }).count < LocalAuthPrompt.maximumAgentsPerUser else {
+            throw ServiceErrors.limit("uid \(request.uid) has \(LocalAuthPrompt.maximumAgentsPerUser) prompt agents registered")
+        }
         let pid = await connectionPID(request.sender)
         var session = LoginSession.none
         if let pid { session = await loginSession(of: pid) }

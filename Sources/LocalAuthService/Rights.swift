@@ -51,6 +51,9 @@ extension LocalAuthService {
     /// The app a rights call is for (AppIdentity.swift), once the caller's
     /// uid is known to own its rights (RightsAccount.swift).
     func rightsApp(_ request: Request, _ options: [String: DBusValue]) async throws(DBusError) -> String {
+        _ = try await rights.openStorage()
+        ServiceActor.assertOnLoop()
+        try request.record.checkNotEnded()
         try checkRightsAccount(request.uid, saving: request.call.member == LocalAuthRightsBus.Method.saveRight)
         var declared: String?
         if let value = options[LocalAuthRightsBus.Option.appID] {
@@ -153,9 +156,10 @@ extension LocalAuthService {
         case .biometryCurrentSet: requirement = .biometryCurrentSet(enrolledSetDigest: try currentSetDigest(request.uid))
         }
         let storage = try rights.storage()
+        let record = try await makeRight(owner: owner, requirement: requirement, secret: secret, storage: storage)
+        ServiceActor.assertOnLoop()
+        try request.record.checkNotEnded()
         do throws(RightsError) {
-            let record = try RightRecord.create(owner: owner, requirement: requirement, secret: secret,
-                                                created: Int64(time(nil)), protector: storage.protector)
             rights.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
             try storage.save(record)
             rights.remember(record)
@@ -166,6 +170,19 @@ extension LocalAuthService {
         } catch {
             throw Self.rightsError(error)
         }
+    }
+
+    /// A new right's keys: with a TPM, made in it, through the TPM lane.
+    func makeRight(owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
+                   storage: RightStorage) async throws(DBusError) -> RightRecord {
+        let protector = storage.protector, created = Int64(time(nil))
+        let make = { @Sendable () throws(RightsError) -> RightRecord in
+            try RightRecord.create(owner: owner, requirement: requirement, secret: secret, created: created, protector: protector)
+        }
+        guard protector.backendName == TPMKeyProtector.name else {
+            do throws(RightsError) { return try make() } catch { throw Self.rightsError(error) }
+        }
+        return try await rights.tpm.run("making the keys of \(owner)", make)
     }
 
     /// RemoveRight(identifier, options).

@@ -71,7 +71,11 @@ public enum LocalAuthRightsError {
     /// uid given to a new one): they are never opened for the new account.
     public static let accountChanged = LocalAuthBus.errorPrefix + "AccountChanged"
 
-    public static let all = [rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged]
+    /// A TPM command did not answer within `RightsServiceLimits.tpmCommandSeconds`,
+    /// or an earlier one still has not: the TPM is stuck; nothing was changed.
+    public static let tpmNotResponding = LocalAuthBus.errorPrefix + "TPMNotResponding"
+
+    public static let all = [rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding]
 }
 
 /// What rights cost a caller, beyond `ServiceLimits` (docs/RIGHTS.md, "Limits").
@@ -94,6 +98,8 @@ public enum RightsServiceLimits {
     /// Verified rights kept in all, and their bytes: past either, the oldest go.
     public static let verifiedInTotal = 1024
     public static let verifiedBytesInTotal = 16 * 1024 * 1024
+    /// Longest wait for one TPM command (seconds): then TPMNotResponding.
+    public static let tpmCommandSeconds = 10.0
     /// Longest input to Sign, Decrypt (bytes).
     public static let keyOperationInputBytes = 8 * 1024
 }

@@ -28,6 +28,16 @@ extension LocalAuthService {
         }
     }
 
+    /// Runs a private key's operation: a TPM key's in the TPM lane (off the
+    /// loop, within the time limit), a software key's here.
+    func keyOperation<R: Sendable>(_ key: any RightPrivateKey, _ what: String,
+                                   _ body: @escaping @Sendable (any RightPrivateKey) throws(RightsError) -> R) async throws(DBusError) -> R {
+        guard key.backendName == TPMKeyProtector.name else {
+            do throws(RightsError) { return try body(key) } catch { throw Self.keyOperationError(error) }
+        }
+        return try await rights.tpm.run(what) { () throws(RightsError) in try body(key) }
+    }
+
     static func algorithm(_ value: DBusValue) throws(DBusError) -> KeyAlgorithm {
         let name = try text(value, "the algorithm")
         guard let algorithm = KeyAlgorithm(rawValue: name) else {
@@ -61,41 +71,36 @@ extension LocalAuthService {
     }
 
     /// Sign(handle, algorithm, data) → signature.
-    func signWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func signWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
         guard algorithm.operation == .sign else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot sign") }
         let key = try privateKey(record)
-        do throws(RightsError) {
+        let signature = try await keyOperation(key, "signing") { key throws(RightsError) in
             switch algorithm {
             case .ecdsaSignatureDigestX962SHA256:
                 guard data.count == 32 else { throw RightsError(.malformed, "a SHA-256 digest is 32 bytes, not \(data.count)") }
-                return [.bytes(try key.signature(forDigest: data))]
+                return try key.signature(forDigest: data)
             default:
-                return [.bytes(try key.signature(for: data))]
+                return try key.signature(for: data)
             }
-        } catch {
-            throw Self.keyOperationError(error)
         }
+        return [.bytes(signature)]
     }
 
     /// Decrypt(handle, algorithm, data) → plaintext.
-    func decryptWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func decryptWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
         guard algorithm.operation == .encrypt else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot decrypt") }
         let key = try privateKey(record)
-        do throws(RightsError) {
-            return [.bytes(try key.decrypt(data))]
-        } catch {
-            throw Self.keyOperationError(error)
-        }
+        return [.bytes(try await keyOperation(key, "decrypting") { key throws(RightsError) in try key.decrypt(data) })]
     }
 
     /// ExchangeKeys(handle, algorithm, public_key, parameters) → shared secret.
-    func exchangeKeysWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func exchangeKeysWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         guard let peerBytes = request.arguments[2].byteArray else { throw ServiceErrors.invalidArgs("the public key must be ay") }
@@ -122,13 +127,8 @@ extension LocalAuthService {
             throw Self.cryptoError(error)
         }
         let key = try privateKey(record)
-        let shared: [UInt8]
-        do throws(RightsError) {
-            // P-256's cofactor is 1: standard and cofactor ECDH give the same bytes.
-            shared = try key.sharedSecret(with: peer)
-        } catch {
-            throw Self.keyOperationError(error)
-        }
+        // P-256's cofactor is 1: standard and cofactor ECDH give the same bytes.
+        let shared = try await keyOperation(key, "key agreement") { key throws(RightsError) in try key.sharedSecret(with: peer) }
         switch algorithm {
         case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256:
             guard let requestedSize else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) needs requested-size") }

@@ -58,11 +58,44 @@ final class RightsState {
         self.keyBackend = keyBackend
     }
 
+    /// Every TPM command goes through it (TPMLane.swift).
+    let tpm = TPMLane()
+    var usesTPM: Bool { keyBackend.resolvedTCTI != nil }
+
+    /// The storage, once opened (`openStorage`). The software backend opens
+    /// here at once; a TPM backend is opened only by `openStorage`, off the
+    /// loop (unsealing the machine key is a TPM command).
     func storage() throws(DBusError) -> RightStorage {
         if let cachedStorage { return cachedStorage }
+        guard !usesTPM else {
+            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store is not open yet")
+        }
+        return try open { () throws(RightsError) in try keyBackend.openProtector(stateDirectory: stateDirectory) }
+    }
+
+    /// Opens the storage on first use; with a TPM, in the TPM lane.
+    func openStorage() async throws(DBusError) -> RightStorage {
+        if let cachedStorage { return cachedStorage }
+        guard usesTPM else { return try storage() }
+        let backend = keyBackend, directory = stateDirectory
+        let protector: any KeyProtector
+        do throws(DBusError) {
+            protector = try await tpm.run("opening the rights store") { () throws(RightsError) in
+                try backend.openProtector(stateDirectory: directory)
+            }
+        } catch where error.name.rawValue == LocalAuthRightsError.tpmNotResponding {
+            throw error
+        } catch {
+            Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error.message)")
+            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store cannot be opened")
+        }
+        if let cachedStorage { return cachedStorage }
+        return try open { () throws(RightsError) in protector }
+    }
+
+    private func open(_ protector: () throws(RightsError) -> any KeyProtector) throws(DBusError) -> RightStorage {
         do throws(RightsError) {
-            let storage = RightStorage(stateDirectory: stateDirectory,
-                                       protector: try keyBackend.openProtector(stateDirectory: stateDirectory))
+            let storage = RightStorage(stateDirectory: stateDirectory, protector: try protector())
             cachedStorage = storage
             return storage
         } catch {

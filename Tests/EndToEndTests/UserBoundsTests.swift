@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocalAuthentication
 import RigSupport
 import XCTest
 
@@ -103,6 +104,22 @@ final class UserBoundsTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("exiting"), service.log)
     }
 
+    /// The other half of the idle decision: the library subscribes again
+    /// when the service comes back, so an observer hears the changes after
+    /// a restart (on d7b8519 it heard nothing more once the service had gone).
+    func testAnObserverHearsChangesAfterTheServiceComesBack() async throws {
+        let observer = BoundsObserver()
+        let environment = LAEnvironment.currentUser
+        environment.addObserver(observer)
+        defer { environment.removeObserver(observer) }
+        let state = service.stateDirectory
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state)
+        try await enroll("right-index-finger", as: "owner")
+        try await observer.changes.wait(count: 1)
+        XCTAssertEqual(observer.changes.values.first?.biometry?.isEnrolled, false, "the old state")
+    }
+
     /// A uid given to a new account after the old one was deleted: the old
     /// account's rights are refused (AccountChanged) and logged, before any
     /// evaluation, so the new account's finger or password opens nothing.
@@ -140,5 +157,13 @@ final class UserBoundsTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains(old), service.log)
         // The old account's right is still there for the administrator to remove.
         XCTAssertTrue(FileManager.default.fileExists(atPath: service.stateDirectory + "/rights/\(uid)/account"))
+    }
+}
+
+/// An LAEnvironment observer recording the old state of each change.
+private final class BoundsObserver: LAEnvironmentObserver, @unchecked Sendable {
+    let changes = Collected<LAEnvironmentState>()
+    func environment(_ environment: LAEnvironment, stateDidChangeFromOldState oldState: LAEnvironmentState) {
+        changes.append(oldState)
     }
 }

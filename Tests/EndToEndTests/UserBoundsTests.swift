@@ -57,9 +57,9 @@ final class UserBoundsTests: RigTestCase, @unchecked Sendable {
 
     /// 640 SaveRight calls with 64 KiB secrets over three apps, then
     /// GetPublicKey of each: on d7b8519 every one is kept verified in memory
-    /// (about 42 MiB here, the unit's MemoryMax is 64 MiB) and all 640 land on
-    /// disk; now 8 MiB of files per uid, then LimitExceeded, and the cache
-    /// holds at most 1 MiB of that uid's rights.
+    /// (RSS from 20 to 110 MiB here; the unit's MemoryMax is 64 MiB) and all
+    /// land on disk; now 8 MiB of files per uid, then LimitExceeded, and the
+    /// cache holds at most 1 MiB of that uid's rights.
     func testOneUidFloodingRightsStaysBoundedInMemoryAndOnDisk() throws {
         let uid: UInt32 = 65534
         let before = residentKiB()

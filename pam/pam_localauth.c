@@ -8,10 +8,16 @@
 //       remote session, the time-out): PAM_AUTHINFO_UNAVAIL at once, so the
 //       stack goes on to the password.
 //   auth optional pam_localauth.so reset-lockout
-//       Placed after a successful password (pam-auth-update's "Additional"
-//       block): lifts PAM_USER's biometric lockout, as Apple's passcode does.
-//       Only when this transaction holds a password (PAM_AUTHTOK), so a
-//       stack that never asked for one resets nothing. Always PAM_IGNORE.
+//       Lifts PAM_USER's biometric lockout, as Apple's passcode does, once
+//       pam_unix verified PAM_USER's password in this transaction: the reset
+//       happens in pam_sm_setcred (which applications call after
+//       pam_authenticate succeeded, and which libpam runs for the modules
+//       the authenticate pass reached), and only if pam_unix recorded
+//       success. A typed password pam_unix refused never resets anything,
+//       whatever the layout (docs/PAM.md). Always PAM_IGNORE.
+//
+// Every string the module sends is checked to be valid UTF-8 before libdbus
+// sees it: libdbus aborts the process (sudo, login) on invalid UTF-8.
 //
 // Every D-Bus error name the service sends is in dbus/org.example.LocalAuth.xml.
 #include "pam_localauth.h"
@@ -284,10 +290,20 @@ static int verify(pam_handle_t *pamh, const char *user, const Options *options) 
     return result;
 }
 
+/// Whether pam_unix verified PAM_USER's password in this transaction: its
+/// pam_sm_authenticate records its result as the PAM data
+/// "unix_setcred_return" (for its own setcred), PAM_SUCCESS only for the
+/// right password. PAM_AUTHTOK cannot tell: it holds whatever was typed,
+/// right or wrong, and libpam clears it when pam_authenticate returns.
+static int password_verified(pam_handle_t *pamh) {
+    const void *data = NULL;
+    return pam_get_data(pamh, "unix_setcred_return", &data) == PAM_SUCCESS && data != NULL &&
+           *(const int *)data == PAM_SUCCESS;
+}
+
 static void reset_lockout(pam_handle_t *pamh, const char *user, const Options *options) {
-    const void *token = NULL;
-    if (pam_get_item(pamh, PAM_AUTHTOK, &token) != PAM_SUCCESS || token == NULL) {
-        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "no password in this transaction; lockout kept");
+    if (!password_verified(pamh)) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "no verified password in this transaction; lockout kept");
         return;
     }
     DBusConnection *bus = connect_system_bus(pamh);
@@ -308,15 +324,25 @@ static void reset_lockout(pam_handle_t *pamh, const char *user, const Options *o
     close_bus(bus);
 }
 
+/// PAM_USER, if it can be sent: a name libdbus would abort on (not UTF-8)
+/// is no account the service knows. NULL: the module answers PAM_USER_UNKNOWN.
+static const char *sendable_user(pam_handle_t *pamh) {
+    const char *user = NULL;
+    if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || user == NULL || user[0] == '\0') return NULL;
+    if (!dbus_validate_utf8(user, NULL)) {
+        pam_syslog(pamh, LOG_NOTICE, "the user name is not valid UTF-8; no such account");
+        return NULL;
+    }
+    return user;
+}
+
 EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     Options options = parse_options(pamh, argc, argv);
-    const char *user = NULL;
-    if (pam_get_user(pamh, &user, NULL) != PAM_SUCCESS || user == NULL || user[0] == '\0') return PAM_USER_UNKNOWN;
-    if (options.reset_lockout) {
-        reset_lockout(pamh, user, &options);
-        return PAM_IGNORE;
-    }
+    const char *user = sendable_user(pamh);
+    if (user == NULL) return PAM_USER_UNKNOWN;
+    // reset-lockout acts in pam_sm_setcred, after the stack succeeded.
+    if (options.reset_lockout) return PAM_IGNORE;
     if (is_remote(pamh)) {
         if (options.debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
         return PAM_AUTHINFO_UNAVAIL;
@@ -324,7 +350,14 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     return verify(pamh, user, &options);
 }
 
+/// setcred runs after pam_authenticate succeeded (PAM's contract with the
+/// application), for the modules the authenticate pass reached: here a
+/// password in the transaction is one the stack accepted.
 EXPORTED PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, const char **argv) {
-    (void)pamh; (void)flags; (void)argc; (void)argv;
-    return PAM_SUCCESS;
+    Options options = parse_options(pamh, argc, argv);
+    if (!options.reset_lockout) return PAM_SUCCESS;
+    if (flags & PAM_DELETE_CRED) return PAM_IGNORE;
+    const char *user = sendable_user(pamh);
+    if (user != NULL) reset_lockout(pamh, user, &options);
+    return PAM_IGNORE;
 }

@@ -9,6 +9,14 @@ public enum RightLimits {
     public static let secretBytes = 64 * 1024
     /// Rights one app of one user may keep (`.tooManyRights`): bounds disk use per caller.
     public static let rightsPerApp = 256
+    /// Rights one user may keep over all their apps (`.tooManyRights`).
+    public static let rightsPerUser = 1024
+    /// App ids (with at least one right) one user may have (`.tooManyApps`):
+    /// without it, new app ids multiply the per-app bound.
+    public static let appsPerUser = 64
+    /// Bytes of right files one user may have on disk (`.tooMuchData`): 128
+    /// rights with a full 64 KiB secret.
+    public static let bytesPerUser = 8 * 1024 * 1024
     /// A wrapped key blob: 61 bytes in software; room for a TPM's sealed object later.
     public static let wrappedKeyBytes = 4096
     /// A backend name ("software", later "tpm2").
@@ -56,7 +64,7 @@ public struct RightOwner: Hashable, Sendable, CustomStringConvertible {
         "uid \(uid) app \(Self.loggable(appID)) right \"\(Self.loggable(identifier))\""
     }
 
-    static func loggable(_ name: String) -> String {
+    public static func loggable(_ name: String) -> String {
         var shown = ""
         for scalar in name.unicodeScalars {
             guard shown.utf8.count < 64 else { return shown + "…" }

@@ -112,6 +112,9 @@ public struct RightRecord: Sendable {
         }
     }
 
+    /// What the record holds in memory, in bytes (its file's size).
+    public var byteCount: Int { header.count + sealedSecret.count + sealedPrivateKey.count + 10 }
+
     /// The file's bytes.
     public func encode() -> [UInt8] {
         var out = ByteWriter()

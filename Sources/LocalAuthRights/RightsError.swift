@@ -17,6 +17,13 @@ public struct RightsError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let appIDTooLong: Code = "app-id-too-long"
         public static let secretTooLarge: Code = "secret-too-large"
         public static let tooManyRights: Code = "too-many-rights"
+        /// A new app id past `RightLimits.appsPerUser` for one uid.
+        public static let tooManyApps: Code = "too-many-apps"
+        /// A save past `RightLimits.bytesPerUser` on disk for one uid.
+        public static let tooMuchData: Code = "too-much-data"
+        /// The rights of a uid were saved by another account (a deleted one
+        /// whose uid was given to a new account): refused, never opened.
+        public static let accountChanged: Code = "account-changed"
 
         // The machine key file of the software backend.
         public static let machineKeyNotAFile: Code = "machine-key-not-a-file"

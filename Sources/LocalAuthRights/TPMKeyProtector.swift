@@ -14,11 +14,12 @@ import LocalAuthTPM
 ///     K → AES-256-GCM → the right's secret, and its TPM key blob
 ///     K → HKDF → the TPM key's auth value
 ///
-/// - The machine key is the software backend's 32 bytes, but sealed to the
-///   TPM: unsealed once when the protector is made, kept in memory, never
-///   written in the clear. Per-right keys are wrapped exactly as the software
-///   backend wraps them, so the software rights made before the move to the
-///   TPM (`moveMachineKeyToTPM`) open unchanged (`protector(forBackend:)`).
+/// - The machine key is 32 random bytes sealed to the TPM: unsealed once
+///   when the protector is made, kept in memory, never written in the clear.
+///   Per-right keys are wrapped exactly as the software backend wraps them.
+///   Moving from software (`moveMachineKeyToTPM`) rotates it: the software
+///   key, sealed too, opens only the software rights made before the move
+///   (`protector(forBackend:)`), and a new key wraps everything after.
 /// - A TPM right's private key is made in the TPM and never leaves it; the
 ///   right file keeps its TPM2B_PUBLIC ‖ TPM2B_PRIVATE, sealed under K like a
 ///   software key. Using it (sign, ECDH, ECIES decrypt) loads it under the
@@ -33,14 +34,19 @@ public struct TPMKeyProtector: KeyProtector {
     public static let name = "tpm2"
     public var backendName: String { Self.name }
     public let device: TPMDevice
-    init(device: TPMDevice, software: SoftwareKeyProtector) {
+    init(device: TPMDevice, software: SoftwareKeyProtector, formerSoftware: SoftwareKeyProtector? = nil) {
         self.device = device
         self.software = software
+        self.formerSoftware = formerSoftware
     }
 
-    /// Wraps per-right keys with the unsealed machine key; also the protector
-    /// of software rights.
+    /// Wraps per-right keys with the unsealed machine key.
     let software: SoftwareKeyProtector
+    /// The software machine key of before the move to the TPM
+    /// (`keys/software-machine-key.tpm`), for the software rights made then;
+    /// nil when there was none (or the move was made by an earlier build,
+    /// which kept one key for both).
+    let formerSoftware: SoftwareKeyProtector?
 
     static let authValueInfo = Array("org.example.LocalAuth TPM key auth 1".utf8)
 
@@ -52,6 +58,8 @@ public struct TPMKeyProtector: KeyProtector {
     public init(stateDirectory: String, device: TPMDevice) throws(RightsError) {
         self.device = device
         software = try SoftwareKeyProtector(machineKey: Self.loadOrCreateMachineKey(stateDirectory: stateDirectory, device: device))
+        formerSoftware = try Self.unsealExisting(Self.sealedSoftwareKeyPath(stateDirectory: stateDirectory), device: device)
+            .map { key throws(RightsError) in try SoftwareKeyProtector(machineKey: key) }
     }
 
     public func wrap(_ key: [UInt8], context: KeyContext) throws(RightsError) -> [UInt8] {
@@ -65,7 +73,7 @@ public struct TPMKeyProtector: KeyProtector {
     public func protector(forBackend name: String) -> (any KeyProtector)? {
         switch name {
         case Self.name: self
-        case SoftwareKeyProtector.name: software
+        case SoftwareKeyProtector.name: formerSoftware ?? software
         default: nil
         }
     }

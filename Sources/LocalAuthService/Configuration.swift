@@ -36,6 +36,10 @@ public struct Configuration: Sendable {
     /// `--reader-linger SECONDS`: how long a reader stays open after an
     /// operation (0 to `ServiceLimits.maximumReaderLinger`).
     public var readerLinger: Double = ServiceLimits.defaultReaderLinger
+    /// `--no-verify-user`: VerifyUser (pam_localauth) is refused for every
+    /// caller. The administrator's switch: polkit authorizes root before any
+    /// rule runs, so a polkit rule cannot turn VerifyUser off (docs/PAM.md).
+    public var verifyUserAllowed = true
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {

@@ -172,9 +172,15 @@ extension LocalAuthService {
         let app = callers.identity(request.caller).stateKey
         let presence = await presence(of: request)
         try request.record.checkNotEnded()
-        guard environmentSubscribers[request.sender] != nil
-              || environmentSubscribers.count < ServiceLimits.environmentSubscribers else {
-            throw ServiceErrors.limit("\(ServiceLimits.environmentSubscribers) connections are subscribed already")
+        if environmentSubscribers[request.sender] == nil {
+            guard environmentSubscribers.count < ServiceLimits.environmentSubscribers else {
+                throw ServiceErrors.limit("\(ServiceLimits.environmentSubscribers) connections are subscribed already")
+            }
+            let mine = environmentSubscribers.values.filter { $0.uid == request.uid }.count
+            guard mine < ServiceLimits.environmentSubscribersPerUser else {
+                throw ServiceErrors.limit("uid \(request.uid) has \(ServiceLimits.environmentSubscribersPerUser) "
+                                          + "connections subscribed already")
+            }
         }
         let state = environmentState(uid: request.uid, app: app, presence: presence)
         environmentSubscribers[request.sender] = EnvironmentSubscriber(uid: request.uid, app: app, presence: presence,

@@ -125,6 +125,9 @@ extension LocalAuthService {
         guard promptAgents.agents.count < LocalAuthPrompt.maximumAgents else {
             throw ServiceErrors.limit("\(LocalAuthPrompt.maximumAgents) prompt agents are registered")
         }
+        guard promptAgents.agents.values.filter({ $0.uid == request.uid }).count < LocalAuthPrompt.maximumAgentsPerUser else {
+            throw ServiceErrors.limit("uid \(request.uid) has \(LocalAuthPrompt.maximumAgentsPerUser) prompt agents registered")
+        }
         let session = await callers.session(request.caller)
         ServiceActor.assertOnLoop()
         try request.record.checkNotEnded()

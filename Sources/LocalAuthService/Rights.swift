@@ -13,110 +13,6 @@ import LocalAuthShared
 // Deauthorize, the caller leaving the bus, the right removed or replaced, or
 // `RightsServiceLimits.authorizationSeconds`.
 
-/// One authorization: what AuthorizeRight handed out.
-struct RightAuthorization {
-    /// The unique bus name it is bound to; no other connection can use it.
-    let sender: String
-    let uid: UInt32
-    let owner: RightOwner
-    /// The right it was made for: a right replaced since has another key.
-    let publicKey: P256.PublicKey
-    let expires: ContinuousClock.Instant
-}
-
-/// The service's rights state: the storage (made on first use, with the
-/// configured key protector) and the authorizations in force.
-@ServiceActor
-final class RightsState {
-    private let stateDirectory: String
-    /// Software or TPM (`--tpm`, docs/TPM.md): the protector is opened on first use.
-    private let keyBackend: KeyBackendChoice
-    private var cachedStorage: RightStorage?
-    /// By handle.
-    private(set) var authorizations: [String: RightAuthorization] = [:]
-    /// Rights read and verified from disk this run, by owner: verifying a
-    /// right (unwrapping, opening both parts, parsing the key) costs about a
-    /// millisecond, and an app that loads its secret should not pay it on
-    /// every call. Only sealed parts and the public key are held (no
-    /// plaintext). The service is the only writer of its root-only state
-    /// directory: its own saves and removals update this; a file changed
-    /// behind its back is read again at the next start.
-    private var verified: [RightOwner: RightRecord] = [:]
-    static let verifiedLimit = 1024
-
-    init(stateDirectory: String, keyBackend: KeyBackendChoice) {
-        self.stateDirectory = stateDirectory
-        self.keyBackend = keyBackend
-    }
-
-    func storage() throws(DBusError) -> RightStorage {
-        if let cachedStorage { return cachedStorage }
-        do throws(RightsError) {
-            let storage = RightStorage(stateDirectory: stateDirectory,
-                                       protector: try keyBackend.openProtector(stateDirectory: stateDirectory))
-            cachedStorage = storage
-            return storage
-        } catch {
-            Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error)")
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store cannot be opened")
-        }
-    }
-
-    /// A new handle for `authorization`, within the limits.
-    func authorize(_ authorization: RightAuthorization) throws(DBusError) -> String {
-        let now = ContinuousClock.now
-        authorizations = authorizations.filter { $0.value.expires > now }
-        let mine = authorizations.filter { $0.value.sender == authorization.sender }
-        if mine.count >= RightsServiceLimits.authorizationsPerConnection,
-           let oldest = mine.min(by: { $0.value.expires < $1.value.expires }) {
-            authorizations[oldest.key] = nil
-        }
-        guard authorizations.count < RightsServiceLimits.authorizationsInTotal else {
-            throw ServiceErrors.limit("the service holds \(RightsServiceLimits.authorizationsInTotal) authorizations")
-        }
-        let handle: String
-        do {
-            handle = RightsState.hex(try SecureRandom.bytes(16))
-        } catch {
-            throw DBusError(.failed, "no random bytes for a handle")
-        }
-        authorizations[handle] = authorization
-        return handle
-    }
-
-    func drop(_ handle: String) { authorizations[handle] = nil }
-
-    func cached(_ owner: RightOwner) -> RightRecord? { verified[owner] }
-
-    func remember(_ record: RightRecord) {
-        if verified.count >= Self.verifiedLimit, verified[record.owner] == nil { verified.removeAll() }
-        verified[record.owner] = record
-    }
-
-    func forget(uid: UInt32, appID: String, identifier: String? = nil) {
-        verified = verified.filter { owner, _ in
-            !(owner.uid == uid && owner.appID == appID && (identifier == nil || owner.identifier == identifier))
-        }
-    }
-
-    func dropAll(where predicate: (RightAuthorization) -> Bool) {
-        authorizations = authorizations.filter { !predicate($0.value) }
-    }
-
-    /// The caller left the bus: its authorizations end.
-    func callerVanished(_ sender: String) {
-        guard authorizations.values.contains(where: { $0.sender == sender }) else { return }
-        dropAll { $0.sender == sender }
-    }
-
-    nonisolated static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-        return String(decoding: out, as: UTF8.self)
-    }
-}
-
 extension LocalAuthService {
     // MARK: Arguments
 
@@ -134,7 +30,8 @@ extension LocalAuthService {
     static func rightsError(_ error: RightsError) -> DBusError {
         switch error.code {
         case .notFound: return ServiceErrors.named(LocalAuthRightsError.rightNotFound, "no right has that identifier")
-        case .identifierTooLong, .appIDTooLong, .secretTooLarge, .tooManyRights: return ServiceErrors.limit(error.message)
+        case .identifierTooLong, .appIDTooLong, .secretTooLarge, .tooManyRights, .tooManyApps, .tooMuchData:
+            return ServiceErrors.limit(error.message)
         case .invalidName: return ServiceErrors.invalidArgs(error.message)
         default:
             Log.error("rights: \(error)")
@@ -152,8 +49,13 @@ extension LocalAuthService {
     }
 
     /// The app a rights call is for (Callers/AppIdentity.swift): the caller's
-    /// proven sandbox, else the `app-id` option.
+    /// proven sandbox, else the `app-id` option, once the caller's uid is
+    /// known to own its rights (Rights/RightsAccount.swift).
     func rightsApp(_ request: Request, _ options: [String: DBusValue]) async throws(DBusError) -> String {
+        _ = try await rights.openStorage()
+        ServiceActor.assertOnLoop()
+        try request.record.checkNotEnded()
+        try checkRightsAccount(request.uid, saving: request.call.member == LocalAuthRightsBus.Method.saveRight)
         var declared: String?
         if let value = options[LocalAuthRightsBus.Option.appID] {
             guard let id = value.string else { throw ServiceErrors.invalidArgs("app-id must be a string") }
@@ -242,9 +144,10 @@ extension LocalAuthService {
         case .biometryCurrentSet: requirement = .biometryCurrentSet(enrolledSetDigest: try currentSetDigest(request.uid))
         }
         let storage = try rights.storage()
+        let record = try await makeRight(owner: owner, requirement: requirement, secret: secret, storage: storage)
+        ServiceActor.assertOnLoop()
+        try request.record.checkNotEnded()
         do throws(RightsError) {
-            let record = try RightRecord.create(owner: owner, requirement: requirement, secret: secret,
-                                                created: Int64(time(nil)), protector: storage.protector)
             rights.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
             try storage.save(record)
             rights.remember(record)
@@ -255,6 +158,19 @@ extension LocalAuthService {
         } catch {
             throw Self.rightsError(error)
         }
+    }
+
+    /// A new right's keys: with a TPM, made in it, through the TPM lane.
+    func makeRight(owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
+                   storage: RightStorage) async throws(DBusError) -> RightRecord {
+        let protector = storage.protector, created = Int64(time(nil))
+        let make = { @Sendable () throws(RightsError) -> RightRecord in
+            try RightRecord.create(owner: owner, requirement: requirement, secret: secret, created: created, protector: protector)
+        }
+        guard protector.backendName == TPMKeyProtector.name else {
+            do throws(RightsError) { return try make() } catch { throw Self.rightsError(error) }
+        }
+        return try await rights.tpm.run("making the keys of \(owner)", make)
     }
 
     /// RemoveRight(identifier, options).
@@ -384,6 +300,7 @@ extension LocalAuthService {
         let notAuthorized = ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the right is not authorized")
         guard let authorization = rights.authorizations[handle], authorization.sender == request.sender,
               authorization.uid == request.uid else { throw notAuthorized }
+        try checkRightsAccount(request.uid)
         guard authorization.expires > .now else {
             rights.drop(handle)
             throw ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the authorization expired; authorize the right again")
@@ -408,155 +325,8 @@ extension LocalAuthService {
         return record
     }
 
-    /// The right's private key, wherever it lives (software, or the TPM).
-    func privateKey(_ record: RightRecord) throws(DBusError) -> any RightPrivateKey {
-        let protector = try rights.storage().protector
-        do throws(RightsError) {
-            return try record.openPrivateKey(using: protector)
-        } catch {
-            throw Self.rightsError(error)
-        }
-    }
-
-    /// A key operation's failure: bad input from the caller is InvalidArgs;
-    /// a TPM that does not answer, or anything else, is logged.
-    static func keyOperationError(_ error: RightsError) -> DBusError {
-        switch error.code {
-        case .authenticationFailed, .malformed: return ServiceErrors.invalidArgs("the key operation failed: \(error.message)")
-        default:
-            Log.error("rights: key operation: \(error)")
-            return DBusError(.failed, "the key operation failed (\(error.code))")
-        }
-    }
-
-    static func algorithm(_ value: DBusValue) throws(DBusError) -> KeyAlgorithm {
-        let name = try text(value, "the algorithm")
-        guard let algorithm = KeyAlgorithm(rawValue: name) else {
-            throw ServiceErrors.invalidArgs("unknown algorithm \(ServiceErrors.echo(name))")
-        }
-        return algorithm
-    }
-
-    static func input(_ value: DBusValue) throws(DBusError) -> [UInt8] {
-        guard let bytes = value.byteArray else { throw ServiceErrors.invalidArgs("the data must be ay") }
-        guard bytes.count <= RightsServiceLimits.keyOperationInputBytes else {
-            throw ServiceErrors.limit("the data is larger than \(RightsServiceLimits.keyOperationInputBytes) bytes")
-        }
-        return bytes
-    }
-
-    // MARK: Using an authorized right
-
-    /// LoadSecret(handle) → the secret.
-    func loadSecret(_ request: Request) throws(DBusError) -> [DBusValue] {
-        let record = try authorizedRight(request)
-        let secret: [UInt8]?
-        let protector = try rights.storage().protector
-        do throws(RightsError) {
-            secret = try record.secret(using: protector)
-        } catch {
-            throw Self.rightsError(error)
-        }
-        guard let secret else { throw ServiceErrors.named(LocalAuthRightsError.noSecret, "the right was saved without a secret") }
-        return [.bytes(secret)]
-    }
-
-    /// Sign(handle, algorithm, data) → signature.
-    func signWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
-        let record = try authorizedRight(request)
-        let algorithm = try Self.algorithm(request.arguments[1])
-        let data = try Self.input(request.arguments[2])
-        guard algorithm.operation == .sign else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot sign") }
-        let key = try privateKey(record)
-        do throws(RightsError) {
-            switch algorithm {
-            case .ecdsaSignatureDigestX962SHA256:
-                guard data.count == 32 else { throw RightsError(.malformed, "a SHA-256 digest is 32 bytes, not \(data.count)") }
-                return [.bytes(try key.signature(forDigest: data))]
-            default:
-                return [.bytes(try key.signature(for: data))]
-            }
-        } catch {
-            throw Self.keyOperationError(error)
-        }
-    }
-
-    /// Decrypt(handle, algorithm, data) → plaintext.
-    func decryptWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
-        let record = try authorizedRight(request)
-        let algorithm = try Self.algorithm(request.arguments[1])
-        let data = try Self.input(request.arguments[2])
-        guard algorithm.operation == .encrypt else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot decrypt") }
-        let key = try privateKey(record)
-        do throws(RightsError) {
-            return [.bytes(try key.decrypt(data))]
-        } catch {
-            throw Self.keyOperationError(error)
-        }
-    }
-
-    /// ExchangeKeys(handle, algorithm, public_key, parameters) → shared secret.
-    func exchangeKeysWithRight(_ request: Request) throws(DBusError) -> [DBusValue] {
-        let record = try authorizedRight(request)
-        let algorithm = try Self.algorithm(request.arguments[1])
-        guard let peerBytes = request.arguments[2].byteArray else { throw ServiceErrors.invalidArgs("the public key must be ay") }
-        let parameters = try Self.rightsOptions(request.arguments[3])
-        var requestedSize: Int?
-        if let value = parameters[LocalAuthRightsBus.Option.requestedSize] {
-            guard let size = value.uint32, size > 0, size <= 1024 else {
-                throw ServiceErrors.invalidArgs("requested-size must be a u from 1 to 1024")
-            }
-            requestedSize = Int(size)
-        }
-        var sharedInfo: [UInt8] = []
-        if let value = parameters[LocalAuthRightsBus.Option.sharedInfo] {
-            guard let info = value.byteArray, info.count <= 1024 else {
-                throw ServiceErrors.invalidArgs("shared-info must be ay of at most 1024 bytes")
-            }
-            sharedInfo = info
-        }
-        guard algorithm.operation == .keyExchange else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot exchange keys") }
-        let peer: P256.PublicKey
-        do throws(CryptoError) {
-            peer = try P256.PublicKey(x963Representation: peerBytes)
-        } catch {
-            throw Self.cryptoError(error)
-        }
-        let key = try privateKey(record)
-        let shared: [UInt8]
-        do throws(RightsError) {
-            // P-256's cofactor is 1: standard and cofactor ECDH give the same bytes.
-            shared = try key.sharedSecret(with: peer)
-        } catch {
-            throw Self.keyOperationError(error)
-        }
-        switch algorithm {
-        case .ecdhKeyExchangeStandardX963SHA256, .ecdhKeyExchangeCofactorX963SHA256:
-            guard let requestedSize else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) needs requested-size") }
-            do throws(CryptoError) {
-                return [.bytes(try KDF.x963SHA256(sharedSecret: shared, sharedInfo: sharedInfo, outputByteCount: requestedSize))]
-            } catch {
-                throw Self.cryptoError(error)
-            }
-        default:
-            return [.bytes(shared)]
-        }
-    }
-
     /// The caller left the bus (Service.nameOwnerChanged).
     func rightsCallerVanished(_ sender: String) {
         rights.callerVanished(sender)
-    }
-}
-
-extension RightsState {
-    /// An app id for the log: at most 64 bytes, control characters as "?".
-    nonisolated static func loggable(_ name: String) -> String {
-        var shown = ""
-        for scalar in name.unicodeScalars {
-            guard shown.utf8.count < 64 else { return shown + "…" }
-            shown.unicodeScalars.append(scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) ? "?" : scalar)
-        }
-        return shown
     }
 }

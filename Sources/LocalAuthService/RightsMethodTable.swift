@@ -37,12 +37,12 @@ extension LocalAuthService {
             handler: { service, request throws(DBusError) in try service.loadSecret(request) }),
         LocalAuthRightsBus.Method.sign: MethodSpec(
             signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try service.signWithRight(request) }),
+            handler: { service, request throws(DBusError) in try await service.signWithRight(request) }),
         LocalAuthRightsBus.Method.decrypt: MethodSpec(
             signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try service.decryptWithRight(request) }),
+            handler: { service, request throws(DBusError) in try await service.decryptWithRight(request) }),
         LocalAuthRightsBus.Method.exchangeKeys: MethodSpec(
             signature: "ssaya{sv}", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try service.exchangeKeysWithRight(request) }),
+            handler: { service, request throws(DBusError) in try await service.exchangeKeysWithRight(request) }),
     ]
 }

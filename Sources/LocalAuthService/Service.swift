@@ -203,8 +203,10 @@ public final class LocalAuthService {
     /// idle timeout. Checked when the timer fires; activity only moves
     /// `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
-        // A subscribed LAEnvironment observer keeps the service (and its signals) alive.
-        registry.isEmpty && environmentSubscribers.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        // Environment subscribers do not keep it alive (one subscriber of any
+        // uid would keep it running for ever): the library subscribes again
+        // when the service is next started (docs/SECURITY.md, "Limits").
+        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {

@@ -9,9 +9,13 @@ import LocalAuthShared
 extension LocalAuthService {
     /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root caller.
     func verifyUser(_ request: Request) async throws(DBusError) -> [DBusValue] {
-        // polkit always authorizes root; the action exists so that an
-        // administrator sees it, but only root may ask at all: a user who
-        // could name another user would probe their prints and lockout.
+        // polkit always authorizes root (before any rule runs), so the
+        // action cannot turn VerifyUser off; `--no-verify-user` can. Only
+        // root may ask at all: a user who could name another user would
+        // probe their prints and lockout.
+        guard configuration.verifyUserAllowed else {
+            throw ServiceErrors.permissionDenied("VerifyUser is turned off on this machine (localauthd --no-verify-user)")
+        }
         guard request.uid == 0 else {
             throw ServiceErrors.permissionDenied("VerifyUser is for root callers (PAM modules acting for a user)")
         }

@@ -122,6 +122,8 @@ public enum ServiceLimits {
     public static let shutdownGrace = 5.0
     /// Connections subscribed to EnvironmentChanged at once, in all.
     public static let environmentSubscribers = 256
+    /// Connections of one uid subscribed to EnvironmentChanged at once (root too).
+    public static let environmentSubscribersPerUser = 16
     /// Longest part of a caller's argument repeated in an error message, in bytes.
     public static let echoedArgumentBytes = 64
     /// After two waits for a finger of one user timed out in a row on a warm

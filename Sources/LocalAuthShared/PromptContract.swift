@@ -63,6 +63,8 @@ public enum LocalAuthPrompt {
 
     /// Registered agents at most, over all users.
     public static let maximumAgents = 64
+    /// Prompt agents of one uid (one per login session it has).
+    public static let maximumAgentsPerUser = 4
 
     /// Errors of the prompt methods (org.example.LocalAuth.Error.*).
     public static let agentExistsError = LocalAuthBus.errorPrefix + "PromptAgentExists"

@@ -67,8 +67,15 @@ public enum LocalAuthRightsError {
     public static let notAuthorized = LocalAuthBus.errorPrefix + "NotAuthorized"
     /// LoadSecret of a right that was saved without a secret.
     public static let noSecret = LocalAuthBus.errorPrefix + "NoSecret"
+    /// The caller's uid has rights saved by another account (deleted, its
+    /// uid given to a new one): they are never opened for the new account.
+    public static let accountChanged = LocalAuthBus.errorPrefix + "AccountChanged"
 
-    public static let all = [rightNotFound, rightInvalidated, notAuthorized, noSecret]
+    /// A TPM command did not answer within `RightsServiceLimits.tpmCommandSeconds`,
+    /// or an earlier one still has not: the TPM is stuck; nothing was changed.
+    public static let tpmNotResponding = LocalAuthBus.errorPrefix + "TPMNotResponding"
+
+    public static let all = [rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding]
 }
 
 /// What rights cost a caller, beyond `ServiceLimits` (docs/RIGHTS.md, "Limits").
@@ -80,8 +87,19 @@ public enum RightsServiceLimits {
     public static let authorizationSeconds = 300.0
     /// Authorizations one bus connection may hold at once (the oldest is dropped).
     public static let authorizationsPerConnection = 32
+    /// Authorizations all connections of one uid may hold at once (LimitExceeded).
+    public static let authorizationsPerUser = 256
     /// Authorizations held in all.
     public static let authorizationsInTotal = 4096
+    /// Verified rights the service keeps in memory for one uid, and their
+    /// bytes (sealed parts included): past either, that uid's oldest go.
+    public static let verifiedPerUser = 64
+    public static let verifiedBytesPerUser = 1024 * 1024
+    /// Verified rights kept in all, and their bytes: past either, the oldest go.
+    public static let verifiedInTotal = 1024
+    public static let verifiedBytesInTotal = 16 * 1024 * 1024
+    /// Longest wait for one TPM command (seconds): then TPMNotResponding.
+    public static let tpmCommandSeconds = 10.0
     /// Longest input to Sign, Decrypt (bytes).
     public static let keyOperationInputBytes = 8 * 1024
 }

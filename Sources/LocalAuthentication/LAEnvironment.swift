@@ -50,6 +50,9 @@ open class LAEnvironment: NSObject, @unchecked Sendable {
         }
         guard subscribe else { return }
         client.listenForEnvironment { [weak self] values in self?.changed(values) }
+        // The service exits when idle, subscribers or not: when it is started
+        // again, subscribe again and tell the observers what changed meanwhile.
+        client.listenForServiceStart { [weak self] in self?.serviceStarted() }
         if let values = try? client.callBlocking(LocalAuthBus.Method.subscribeEnvironment),
            let dictionary = values.first?.stringKeyedDictionary {
             let baseline = LAEnvironmentState(dictionary)
@@ -70,6 +73,16 @@ open class LAEnvironment: NSObject, @unchecked Sendable {
         }
         guard unsubscribe else { return }
         _ = try? client.callBlocking(LocalAuthBus.Method.unsubscribeEnvironment)
+    }
+
+    private func serviceStarted() {
+        guard observers.withLock({ $0.subscribed }) else { return }
+        let client = self.client
+        Task { [weak self] in
+            guard let values = try? await client.call(LocalAuthBus.Method.subscribeEnvironment),
+                  let dictionary = values.first?.stringKeyedDictionary else { return }
+            self?.changed(dictionary)
+        }
     }
 
     private func changed(_ values: [String: DBusValue]) {

@@ -17,6 +17,9 @@ final class ServiceClient: Sendable {
     private let enrollListener = Mutex<(@Sendable (String, Int, Int) -> Void)?>(nil)
     /// EnvironmentChanged listener (LAEnvironment.currentUser).
     private let environmentListener = Mutex<(@Sendable ([String: DBusValue]) -> Void)?>(nil)
+    /// Told when the service's name gets a new owner (the service started
+    /// again after its idle exit), on the client's loop thread.
+    private let serviceStartListener = Mutex<(@Sendable () -> Void)?>(nil)
 
     /// The live connection, made on demand.
     func bus() throws(DBusError) -> BusConnection {
@@ -45,6 +48,15 @@ final class ServiceClient: Sendable {
                 guard let state = message.arguments.first?.stringKeyedDictionary else { return }
                 environmentListener.withLock { $0 }?(state)
             }
+            // followOwnerBlocking's match rule routes the service's
+            // NameOwnerChanged here; only the bus driver's is believed.
+            fresh.subscribeUnicast(sender: BusConnection.busDriver, interface: BusConnection.busDriver,
+                                   member: "NameOwnerChanged") { [self] message in
+                let arguments = message.arguments
+                guard arguments.count == 3, arguments[0].string == LocalAuthBus.serviceName,
+                      let owner = arguments[2].string, !owner.isEmpty else { return }
+                serviceStartListener.withLock { $0 }?()
+            }
             current = fresh
             return fresh
         }
@@ -70,6 +82,10 @@ final class ServiceClient: Sendable {
 
     func listenForEnvironment(_ listener: (@Sendable ([String: DBusValue]) -> Void)?) {
         environmentListener.withLock { $0 = listener }
+    }
+
+    func listenForServiceStart(_ listener: (@Sendable () -> Void)?) {
+        serviceStartListener.withLock { $0 = listener }
     }
 
     func stopListening(to requestID: String) {

@@ -11,7 +11,7 @@ let usage = """
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
-                      [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS]
+                      [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS] [--no-verify-user]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -39,6 +39,8 @@ let usage = """
     --tpm: where the keys of rights are kept. auto (default): the TPM behind
     /dev/tpmrm0 when present, else software; off: software; or a tpm2-tss
     TCTI such as device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321.
+    --no-verify-user: refuse VerifyUser (the PAM module's fingerprint) to
+    every caller; pam_localauth then falls through to the password.
 
     """
 
@@ -104,6 +106,7 @@ func parse(_ commandLine: [String]) -> Configuration {
             let text = value(after: argument)
             guard let choice = KeyBackendChoice(text) else { fail("--tpm takes auto, off or a TCTI configuration, not \(text)") }
             configuration.keyBackend = choice
+        case "--no-verify-user": configuration.verifyUserAllowed = false
         case "-h", "--help":
             print(usage, terminator: "")
             exit(0)

@@ -37,12 +37,13 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         return name
     }
 
-    /// pamtester SERVICE USER authenticate, on the rig's bus, `input` on stdin.
+    /// pamtester SERVICE USER authenticate (or `operations`), on the rig's
+    /// bus, `input` on stdin. `user` is a word of the shell command line.
     private func pamtester(_ service: String, _ user: String, input: String = "", rhost: String? = nil,
-                           timeout: Double = 60) throws -> Outcome {
+                           operations: String = "authenticate", timeout: Double = 60) throws -> Outcome {
         var command = "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v"
         if let rhost { command += " -I rhost=\(rhost)" }
-        command += " \(service) \(user) authenticate"
+        command += " \(service) \(user) \(operations)"
         return try runProgram("/bin/sh", ["-c", command], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
                               timeout: timeout)
     }
@@ -148,12 +149,90 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(try pamtester(password, TestAccount.name, input: "wrong-password").output.contains(authError))
         XCTAssertEqual(readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines), "5")
 
-        // The right password: lifted.
-        let right = try pamtester(password, TestAccount.name, input: TestAccount.password)
+        // The right password: lifted (when the application establishes credentials, as sudo and login do).
+        let right = try pamtester(password, TestAccount.name, input: TestAccount.password, operations: "authenticate setcred")
         XCTAssertTrue(right.output.contains(succeeded), right.output)
         try waitUntil("the lockout is lifted") {
             readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines) == "0" || !FileManager.default.fileExists(atPath: lockoutFile)
         }
+    }
+
+    /// The service restarted on the same state with PAM_USER locked out (5
+    /// failed matches on disk), so that each layout starts locked.
+    private func lockedOutService(uid: UInt32) throws -> String {
+        let state = service.stateDirectory
+        service.stop()
+        try FileManager.default.createDirectory(atPath: state + "/lockout", withIntermediateDirectories: true)
+        try "5\n".write(toFile: state + "/lockout/\(uid)", atomically: true, encoding: .utf8)
+        service = try ServiceProcess(bus: rig, stateDirectory: state)
+        return state + "/lockout/\(uid)"
+    }
+
+    private func lockoutCount(_ path: String) -> String {
+        FileManager.default.fileExists(atPath: path) ? readText(path).trimmingCharacters(in: .whitespacesAndNewlines) : "0"
+    }
+
+    /// Issue 20 item 10: a typed password that the stack refused never lifts
+    /// the lockout, and one it accepted does, in the layouts pam-auth-update
+    /// and the distributions write: Debian's `[success=N default=ignore]`,
+    /// Fedora/authselect's `sufficient` + `pam_deny`, and `required`.
+    func testOnlyAVerifiedPasswordLiftsTheLockoutInEveryLayout() throws {
+        let uid = try TestAccount.ensure()
+        let layouts: [(String, [String])] = [
+            ("debian", ["auth [success=2 default=ignore] MODULE timeout=5",
+                        "auth [success=1 default=ignore] pam_unix.so nullok nodelay",
+                        "auth requisite pam_deny.so",
+                        "auth required pam_permit.so",
+                        "auth optional MODULE reset-lockout"]),
+            ("sufficient", ["auth required pam_env.so",
+                            "auth optional MODULE reset-lockout",
+                            "auth sufficient MODULE timeout=5",
+                            "auth sufficient pam_unix.so nullok nodelay",
+                            "auth required pam_deny.so"]),
+            ("required", ["auth required pam_unix.so nodelay",
+                          "auth optional MODULE reset-lockout"]),
+        ]
+        for (layout, lines) in layouts {
+            let stack = try pamService(lines)
+            let lockoutFile = try lockedOutService(uid: uid)
+            XCTAssertEqual(lockoutCount(lockoutFile), "5", layout)
+            let wrong = try pamtester(stack, TestAccount.name, input: "wrong-password", operations: "authenticate setcred")
+            XCTAssertTrue(wrong.output.contains(authError), "\(layout): \(wrong.output)")
+            XCTAssertEqual(lockoutCount(lockoutFile), "5", "\(layout): a wrong password must not lift the lockout")
+            let right = try pamtester(stack, TestAccount.name, input: TestAccount.password, operations: "authenticate setcred")
+            XCTAssertTrue(right.output.contains(succeeded), "\(layout): \(right.output)")
+            try waitUntil("\(layout): the right password lifts the lockout") { self.lockoutCount(lockoutFile) == "0" }
+        }
+    }
+
+    /// Issue 20 item 11: a PAM_USER that is not UTF-8 is an unknown user,
+    /// not a libdbus assertion that aborts sudo or login.
+    func testAUserNameThatIsNotUTF8IsUnknownAndNothingAborts() throws {
+        for lines in [["auth required MODULE timeout=5"], ["auth required pam_permit.so", "auth required MODULE reset-lockout"]] {
+            let stack = try pamService(lines)
+            let outcome = try pamtester(stack, "\"$(printf 'la\\377\\376user')\"", operations: "authenticate setcred")
+            XCTAssertTrue(outcome.output.contains("User not known"), "\(lines): \(outcome.output)")
+            XCTAssertFalse(outcome.output.contains("Aborted") || outcome.status > 128, "\(lines): \(outcome.output)")
+        }
+        XCTAssertTrue(service.isRunning)
+    }
+
+    /// Issue 20 item 13: polkit authorizes root before any rule runs, so the
+    /// administrator's switch is `localauthd --no-verify-user`: VerifyUser is
+    /// refused and the module falls through to the password at once.
+    func testNoVerifyUserTurnsThePamFingerprintOff() async throws {
+        try await enroll(as: "owner-finger")
+        let state = service.stateDirectory
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--no-verify-user"])
+        let refused = try gdbus("VerifyUser", ["root", "{}"])
+        XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.PermissionDenied", refused.output)
+        XCTAssertTrue(refused.output.contains("--no-verify-user"), refused.output)
+        let stack = try pamService(["auth required MODULE timeout=20"])
+        present("owner-finger", after: 0.5)
+        let outcome = try pamtester(stack, "root")
+        XCTAssertTrue(outcome.output.contains(unavailable), outcome.output)
+        XCTAssertFalse(outcome.output.contains(succeeded), outcome.output)
     }
 
     /// VerifyUser is for root: another uid naming root gets PermissionDenied

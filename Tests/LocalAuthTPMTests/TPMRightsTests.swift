@@ -114,7 +114,8 @@ final class TPMRightsTests: XCTestCase {
 
         let tpm = try SoftwareTPM()
         XCTAssertTrue(try TPMKeyProtector.moveMachineKeyToTPM(stateDirectory: state, device: tpm.device))
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state + "/keys"), ["machine-key.tpm"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state + "/keys").sorted(),
+                       ["machine-key.tpm", "software-machine-key.tpm"])
         XCTAssertFalse(try TPMKeyProtector.moveMachineKeyToTPM(stateDirectory: state, device: tpm.device), "nothing left to move")
         XCTAssertEqual(try snapshot().filter { $0.key.hasPrefix("rights/") }, rightFiles, "no right file is rewritten")
 
@@ -146,8 +147,36 @@ final class TPMRightsTests: XCTestCase {
         try plain.write(to: URL(fileURLWithPath: SoftwareKeyProtector.machineKeyPath(stateDirectory: state)))
         chmod(SoftwareKeyProtector.machineKeyPath(stateDirectory: state), 0o600)
         let protector = try TPMKeyProtector(stateDirectory: state, device: tpm.device)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state + "/keys"), ["machine-key.tpm"])
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: state + "/keys").sorted(),
+                       ["machine-key.tpm", "software-machine-key.tpm"])
         XCTAssertEqual(try RightStorage(stateDirectory: state, protector: protector).load(owner("kept")).secret(using: protector), Array("k".utf8))
+    }
+
+    /// Issue 20 item 12: moving to the TPM rotates the machine key. A backup
+    /// taken before the move holds the plaintext software key: it still
+    /// opens what was saved before (it was in the backup), and nothing saved
+    /// after. On d7b8519 the TPM sealed the same key, and the backup opened
+    /// every right saved since.
+    func testABackupFromBeforeTheMoveOpensNothingSavedAfterIt() throws {
+        let software = try SoftwareKeyProtector(stateDirectory: state)
+        let old = try save("before", "saved before the move", software)
+        let backup = try Array(Data(contentsOf: URL(fileURLWithPath: SoftwareKeyProtector.machineKeyPath(stateDirectory: state))))
+
+        let tpm = try SoftwareTPM()
+        let protector = try TPMKeyProtector(stateDirectory: state, device: tpm.device)
+        let newer = try save("after", "saved after the move", protector)
+        let fromBackup = try SoftwareKeyProtector(machineKey: backup)
+        XCTAssertRightsError(try fromBackup.unwrap(newer.wrappedKey, context: KeyContext(owner: newer.owner, purpose: .rightKey)),
+                             .unwrapFailed)
+        XCTAssertNoThrow(try fromBackup.unwrap(old.wrappedKey, context: KeyContext(owner: old.owner, purpose: .rightKey)))
+
+        // Both open on this machine, after a restart too.
+        let again = try TPMKeyProtector(stateDirectory: state, device: tpm.device)
+        let storage = RightStorage(stateDirectory: state, protector: again)
+        XCTAssertEqual(try storage.load(owner("before")).secret(using: again), Array("saved before the move".utf8))
+        XCTAssertEqual(try storage.load(owner("after")).secret(using: again), Array("saved after the move".utf8))
+        let machineKey = try TPMKeyProtector.unsealExisting(TPMKeyProtector.sealedMachineKeyPath(stateDirectory: state), device: tpm.device)
+        XCTAssertNotEqual(machineKey, backup, "the machine key was rotated")
     }
 
     /// A copy of the state directory on another machine (or this one with its

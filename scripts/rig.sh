@@ -370,6 +370,9 @@ cmd_fprintd() {
         echo "fprintd already running: $(cat "$DIR/fprintd.pid")"; return 0
     fi
     kill_pidfile "$DIR/fprintd.pid" "DBUS_SYSTEM_BUS_ADDRESS=$ADDR" fprintd
+    # A new fprintd starts with an empty store: the rig is shared by the test
+    # classes of one run, and one class's fprintd prints must not meet another's.
+    rm -rf "$DIR/fprintd-state"
     mkdir -p "$DIR/fprintd-state"
     chmod 0700 "$DIR/fprintd-state"
     DBUS_SYSTEM_BUS_ADDRESS="$ADDR" STATE_DIRECTORY="$DIR/fprintd-state" \
@@ -410,6 +413,15 @@ EOF
 }
 
 [ $# -ge 1 ] || usage
+# The daemons started here outlive this script: they must not inherit its
+# open files (a caller's `flock LOCK scripts/rig.sh …` would stay locked for
+# as long as the rig runs). Bash's own script descriptor (255) stays.
+for fd_path in /proc/$$/fd/*; do
+    fd="${fd_path##*/}"
+    case "$fd" in 0|1|2|255) ;; *) eval "exec $fd>&-" 2>/dev/null || true ;; esac
+done
+unset fd fd_path
+
 cmd="$1"; shift
 case "$cmd" in
     start)  [ $# -eq 1 ] || usage; cmd_start "$1" ;;

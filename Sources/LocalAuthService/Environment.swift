@@ -26,8 +26,29 @@ final class PasswordStore {
 
     init(stateDirectory: String) { directory = stateDirectory + "/password-given" }
 
+    /// This boot's id: the kernel's, else the one the unit passes. The shipped
+    /// unit has `ProcSubset=pid`, which hides /proc/sys, so it sets
+    /// `LOCALAUTH_BOOT_ID=%b` (systemd's boot id specifier); without either the
+    /// password is never taken as given this boot (fails closed).
     static var bootID: String? {
-        Posix.readFile("/proc/sys/kernel/random/boot_id").map { String(decoding: $0, as: UTF8.self).trimmed }
+        if let kernel = Posix.readFile("/proc/sys/kernel/random/boot_id") {
+            return String(decoding: kernel, as: UTF8.self).trimmed
+        }
+        guard let passed = getenv("LOCALAUTH_BOOT_ID").map({ String(cString: $0) }) else { return nil }
+        return bootIDFromUnit(passed)
+    }
+
+    /// systemd's `%b` is the boot id as 32 hex digits; the kernel's file has
+    /// the same 128 bits with dashes (8-4-4-4-12). Anything else is refused.
+    static func bootIDFromUnit(_ text: String) -> String? {
+        let digits = Array(text.lowercased().utf8)
+        guard digits.count == 32, digits.allSatisfy({ (48...57).contains($0) || (97...102).contains($0) }) else { return nil }
+        var out: [UInt8] = []
+        for (index, digit) in digits.enumerated() {
+            if [8, 12, 16, 20].contains(index) { out.append(45) }
+            out.append(digit)
+        }
+        return String(decoding: out, as: UTF8.self)
     }
 
     func stored(_ uid: UInt32) -> EnvironmentRules.Stored {

@@ -311,6 +311,43 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
     }
 }
 
+extension EnvironmentTests {
+    /// The shipped unit has `ProcSubset=pid`: /proc/sys (and the kernel's
+    /// boot id) is hidden from the service. The password given this boot must
+    /// still count: the unit passes the boot id (`Environment=` with `%b`).
+    /// The service runs in a mount namespace whose /proc is mounted as the
+    /// unit mounts it, with the environment the unit file gives (`%b` filled in
+    /// as systemd fills it: 32 hex digits).
+    func testThePasswordGivenThisBootCountsWithTheUnitsProcView() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        let unit = try String(contentsOfFile: Paths.root + "/systemd/localauthd.service.in", encoding: .utf8)
+        XCTAssertTrue(unit.contains("\nProcSubset=pid"), "the test models the unit's /proc")
+        let boot = try String(contentsOfFile: "/proc/sys/kernel/random/boot_id", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines)
+        var environment: [String: String] = [:]
+        for line in unit.split(separator: "\n") where line.hasPrefix("Environment=") {
+            let assignment = line.dropFirst("Environment=".count).replacingOccurrences(
+                of: "%b", with: boot.replacingOccurrences(of: "-", with: ""))
+            let parts = assignment.split(separator: "=", maxSplits: 1).map(String.init)
+            if parts.count == 2 { environment[parts[0]] = parts[1] }
+        }
+        let procAsTheUnitMountsIt = ["/usr/bin/unshare", "--mount", "--propagation", "private", "--",
+                                     "/bin/sh", "-c", "mount -t proc -o subset=pid proc /proc && exec \"$@\"", "sh"]
+        let directory = service.stateDirectory + "/password-given"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try "\(boot) \(Int(Date().timeIntervalSince1970))\n".write(toFile: directory + "/0", atomically: true, encoding: .utf8)
+        let state = service.stateDirectory
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state, environment: environment,
+                                     arguments: ["--require-password-after", "boot"], launcher: procAsTheUnitMountsIt)
+        let hidden = try runProgram("/usr/bin/nsenter", ["--target", "\(service.child.pid)", "--mount", "--",
+                                                         "/bin/cat", "/proc/sys/kernel/random/boot_id"])
+        XCTAssertNotEqual(hidden.status, 0, "the service's /proc should hide /proc/sys: \(hidden.output)")
+        let after = try gdbus("CanEvaluatePolicy", ["1"])
+        XCTAssertEqual(after.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", after.output)
+    }
+}
+
 /// An LAEnvironment observer recording the old state of each change.
 private final class Observer: LAEnvironmentObserver, @unchecked Sendable {
     let changes = Collected<LAEnvironmentState>()

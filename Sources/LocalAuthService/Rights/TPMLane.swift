@@ -20,6 +20,9 @@ import Synchronization
 final class TPMLane {
     /// A command is running, or stuck.
     private(set) var busy = false
+    /// Which command `busy` is about: a stuck command's thread that returns
+    /// late frees the lane only if no later command holds it.
+    private var command: UInt64 = 0
     private let seconds: Double
 
     init(seconds: Double = RightsServiceLimits.tpmCommandSeconds) {
@@ -30,6 +33,8 @@ final class TPMLane {
     func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(RightsError) -> R) async throws(DBusError) -> R {
         guard !busy else { throw Self.notResponding("an earlier TPM command has not returned") }
         busy = true
+        command &+= 1
+        let mine = command
         let answer = OneAnswer<Result<R, RightsError>>()
         let seconds = self.seconds
         let outcome: Result<R, RightsError>? = await withCheckedContinuation { continuation in
@@ -41,7 +46,7 @@ final class TPMLane {
                 answer.give(result)
                 Task { @ServiceActor [weak self] in
                     timer.cancel()
-                    self?.busy = false
+                    if let self, self.command == mine { self.busy = false }
                 }
             }
             if !started {
@@ -50,6 +55,9 @@ final class TPMLane {
                 busy = false
             }
         }
+        // A command that answered frees the lane now, before its caller can
+        // ask for the next one (its thread's own note arrives a turn later).
+        if outcome != nil { busy = false }
         switch outcome {
         case nil:
             Log.error("rights: \(what): the TPM did not answer within \(Int(seconds)) s")

@@ -26,14 +26,17 @@ let package = Package(
         // GTK's macros and variadic functions, for the prompt agent only.
         .target(name: "CGtkShims", dependencies: ["CGtk"]),
 
+        // libc and libcrypto for everything else: crash-safe files, permission
+        // checks, accounts, hex, SHA-256, logging, the error protocol.
+        .target(name: "LocalAuthSystem", dependencies: ["COpenSSL"]),
         // Our D-Bus layer over libdbus, shared by the service and the client.
-        .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib"]),
+        .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib", "LocalAuthSystem"]),
         // Names, raw values and tables of the contract: pure Swift.
         .target(name: "LocalAuthShared"),
         // The service as a library: callers, polkit, sensor, store.
         .target(name: "LocalAuthService", dependencies: [
             "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
-            "LocalAuthCrypto", "LocalAuthRights",
+            "LocalAuthCrypto", "LocalAuthRights", "LocalAuthSystem",
         ]),
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
@@ -44,11 +47,11 @@ let package = Package(
         // Benchmarks beside fprintd, over the same D-Bus layer for both.
         .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport", "LocalAuthTPM", "LocalAuthCrypto"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
-        .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL", "LocalAuthSystem"]),
         // Rights and secrets at rest: key protection, the right file, its storage (for the service).
-        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM", "LocalAuthShared"]),
+        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM", "LocalAuthShared", "LocalAuthSystem"]),
         // A TPM 2.0 through tpm2-tss: sealed data and P-256 keys that never leave it (docs/TPM.md).
-        .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto"]),
+        .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto", "LocalAuthSystem"]),
         // Processes and the virtual sensor, for the end-to-end tests and the benchmark.
         .target(name: "RigSupport"),
 

@@ -12,8 +12,10 @@ import LocalAuthShared
 /// Every file is checked before use (regular file, owned by root, not writable
 /// by others, format, checksum, and that what it says matches where it lies);
 /// one that fails is logged by name, once, and skipped: the others still work.
-/// Nothing is cached: every request reads the directories again, so what the
-/// service offers is always what is on disk.
+/// Every request lists the directories again, so what the service offers is
+/// always what is on disk; a file already checked is read again only when
+/// `stat` says it changed (`checked` below), and libfprint's parsing of bytes
+/// already seen is kept in `PrintCache`.
 @ServiceActor
 final class PrintStore {
     let root: String
@@ -24,9 +26,9 @@ final class PrintStore {
     /// Files already read and checked, with the identity of the version that
     /// was checked. Directories are still listed on every request; a file is
     /// read again only when its inode, size, times, mode or owner changed (any
-    /// write, rename over it, chmod or chown changes its ctime). Reading,
-    /// checking and parsing every print on every preflight made
-    /// CanEvaluatePolicy cost 1.7 times a bare Ping (localauth-bench).
+    /// write, rename over it, chmod or chown changes its ctime). Why: reading,
+    /// checking and parsing every print made a preflight costly
+    /// (BENCHMARKS.md, "Measurements behind the code").
     private var checked: [String: (version: FileVersion, print: StoredPrint)] = [:]
 
     /// The print at `path` if this very version was checked before; otherwise

@@ -4,8 +4,8 @@ import Glibc
 /// straight from libc.
 ///
 /// Why not Foundation: it loads ICU and its own runtime, which more than
-/// doubles the daemon's resident memory (BENCHMARKS.md, "Without
-/// Foundation"). A system service that idles on every desktop should cost no
+/// doubles the daemon's resident memory (BENCHMARKS.md, "Measurements
+/// behind the code"). A system service that idles on every desktop should cost no
 /// more than fprintd, so the service, the rights store and DBusCore use libc only.
 package enum Posix {
     /// The whole file, or nil if it cannot be read.

@@ -310,7 +310,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 final class LocalauthctlPromptTests: RigTestCase, @unchecked Sendable {
     func testTypingCCancelsTheEvaluationAsTheUser() async throws {
         try await enroll(as: "owner-finger")
-        let outcome = try runProgram("/usr/bin/python3", [Paths.root + "/scripts/pty-answer.py", "(type c", "c",
+        let outcome = try runProgram("/usr/bin/python3", [Paths.helper("pty-answer.py"), "(type c", "c",
                                                           Paths.localauthctl, "evaluate"],
                                      environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertEqual(outcome.status, 5, outcome.output)

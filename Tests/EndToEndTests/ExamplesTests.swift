@@ -6,7 +6,7 @@ import XCTest
 /// from code as Apple's documentation writes it, and they behave.
 final class ExamplesTests: RigTestCase, @unchecked Sendable {
     private func example(_ name: String) throws -> Outcome {
-        try runProgram(Paths.binaries + "/" + name, [], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 60)
+        try runProgram(try Paths.example(name), [], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 60)
     }
 
     func testPreflightSwitchesOnTheErrorCode() async throws {

@@ -43,7 +43,7 @@ extension RigTestCase {
             mkdir -p /run/dbus && mount -t tmpfs tmpfs /run/dbus && touch /run/dbus/system_bus_socket \
             && mount --bind '\(socket)' /run/dbus/system_bus_socket \
             && exec setpriv --reuid=\(uid) --regid=\(uid) --clear-groups env HOME=/home/\(TestAccount.name) \
-            DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' /usr/bin/python3 '\(Paths.root)/scripts/with-polkit-agent.py' \
+            DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' /usr/bin/python3 '\(Paths.helper("with-polkit-agent.py"))' \
             '\(password)' '\(tool)' \(quoted)
             """
         return try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script],

@@ -443,7 +443,7 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
         let note = rig.directory + "/vault-\(UInt32.random(in: 0...UInt32.max)).note"
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
-        let created = try runProgram(Paths.binaries + "/SecretVault", [note, "Meet at noon"], environment: environment)
+        let created = try runProgram(try Paths.example("SecretVault"), [note, "Meet at noon"], environment: environment)
         XCTAssertEqual(created.stdout, "Stored the note; its key is behind your fingerprint.\n", created.output)
         let sealed = try Data(contentsOf: URL(fileURLWithPath: note))
         XCTAssertNil(sealed.range(of: Data("Meet at noon".utf8)))
@@ -452,10 +452,10 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         service.stop()
         service = try ServiceProcess(bus: rig, stateDirectory: state)
         present("owner-finger", after: 0.5)
-        let opened = try runProgram(Paths.binaries + "/SecretVault", [note], environment: environment)
+        let opened = try runProgram(try Paths.example("SecretVault"), [note], environment: environment)
         XCTAssertEqual(opened.stdout, "Note: Meet at noon\n", opened.output)
         present("someone-else", after: 0.5, times: 3)
-        let refused = try runProgram(Paths.binaries + "/SecretVault", [note], environment: environment)
+        let refused = try runProgram(try Paths.example("SecretVault"), [note], environment: environment)
         XCTAssertEqual(refused.status, 1, refused.output)
         XCTAssertTrue(refused.stdout.hasPrefix("Refused:"), refused.output)
     }

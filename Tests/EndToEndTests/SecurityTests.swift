@@ -7,7 +7,7 @@ import XCTest
 /// The attacks of docs/SECURITY.md, each mounted for real on the rig: the real
 /// dbus-daemon and polkitd, localauthd on the virtual reader, and the attacker
 /// an unprivileged uid (65534, or the test account) running its own programs
-/// (scripts/test/: a polkit agent that cancels, forged signals, a flood).
+/// (Tests/Helpers: a polkit agent that cancels, forged signals, a flood).
 /// Each test failed on the main branch before the fix it guards.
 final class SecurityTests: RigTestCase, @unchecked Sendable {
     static let nobodyUID: UInt32 = 65534

@@ -120,11 +120,11 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
     /// setpriv's arguments that make a program run as `uid`, with no groups.
     static func dropTo(_ uid: UInt32) -> [String] { ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
 
-    /// A copy of a test helper from scripts/test that any uid can run.
+    /// A copy of a test helper from Tests/Helpers that any uid can run.
     func testScript(_ name: String) throws -> String {
         let copy = rig.directory + "/" + name
         if !FileManager.default.fileExists(atPath: copy) {
-            try FileManager.default.copyItem(atPath: Paths.root + "/scripts/test/" + name, toPath: copy)
+            try FileManager.default.copyItem(atPath: Paths.helper(name), toPath: copy)
             chmod(copy, 0o755)
         }
         return copy

@@ -53,7 +53,8 @@ NO_BUILD := 1
 else
 BINARIES := $(CURDIR)/.build/$(BUILD)
 endif
-VERSION ?= 0.1.0
+# The release: the top-level VERSION file is its one source.
+VERSION ?= $(shell cat VERSION)
 
 # Passed to scripts/install.sh only when set (it has the defaults).
 INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \

@@ -52,7 +52,7 @@ let package = Package(
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
-        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
+        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication", "LocalAuthShared"]),
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.

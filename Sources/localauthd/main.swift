@@ -11,7 +11,7 @@ let usage = """
                       [--fprintd-store DIR] [--reader DRIVER[/DEVICE_ID]]
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
-                      [--rights-authorization-timeout SECONDS]
+                      [--rights-authorization-timeout SECONDS] [--version] [--help]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -96,6 +96,9 @@ func parse(_ commandLine: [String]) -> Configuration {
             configuration.keyBackend = choice
         case "-h", "--help":
             print(usage, terminator: "")
+            exit(0)
+        case "--version":
+            print("localauthd \(LocalAuthVersion.string)")
             exit(0)
         default: fail("unknown option \(argument)")
         }

@@ -8,19 +8,26 @@ import PackageDescription
 let package = Package(
     name: "LocalAuthExamples",
     dependencies: [
-        .package(name: "LocalAuth", path: ".."),
+        .package(name: "LocalAuth", path: "..")
     ],
     targets: [
-        .executableTarget(name: "BiometricPreflight", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
-                          path: "BiometricPreflight", swiftSettings: [.swiftLanguageMode(.v5)]),
-        .executableTarget(name: "BiometricAuthManager", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
-                          path: "BiometricAuthManager", swiftSettings: [.swiftLanguageMode(.v5)]),
-        .executableTarget(name: "AsyncUnlock", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
-                          path: "AsyncUnlock"),
+        .executableTarget(
+            name: "BiometricPreflight", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
+            path: "BiometricPreflight", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(
+            name: "BiometricAuthManager", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
+            path: "BiometricAuthManager", swiftSettings: [.swiftLanguageMode(.v5)]),
+        .executableTarget(
+            name: "AsyncUnlock", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")],
+            path: "AsyncUnlock"),
         // Rights: a vault whose key is a right's secret (docs/RIGHTS.md).
-        .executableTarget(name: "SecretVault", dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth"),
-                                                             .product(name: "LocalAuthCrypto", package: "LocalAuth")],
-                          path: "SecretVault"),
+        .executableTarget(
+            name: "SecretVault",
+            dependencies: [
+                .product(name: "LocalAuthentication", package: "LocalAuth"),
+                .product(name: "LocalAuthCrypto", package: "LocalAuth"),
+            ],
+            path: "SecretVault"),
     ],
     swiftLanguageModes: [.v6]
 )

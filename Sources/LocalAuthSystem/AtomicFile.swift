@@ -101,7 +101,7 @@ package enum AtomicFile {
     private static func createTemporary(_ temporary: String, flags: Int32, mode: mode_t) throws(FileError) -> Int32 {
         let fd = open(temporary, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | flags, mode)
         guard fd >= 0 else { throw FileError("create", temporary) }
-        fchmod(fd, mode)   // whatever the umask, and if a stale temporary existed
+        fchmod(fd, mode)  // whatever the umask, and if a stale temporary existed
         return fd
     }
 

@@ -36,8 +36,10 @@ package enum Users {
     }
 
     private static func lookup(
-        _ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
-                 UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32
+        _ call: (
+            UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+            UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>
+        ) -> Int32
     ) -> (name: String, uid: uid_t)? {
         var size = 1024
         while size <= 1 << 20 {

@@ -12,13 +12,15 @@ let package = Package(
         .package(name: "RigSupport", path: "../RigSupport"),
     ],
     targets: [
-        .executableTarget(name: "localauth-bench", dependencies: [
-            .product(name: "DBusCore", package: "LocalAuth"),
-            .product(name: "LocalAuthShared", package: "LocalAuth"),
-            .product(name: "LocalAuthTPM", package: "LocalAuth"),
-            .product(name: "LocalAuthCrypto", package: "LocalAuth"),
-            .product(name: "RigSupport", package: "RigSupport"),
-        ]),
+        .executableTarget(
+            name: "localauth-bench",
+            dependencies: [
+                .product(name: "DBusCore", package: "LocalAuth"),
+                .product(name: "LocalAuthShared", package: "LocalAuth"),
+                .product(name: "LocalAuthTPM", package: "LocalAuth"),
+                .product(name: "LocalAuthCrypto", package: "LocalAuth"),
+                .product(name: "RigSupport", package: "RigSupport"),
+            ])
     ],
     swiftLanguageModes: [.v6]
 )

@@ -8,10 +8,10 @@ import PackageDescription
 let package = Package(
     name: "RigSupport",
     products: [
-        .library(name: "RigSupport", targets: ["RigSupport"]),
+        .library(name: "RigSupport", targets: ["RigSupport"])
     ],
     targets: [
-        .target(name: "RigSupport"),
+        .target(name: "RigSupport")
     ],
     swiftLanguageModes: [.v6]
 )

@@ -69,30 +69,12 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
         return try runProgram("/usr/bin/gdbus", arguments, environment: environment)
     }
 
-    /// Enrolls `finger` for root through the client library, feeding the
-    /// virtual sensor one scan of `id` per enroll stage.
+    /// Enrolls `finger` for root through the client library, presenting `id`
+    /// each time the service asks for the next enroll stage.
     func enroll(_ finger: String = "right-index-finger", as id: String = "owner-finger") async throws {
-        let service = self.service!
-        let feeder = Task.detached {
-            for _ in 0..<5 {
-                try service.sensor("SCAN \(id)")
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present(id, times: 5)
         try await LAFingerprints.enroll(finger)
         try await feeder.value
-    }
-
-    /// Presents `id` to the sensor `delay` seconds from now (in the background).
-    @discardableResult
-    func present(_ id: String, after delay: Double = 0.2, times: Int = 1) -> Task<Void, Error> {
-        let service = self.service!
-        return Task.detached {
-            for _ in 0..<times {
-                try await Task.sleep(for: .seconds(delay))
-                try service.sensor("SCAN \(id)")
-            }
-        }
     }
 
     /// Starts an evaluation through the library and returns once it holds the

@@ -1,0 +1,95 @@
+import Foundation
+import Glibc
+import LocalAuthShared
+import RigSupport
+
+/// What the rig's bus carries, as dbus-monitor prints it: for tests that wait
+/// for an event on the bus (a status signal, an error reply) instead of a
+/// fixed time. Ready once the bus has made it a monitor; stopped by `stop()`
+/// or when the bus goes away.
+final class BusWatch: @unchecked Sendable {
+    private let monitor: Child
+    private let log: String
+
+    /// `rules`: dbus match rules, e.g. "type='signal',member='EvaluationStatus'".
+    init(rig: BusRig, rules: [String]) throws {
+        log = rig.directory + "/watch-\(UInt32.random(in: 0...UInt32.max)).log"
+        monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address] + rules, stdoutPath: log, stderrPath: "/dev/null")
+        let ready = Date().addingTimeInterval(10)
+        while !readText(log).contains("NameAcquired") {
+            guard monitor.isRunning, Date() < ready else { throw RigError("dbus-monitor did not start: \(readText(log))") }
+            usleep(10_000)
+        }
+    }
+
+    /// The lines printed so far, trimmed.
+    var lines: [String] { readText(log).split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) } }
+
+    /// How many lines so far satisfy `matches`.
+    func count(_ matches: (String) -> Bool) -> Int { lines.filter(matches).count }
+
+    /// Waits until more than `seen` lines satisfy `matches`; throws after
+    /// `timeout` s or when the monitor ended (the rig is gone).
+    func waitForMore(than seen: Int, timeout: Double = 60, _ what: String, _ matches: (String) -> Bool) throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while count(matches) <= seen {
+            guard monitor.isRunning else { throw RigError("the bus went away while waiting for \(what)") }
+            guard Date() < deadline else { throw RigError("waited \(timeout) s for \(what) on the bus: \(readText(log).suffix(2000))") }
+            usleep(10_000)
+        }
+    }
+
+    func stop() {
+        monitor.signal(SIGTERM)
+        _ = monitor.wait(timeout: 5)
+    }
+}
+
+/// When localauthd asks for a finger: an EvaluationStatus of `place-finger`
+/// (an evaluation holds the reader) or `no-match` (it scans again), or an
+/// EnrollStatus of `enroll-place-finger` or `enroll-stage-passed` (the next
+/// stage). Each is one scan the virtual sensor should get, to whichever caller.
+enum FingerRequests {
+    static let rules = [
+        "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.evaluationStatus)'",
+        "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.enrollStatus)'",
+    ]
+    static let asks = Set([EvaluationProgress.placeFinger.rawValue, EvaluationProgress.noMatch.rawValue,
+                           EnrollProgress.placeFinger.rawValue, EnrollProgress.stagePassed.rawValue].map { "string \"\($0)\"" })
+    static func isAsk(_ line: String) -> Bool { asks.contains(line) }
+}
+
+extension RigTestCase {
+    /// Presents `id` to the virtual sensor each time the service asks for a
+    /// finger (FingerRequests), `times` times, in the background; call it
+    /// before the call that will ask. `sensor` is another reader's socket
+    /// (default: the service's virtual_device); `insertFirst` first stores
+    /// the print in a reader that keeps prints (virtual_device_storage).
+    @discardableResult
+    func present(_ id: String, times: Int = 1, sensor: String? = nil, insertFirst: Bool = false) -> Task<Void, Error> {
+        let socket = sensor ?? service.sensorSocket
+        let watch: BusWatch
+        do {
+            watch = try BusWatch(rig: rig, rules: FingerRequests.rules)
+        } catch {
+            return Task { throw error }
+        }
+        return Task.detached {
+            defer { watch.stop() }
+            for presented in 0..<times {
+                try watch.waitForMore(than: presented, "request \(presented + 1) of \(times) for a finger", FingerRequests.isAsk)
+                if insertFirst && presented == 0 { try ServiceProcess.send("INSERT \(id)", to: socket) }
+                try ServiceProcess.send("SCAN \(id)", to: socket)
+            }
+        }
+    }
+}
+
+extension RigTestCase {
+    /// The old spelling while the test files move to `present(_:times:)`: the
+    /// delay is ignored, the finger is presented when the service asks.
+    @discardableResult
+    func present(_ id: String, after _: Double, times: Int = 1) -> Task<Void, Error> {
+        present(id, times: times)
+    }
+}

@@ -45,17 +45,19 @@ final class BusWatch: @unchecked Sendable {
     }
 }
 
-/// When localauthd asks for a finger: an EvaluationStatus of `place-finger`
-/// (an evaluation holds the reader) or `no-match` (it scans again), or an
-/// EnrollStatus of `enroll-place-finger` or `enroll-stage-passed` (the next
-/// stage). Each is one scan the virtual sensor should get, to whichever caller.
+/// When localauthd asks for a finger: every EvaluationStatus (`place-finger`
+/// when an evaluation holds the reader, `no-match` and the retries when it
+/// scans again), and every EnrollStatus but the last of an enrollment
+/// (`enroll-place-finger`, `enroll-stage-passed`, the retries). Each is one
+/// scan the virtual sensor should get, whichever caller it was for.
 enum FingerRequests {
     static let rules = [
         "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.evaluationStatus)'",
         "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.enrollStatus)'",
     ]
-    static let asks = Set([EvaluationProgress.placeFinger.rawValue, EvaluationProgress.noMatch.rawValue,
-                           EnrollProgress.placeFinger.rawValue, EnrollProgress.stagePassed.rawValue].map { "string \"\($0)\"" })
+    static let asks = Set((EvaluationProgress.allCases.map(\.rawValue)
+                           + EnrollProgress.allCases.filter { !ends.contains($0) }.map(\.rawValue)).map { "string \"\($0)\"" })
+    static let ends: Set<EnrollProgress> = [.completed, .failed, .duplicate, .dataFull]
     static func isAsk(_ line: String) -> Bool { asks.contains(line) }
 }
 
@@ -67,7 +69,14 @@ extension RigTestCase {
     /// the print in a reader that keeps prints (virtual_device_storage).
     @discardableResult
     func present(_ id: String, times: Int = 1, sensor: String? = nil, insertFirst: Bool = false) -> Task<Void, Error> {
-        let socket = sensor ?? service.sensorSocket
+        var answers = Array(repeating: ["SCAN \(id)"], count: times)
+        if insertFirst, times > 0 { answers[0].insert("INSERT \(id)", at: 0) }
+        return answer(answers, sensor: sensor ?? service.sensorSocket)
+    }
+
+    /// Sends the commands of `answers[n]` to the virtual sensor at `sensor`
+    /// when the service asks for a finger the (n+1)th time, in the background.
+    func answer(_ answers: [[String]], sensor: String) -> Task<Void, Error> {
         let watch: BusWatch
         do {
             watch = try BusWatch(rig: rig, rules: FingerRequests.rules)
@@ -76,10 +85,9 @@ extension RigTestCase {
         }
         return Task.detached {
             defer { watch.stop() }
-            for presented in 0..<times {
-                try watch.waitForMore(than: presented, "request \(presented + 1) of \(times) for a finger", FingerRequests.isAsk)
-                if insertFirst && presented == 0 { try ServiceProcess.send("INSERT \(id)", to: socket) }
-                try ServiceProcess.send("SCAN \(id)", to: socket)
+            for (index, commands) in answers.enumerated() {
+                try watch.waitForMore(than: index, "request \(index + 1) of \(answers.count) for a finger", FingerRequests.isAsk)
+                for command in commands { try ServiceProcess.send(command, to: sensor) }
             }
         }
     }

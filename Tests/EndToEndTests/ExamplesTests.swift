@@ -23,20 +23,20 @@ final class ExamplesTests: RigTestCase, @unchecked Sendable {
         let notEnrolled = try example("BiometricAuthManager")
         XCTAssertEqual(notEnrolled.stdout, "Biometry: Touch ID\nFailed: Biometry is not set up.\n")
         try await enroll(as: "owner-finger")
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let success = try example("BiometricAuthManager")
         XCTAssertEqual(success.stdout, "Biometry: Touch ID\nAuthenticated\n", success.output)
-        present("someone-else", after: 0.5, times: 3)
+        present("someone-else", times: 3)
         let failure = try example("BiometricAuthManager")
         XCTAssertEqual(failure.stdout, "Biometry: Touch ID\nFailed: There was a problem verifying your identity.\n", failure.output)
-        present("someone-else", after: 0.5, times: 2)
+        present("someone-else", times: 2)
         let lockout = try example("BiometricAuthManager")
         XCTAssertEqual(lockout.stdout, "Biometry: Touch ID\nFailed: Too many failed attempts. Use your passcode.\n", lockout.output)
     }
 
     func testAsyncUnlockUsesTheFingerprint() async throws {
         try await enroll(as: "owner-finger")
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let unlocked = try example("AsyncUnlock")
         XCTAssertEqual(unlocked.stdout, "unlocked\n", unlocked.output)
     }

@@ -234,7 +234,7 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         }
         let nobody = try AgentProcess(rig: rig, display: display, name: "agent-nobody", uid: 65534)
         defer { nobody.stop() }
-        let feeder = present("nobody-finger", after: 0.3, times: 5)
+        let feeder = present("nobody-finger", times: 5)
         let enrolled = try runAs(65534, Paths.localauthctl, ["enroll"], timeout: 30)
         try await feeder.value
         XCTAssertEqual(enrolled.status, 0, enrolled.output)

@@ -101,19 +101,10 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("reader virtual_device_storage/0 open, 5 enroll stages, external (set on the command line)")
                       || service.log.contains("virtual_device_storage/0 open") && service.log.contains("external"), service.log)
         XCTAssertTrue(service.log.contains("lid closed"), service.log)
-        let feeder = Task.detached {
-            for _ in 0..<5 {
-                try ServiceProcess.send("SCAN outside", to: storage)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present("outside", times: 5, sensor: storage)
         try await LAFingerprints.enroll("left-thumb")
         try await feeder.value
-        let scan = Task.detached {
-            try await Task.sleep(for: .milliseconds(300))
-            try ServiceProcess.send("INSERT outside", to: storage)
-            try ServiceProcess.send("SCAN outside", to: storage)
-        }
+        let scan = present("outside", sensor: storage, insertFirst: true)
         let external = await evaluate()
         try await scan.value
         XCTAssertTrue(external.succeeded, "\(external)")

@@ -92,12 +92,3 @@ extension RigTestCase {
         }
     }
 }
-
-extension RigTestCase {
-    /// The old spelling while the test files move to `present(_:times:)`: the
-    /// delay is ignored, the finger is presented when the service asks.
-    @discardableResult
-    func present(_ id: String, after _: Double, times: Int = 1) -> Task<Void, Error> {
-        present(id, times: times)
-    }
-}

@@ -19,17 +19,23 @@ package enum Posix {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { return .failure(Errno(errno)) }
         defer { close(fd) }
+        return readToEnd(fd)
+    }
+
+    /// What is left to read from `fd`, stopping once more than `limit` bytes came.
+    private static func readToEnd(_ fd: Int32, limit: Int = .max) -> Result<[UInt8], Errno> {
         var bytes: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
+        while bytes.count <= limit {
             let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
             if count < 0 {
                 if errno == EINTR { continue }
                 return .failure(Errno(errno))
             }
-            if count == 0 { return .success(bytes) }
+            if count == 0 { break }
             bytes += chunk[0..<count]
         }
+        return .success(bytes)
     }
 
     /// Where a symbolic link points, or nil.
@@ -90,18 +96,11 @@ package enum Posix {
         guard let status = FileStatus(descriptor: fd) else { throw FileError("stat", path) }
         guard status.isRegularFile else { return .notRegularFile }
         guard status.size <= limit else { return .tooLarge(status.size) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 16_384)
-        while true {
-            let count = chunk.withUnsafeMutableBytes { read(fd, $0.baseAddress, $0.count) }
-            if count < 0 {
-                if errno == EINTR { continue }
-                throw FileError("read", path)
-            }
-            if count == 0 { return .bytes(bytes) }
-            bytes += chunk[0..<count]
-            // The file grew after fstat: still bounded.
-            if bytes.count > limit { return .tooLarge(bytes.count) }
+        switch readToEnd(fd, limit: limit) {
+        case .failure(let error): throw FileError("read", path, errno: error.code)
+        // The file grew after fstat: still bounded.
+        case .success(let bytes) where bytes.count > limit: return .tooLarge(bytes.count)
+        case .success(let bytes): return .bytes(bytes)
         }
     }
 

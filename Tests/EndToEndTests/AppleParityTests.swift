@@ -193,9 +193,9 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 
     func testEvaluationsWaitTheirTurnForTheSensor() async throws {
         try await enroll(as: "owner-finger")
+        present("owner-finger", times: 2)
         let first = Task { await self.evaluate() }
         let second = Task { await self.evaluate() }
-        present("owner-finger", times: 2)
         let results = await [first.value, second.value]
         XCTAssertTrue(results.allSatisfy(\.succeeded), "\(results)")
     }

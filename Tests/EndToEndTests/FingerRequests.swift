@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import LocalAuthShared
 import RigSupport
+import Synchronization
 
 /// What the rig's bus carries, as dbus-monitor prints it: for tests that wait
 /// for an event on the bus (a status signal, an error reply) instead of a
@@ -33,6 +34,7 @@ final class BusWatch: @unchecked Sendable {
     func waitForMore(than seen: Int, timeout: Double = 60, _ what: String, _ matches: (String) -> Bool) throws {
         let deadline = Date().addingTimeInterval(timeout)
         while count(matches) <= seen {
+            if Task.isCancelled { throw CancellationError() }
             guard monitor.isRunning else { throw RigError("the bus went away while waiting for \(what)") }
             guard Date() < deadline else { throw RigError("waited \(timeout) s for \(what) on the bus: \(readText(log).suffix(2000))") }
             usleep(10_000)
@@ -59,6 +61,19 @@ enum FingerRequests {
                            + EnrollProgress.allCases.filter { !ends.contains($0) }.map(\.rawValue)).map { "string \"\($0)\"" })
     static let ends: Set<EnrollProgress> = [.completed, .failed, .duplicate, .dataFull]
     static func isAsk(_ line: String) -> Bool { asks.contains(line) }
+
+    /// The presenter in charge. Tests run one at a time and each `present`
+    /// is for the call that follows it, so a new one replaces the last: a
+    /// presenter whose call ended without asking (refused at once, locked
+    /// out) never feeds a later call or enrollment.
+    private static let current = Mutex<Task<Void, Error>?>(nil)
+
+    static func takeOver(_ presenter: Task<Void, Error>?) {
+        current.withLock { current in
+            current?.cancel()
+            current = presenter
+        }
+    }
 }
 
 extension RigTestCase {
@@ -83,12 +98,15 @@ extension RigTestCase {
         } catch {
             return Task { throw error }
         }
-        return Task.detached {
+        let presenter = Task.detached {
             defer { watch.stop() }
             for (index, commands) in answers.enumerated() {
                 try watch.waitForMore(than: index, "request \(index + 1) of \(answers.count) for a finger", FingerRequests.isAsk)
+                try Task.checkCancellation()
                 for command in commands { try ServiceProcess.send(command, to: sensor) }
             }
         }
+        FingerRequests.takeOver(presenter)
+        return presenter
     }
 }

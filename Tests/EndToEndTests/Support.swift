@@ -29,6 +29,7 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
     }
 
     override func tearDown() {
+        FingerRequests.takeOver(nil)
         if let service {
             service.stop()
             if testRun?.hasSucceeded == false { print("localauthd log:\n\(service.log)") }

@@ -262,8 +262,7 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         try await enroll(as: "owner-finger")
         agent.stop()
         let pending = Task { await self.evaluate(reason: "Unlock after a restart", context: LAContext()) }
-        try await Task.sleep(for: .milliseconds(500))
-        XCTAssertTrue(service.log.contains("left"), "the service forgot the agent: \(service.log)")
+        try waitUntil("the service forgot the agent: \(service.log)") { service.log.contains("left") }
         agent = try AgentProcess(rig: rig, display: display, name: "agent-again")
         let shown = try agent.waitForShow()
         XCTAssertEqual(shown.reason, "Unlock after a restart")

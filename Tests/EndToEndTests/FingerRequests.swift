@@ -57,8 +57,9 @@ enum FingerRequests {
         "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.evaluationStatus)'",
         "type='signal',interface='\(LocalAuthBus.interface)',member='\(LocalAuthBus.Signal.enrollStatus)'",
     ]
-    static let asks = Set((EvaluationProgress.allCases.map(\.rawValue)
-                           + EnrollProgress.allCases.filter { !ends.contains($0) }.map(\.rawValue)).map { "string \"\($0)\"" })
+    static let asks = Set(
+        (EvaluationProgress.allCases.map(\.rawValue)
+            + EnrollProgress.allCases.filter { !ends.contains($0) }.map(\.rawValue)).map { "string \"\($0)\"" })
     static let ends: Set<EnrollProgress> = [.completed, .failed, .duplicate, .dataFull]
     static func isAsk(_ line: String) -> Bool { asks.contains(line) }
 

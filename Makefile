@@ -1,7 +1,13 @@
 # LocalAuth for Linux
 #   make deps        install the Debian packages (scripts/install-deps.sh)
 #   make build       swift build, and the tests
-#   make test        deps, the PAM module, then swift test (end-to-end tests start the rig themselves)
+#   make check       the unit tests: no root, no rig, seconds on a built tree
+#   make e2e         deps, the PAM module, the examples, then the end-to-end tests (needs root:
+#                    they start the rig themselves, one at a time under RIG_LOCK)
+#   make test        deps, then check and e2e: the whole suite (what CI runs)
+#   make lint        swift format lint (.swift-format) on the Swift files added since LINT_BASE
+#                    (default: where this branch left main), failing on any finding; files
+#                    changed there are reported, not failed (the tree predates the config)
 #   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
 #   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
@@ -10,9 +16,10 @@
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
+#   make examples    build the Examples package (the sample programs the e2e tests run)
 #   make bench       deps, release build (static Swift runtime, as shipped), then
-#                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
-#                    "--json FILE" are passed on; see BENCHMARKS.md)
+#                    localauth-bench (the package Tools/Bench) beside fprintd (needs root;
+#                    BENCH_ARGS="--quick" or "--json FILE" are passed on; see BENCHMARKS.md)
 #   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes):
 #                    attacks the real service on the rig, prints a table and JSON, exits
 #                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.
@@ -48,14 +55,16 @@ NO_BUILD := 1
 else
 BINARIES := $(CURDIR)/.build/$(BUILD)
 endif
-VERSION ?= 0.1.0
+# The release: the top-level VERSION file is its one source.
+VERSION ?= $(shell cat VERSION)
 
 # Passed to scripts/install.sh only when set (it has the defaults).
 INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam test demo bench reliability release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam test check e2e run-check run-e2e lint demo bench reliability release binaries install uninstall \
+	install-list deb example examples clean
 
 all: build
 
@@ -76,8 +85,37 @@ $(PAM_MODULE): pam/pam_localauth.c pam/pam_localauth.h
 	$(CC) $(PAM_CFLAGS) -shared -o $@ pam/pam_localauth.c $$(pkg-config --cflags --libs dbus-1) -lpam \
 		-Wl,-z,relro,-z,now -Wl,--as-needed
 
-test: deps pam
-	$(SWIFT) test --disable-swift-testing 2>&1
+# The unit tests are every test target but EndToEndTests; the end-to-end
+# tests start a private bus and polkitd, which install polkit actions
+# system-wide for the run, so two runs on one machine take turns (RIG_LOCK).
+RIG_LOCK ?= /tmp/localauth-rig.lock
+XCTEST := --skip-build --disable-swift-testing
+
+check:
+	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory run-check
+
+e2e: deps pam examples
+	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory run-e2e
+
+test: deps pam examples
+	$(SWIFT) build --build-tests
+	$(MAKE) --no-print-directory run-check
+	$(MAKE) --no-print-directory run-e2e
+
+run-check:
+	$(SWIFT) test $(XCTEST) --skip '^EndToEndTests\.' 2>&1
+
+run-e2e:
+	flock $(RIG_LOCK) $(SWIFT) test $(XCTEST) --filter '^EndToEndTests\.' 2>&1
+
+LINT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || git rev-list --max-parents=0 HEAD)
+lint:
+	@added="$$(git diff --name-only --diff-filter=A $(LINT_BASE) -- '*.swift')"; \
+	changed="$$(git diff --name-only --diff-filter=M $(LINT_BASE) -- '*.swift')"; \
+	if [ -n "$$changed" ]; then $(SWIFT) format lint --configuration .swift-format $$changed || true; fi; \
+	if [ -n "$$added" ]; then $(SWIFT) format lint --strict --configuration .swift-format $$added; fi
 
 demo: deps build
 	scripts/demo.sh
@@ -106,12 +144,17 @@ deb: binaries pam
 example:
 	cd Examples/UnlockApp && $(SWIFT) build
 
+examples:
+	$(SWIFT) build --package-path Examples
+
 # The daemon is measured as it is shipped: release, Swift runtime linked in.
 BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
 
 bench: deps
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
-	"$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" $(BENCH_ARGS)
+	$(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS)
+	"$$($(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" \
+		--localauthd "$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauthd" $(BENCH_ARGS)
 
 ROWS ?=
 reliability: deps
@@ -121,4 +164,4 @@ reliability: deps
 
 clean:
 	$(SWIFT) package clean || true
-	rm -rf .build out Examples/UnlockApp/.build
+	rm -rf .build out Examples/.build Examples/UnlockApp/.build Tools/Bench/.build Tools/RigSupport/.build

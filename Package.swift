@@ -9,6 +9,17 @@ let package = Package(
         .executable(name: "localauthd", targets: ["localauthd"]),
         .executable(name: "localauthctl", targets: ["localauthctl"]),
         .executable(name: "localauth-prompt", targets: ["localauth-prompt"]),
+        // For the packages beside this one that are not shipped (Tools/Bench,
+        // Examples): a package can only use another's products.
+        .library(name: "LocalAuthCrypto", targets: ["LocalAuthCrypto"]),
+        .library(name: "DBusCore", targets: ["DBusCore"]),
+        .library(name: "LocalAuthShared", targets: ["LocalAuthShared"]),
+        .library(name: "LocalAuthTPM", targets: ["LocalAuthTPM"]),
+    ],
+    dependencies: [
+        // Test tooling (processes, the virtual sensor, swtpm): only the test
+        // targets use it, so `swift build` does not build it.
+        .package(name: "RigSupport", path: "Tools/RigSupport"),
     ],
     targets: [
         // C libraries Debian ships, each behind a module map and a shim header.
@@ -26,41 +37,30 @@ let package = Package(
         // GTK's macros and variadic functions, for the prompt agent only.
         .target(name: "CGtkShims", dependencies: ["CGtk"]),
 
+        // libc and libcrypto for everything else: crash-safe files, permission
+        // checks, accounts, hex, SHA-256, logging, the error protocol.
+        .target(name: "LocalAuthSystem", dependencies: ["COpenSSL"]),
         // Our D-Bus layer over libdbus, shared by the service and the client.
-        .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib"]),
+        .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib", "LocalAuthSystem"]),
         // Names, raw values and tables of the contract: pure Swift.
         .target(name: "LocalAuthShared"),
         // The service as a library: callers, polkit, sensor, store.
         .target(name: "LocalAuthService", dependencies: [
             "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
-            "LocalAuthCrypto", "LocalAuthRights",
+            "LocalAuthCrypto", "LocalAuthRights", "LocalAuthSystem",
         ]),
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
-        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication"]),
+        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication", "LocalAuthShared"]),
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
-        // Benchmarks beside fprintd, over the same D-Bus layer for both.
-        .executableTarget(name: "localauth-bench", dependencies: ["DBusCore", "LocalAuthShared", "RigSupport", "LocalAuthTPM", "LocalAuthCrypto"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
-        .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL"]),
+        .target(name: "LocalAuthCrypto", dependencies: ["COpenSSL", "LocalAuthSystem"]),
         // Rights and secrets at rest: key protection, the right file, its storage (for the service).
-        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM", "LocalAuthShared"]),
+        .target(name: "LocalAuthRights", dependencies: ["LocalAuthCrypto", "LocalAuthTPM", "LocalAuthShared", "LocalAuthSystem"]),
         // A TPM 2.0 through tpm2-tss: sealed data and P-256 keys that never leave it (docs/TPM.md).
-        .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto"]),
-        // Processes and the virtual sensor, for the end-to-end tests and the benchmark.
-        .target(name: "RigSupport"),
-
-        // Apple-style sample code, built and run against the rig by the tests.
-        .executableTarget(name: "BiometricPreflight", dependencies: ["LocalAuthentication"],
-                          path: "Examples/BiometricPreflight", swiftSettings: [.swiftLanguageMode(.v5)]),
-        .executableTarget(name: "BiometricAuthManager", dependencies: ["LocalAuthentication"],
-                          path: "Examples/BiometricAuthManager", swiftSettings: [.swiftLanguageMode(.v5)]),
-        .executableTarget(name: "AsyncUnlock", dependencies: ["LocalAuthentication"], path: "Examples/AsyncUnlock"),
-        // Rights: a vault whose key is a right's secret (docs/RIGHTS.md).
-        .executableTarget(name: "SecretVault", dependencies: ["LocalAuthentication", "LocalAuthCrypto"],
-                          path: "Examples/SecretVault"),
+        .target(name: "LocalAuthTPM", dependencies: ["CTSS2", "LocalAuthCrypto", "LocalAuthSystem"]),
 
         .testTarget(name: "DBusCoreTests", dependencies: ["DBusCore"]),
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
@@ -71,9 +71,10 @@ let package = Package(
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         // Against a real software TPM (swtpm), started and killed by the tests.
-        .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto", "RigSupport"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "RigSupport",
-                                                         "LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto",
+                                                           .product(name: "RigSupport", package: "RigSupport")]),
+        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "LocalAuthCrypto",
+                                                         .product(name: "RigSupport", package: "RigSupport")]),
     ],
     swiftLanguageModes: [.v6]
 )

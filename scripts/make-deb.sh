@@ -16,7 +16,7 @@ set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BINARIES="${BINARIES:-$REPO/.build/release}"
-VERSION="${VERSION:-0.1.0}"
+VERSION="${VERSION:-$(cat "$REPO/VERSION")}"
 MAINTAINER="${DEB_MAINTAINER:-LocalAuth for Linux maintainers <maintainers@localauth.example.org>}"
 ARCH="$(dpkg --print-architecture)"
 OUT="$REPO/out"

@@ -1,15 +1,14 @@
 internal import CDBus
+public import LocalAuthSystem
 
 /// An error as D-Bus carries it: a well-known error name and a message for people.
 ///
 /// A struct rather than an enum so that new names can be added without breaking
 /// anyone who switches on them; compare with the named constants in `DBusError.Name`.
-public struct DBusError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Name: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct DBusError: DomainError {
+    public struct Name: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public var description: String { rawValue }
 
         public static let failed: Name = "org.freedesktop.DBus.Error.Failed"
         public static let noMemory: Name = "org.freedesktop.DBus.Error.NoMemory"
@@ -36,13 +35,14 @@ public struct DBusError: Error, Hashable, Sendable, CustomStringConvertible {
 
     public var name: Name
     public var message: String
+    /// The name is this domain's code (`DomainError`).
+    public var code: Name { name }
 
     public init(_ name: Name, _ message: String) {
         self.name = name
         self.message = message
     }
 
-    public var description: String { "\(name.rawValue): \(message)" }
 
     /// Turns a libdbus error, if set, into a Swift error, and frees it.
     /// Every libdbus call that reports through a `DBusError*` goes through here.

@@ -1,15 +1,15 @@
+import LocalAuthSystem
+
 /// A cryptographic operation that failed: a code to compare and a message for people.
 ///
 /// A struct rather than an enum (as `DBusError`) so that codes can be added
 /// without breaking anyone who switches on them; compare `code` with the
 /// named constants in `CryptoError.Code`. Messages from OpenSSL's error queue
 /// are appended to `message`; they never contain key material.
-public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct CryptoError: DomainError {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public var description: String { rawValue }
 
         /// libcrypto failed for a reason not named below (out of memory, a missing algorithm).
         public static let library: Code = "library"
@@ -33,5 +33,4 @@ public struct CryptoError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
 }

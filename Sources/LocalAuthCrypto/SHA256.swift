@@ -1,17 +1,13 @@
-internal import COpenSSL
+import LocalAuthSystem
 
-/// SHA-256 (EVP_Digest): for file names made from identifiers and for digests to sign.
+/// SHA-256 for the public API: LocalAuthSystem's `Digest.sha256`, the one
+/// implementation (OpenSSL's EVP_Digest), shared with the service.
 public enum SHA256 {
-    public static let byteCount = 32
+    public static let byteCount = Digest.sha256ByteCount
 
+    /// Never throws today (EVP_Digest fails only on allocation, which aborts);
+    /// `throws` stays so that callers are ready for a failing provider.
     public static func hash(_ data: [UInt8]) throws(CryptoError) -> [UInt8] {
-        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
-        var size: UInt32 = 0
-        try data.withCBytes { (input, count) throws(CryptoError) in
-            try OpenSSL.check("EVP_Digest(SHA-256)") {
-                digest.withUnsafeMutableBufferPointer { EVP_Digest(input, count, $0.baseAddress, &size, EVP_sha256(), nil) }
-            }
-        }
-        return Array(digest.prefix(Int(size)))
+        Digest.sha256(data)
     }
 }

@@ -1,5 +1,6 @@
 import LocalAuthCrypto
 import LocalAuthShared
+import LocalAuthSystem
 
 /// The rights of every user and app under the state directory:
 ///

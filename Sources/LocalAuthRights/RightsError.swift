@@ -1,15 +1,14 @@
 import LocalAuthCrypto
+import LocalAuthSystem
 
 /// Why a right, its key or its file could not be used: a code to compare and
 /// a message for the log. A struct with named codes (as `DBusError` and
 /// `CryptoError`), so that codes can be added without breaking a switch.
 /// Messages name files and owners but never carry secret or key bytes.
-public struct RightsError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct RightsError: DomainError {
+    public struct Code: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public var description: String { rawValue }
 
         // What a caller asked for, past a limit (`RightLimits`).
         public static let invalidName: Code = "invalid-name"
@@ -78,7 +77,6 @@ public struct RightsError: Error, Hashable, Sendable, CustomStringConvertible {
         self.message = message
     }
 
-    public var description: String { "\(code.rawValue): \(message)" }
 
     /// A libcrypto failure as a rights error; authentication failures keep their meaning.
     static func crypto(_ error: CryptoError, _ what: String, authentication: Code = .authenticationFailed) -> RightsError {

@@ -1,5 +1,6 @@
 import Glibc
 import LocalAuthCrypto
+import LocalAuthSystem
 
 /// Key protection in software: a 32-byte machine key in a root-only file,
 /// and AES-256-GCM.
@@ -109,15 +110,14 @@ public struct SoftwareKeyProtector: KeyProtector {
             }
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { throw Files.failure("stat", path) }
-        guard info.st_mode & S_IFMT == S_IFREG else { throw RightsError(.machineKeyNotAFile, "\(path) is not a regular file") }
-        guard info.st_uid == geteuid() else { throw RightsError(.machineKeyWrongOwner, "\(path) belongs to uid \(info.st_uid), not \(geteuid())") }
-        guard info.st_mode & 0o077 == 0 else {
-            throw RightsError(.machineKeyInsecurePermissions, "\(path) has mode \(String(info.st_mode & 0o7777, radix: 8)); it must be 0600")
+        guard let info = FileStatus(descriptor: fd) else { throw Files.failure("stat", path) }
+        guard info.isRegularFile else { throw RightsError(.machineKeyNotAFile, "\(path) is not a regular file") }
+        guard info.owner == geteuid() else { throw RightsError(.machineKeyWrongOwner, "\(path) belongs to uid \(info.owner), not \(geteuid())") }
+        guard !info.grants(0o077) else {
+            throw RightsError(.machineKeyInsecurePermissions, "\(path) has mode \(info.modeText); it must be 0600")
         }
-        guard info.st_size == machineKeyByteCount else {
-            throw RightsError(.machineKeyWrongSize, "\(path) is \(info.st_size) bytes, not \(machineKeyByteCount)")
+        guard info.size == machineKeyByteCount else {
+            throw RightsError(.machineKeyWrongSize, "\(path) is \(info.size) bytes, not \(machineKeyByteCount)")
         }
         var key = [UInt8](repeating: 0, count: machineKeyByteCount)
         var got = 0

@@ -116,7 +116,7 @@ extension RightsError {
     /// A TPM failure by kind: unavailable, foreign (another or a cleared TPM),
     /// a wrong auth value (a key moved between rights), a damaged blob, other.
     init(tpm error: TPMError, _ what: String) {
-        switch error.kind {
+        switch error.code {
         case .unavailable: self.init(.tpmUnavailable, "\(what): no TPM answered: \(error)")
         case .foreignObject:
             self.init(.tpmForeignKey, "\(what): the TPM refuses it as not its own (another machine, or this TPM was cleared or replaced): \(error)")

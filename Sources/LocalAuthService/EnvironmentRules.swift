@@ -189,6 +189,6 @@ enum EnvironmentRules {
     /// cannot compare hashes to follow a person, and each changes exactly
     /// when the enrolled set does.
     static func appStateHash(enrolledSetHash: [UInt8], app: String) -> [UInt8] {
-        Checksum.sha256(Array("localauth-app-domain-state 1\n\(app)\n".utf8) + enrolledSetHash)
+        Digest.sha256(Array("localauth-app-domain-state 1\n\(app)\n".utf8) + enrolledSetHash)
     }
 }

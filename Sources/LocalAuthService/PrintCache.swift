@@ -5,9 +5,8 @@ import Synchronization
 /// Every request still reads the store from disk (what is offered is always
 /// what is on disk); only libfprint's parsing of bytes already seen is saved.
 /// Keyed by content, the cache can never be stale: changed bytes are a new
-/// key. Measured with callgrind (localauth-bench, BENCHMARKS.md), parsing one
-/// virtual print cost ~65,000 instructions, more than the rest of a
-/// CanEvaluatePolicy call together.
+/// key. Parsing a print costs more than the rest of a CanEvaluatePolicy call
+/// together (BENCHMARKS.md, "Measurements behind the code").
 ///
 /// The prints handed out are shared: libfprint only reads an enrolled print
 /// (verify, identify, compare); nothing may change one after it was read.

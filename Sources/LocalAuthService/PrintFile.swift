@@ -51,7 +51,7 @@ struct PrintFile: Equatable, Sendable {
             "device-id \(Escape.value(deviceID))",
             "created \(created)",
             "size \(print.count)",
-            "sha256 \(Hex.encode(Checksum.sha256(print)))",
+            "sha256 \(Hex.encode(Digest.sha256(print)))",
             "", "",
         ].joined(separator: "\n")
         return Array(header.utf8) + print
@@ -109,7 +109,7 @@ struct PrintFile: Equatable, Sendable {
         guard body.count == size else {
             throw FormatError("print is \(body.count) bytes, header says \(size) (truncated or extended)")
         }
-        guard Checksum.sha256(body) == checksum else { throw FormatError("checksum mismatch (damaged print)") }
+        guard Digest.sha256(body) == checksum else { throw FormatError("checksum mismatch (damaged print)") }
         return PrintFile(id: id, uid: uid, finger: finger, driver: driver, deviceID: deviceID,
                          created: created, print: body)
     }

@@ -12,8 +12,10 @@ import LocalAuthShared
 /// Every file is checked before use (regular file, owned by root, not writable
 /// by others, format, checksum, and that what it says matches where it lies);
 /// one that fails is logged by name, once, and skipped: the others still work.
-/// Nothing is cached: every request reads the directories again, so what the
-/// service offers is always what is on disk.
+/// Every request lists the directories again, so what the service offers is
+/// always what is on disk; a file already checked is read again only when
+/// `stat` says it changed (`checked` below), and libfprint's parsing of bytes
+/// already seen is kept in `PrintCache`.
 @ServiceActor
 final class PrintStore {
     let root: String
@@ -24,9 +26,9 @@ final class PrintStore {
     /// Files already read and checked, with the identity of the version that
     /// was checked. Directories are still listed on every request; a file is
     /// read again only when its inode, size, times, mode or owner changed (any
-    /// write, rename over it, chmod or chown changes its ctime). Reading,
-    /// checking and parsing every print on every preflight made
-    /// CanEvaluatePolicy cost 1.7 times a bare Ping (localauth-bench).
+    /// write, rename over it, chmod or chown changes its ctime). Why: reading,
+    /// checking and parsing every print made a preflight costly
+    /// (BENCHMARKS.md, "Measurements behind the code").
     private var checked: [String: (version: FileVersion, print: StoredPrint)] = [:]
 
     /// The print at `path` if this very version was checked before; otherwise
@@ -233,7 +235,7 @@ final class PrintStore {
             return nil
         }
         var stamp = Array("fprintd \(read.modified)\n".utf8)
-        stamp += Checksum.sha256(read.bytes)
+        stamp += Digest.sha256(read.bytes)
         return StoredPrint(finger: finger, print: print, bytes: read.bytes, source: .fprintd,
                            reader: Readers.Identity(driver: driver, deviceID: deviceID),
                            created: PrintCodec.enrollDate(of: print), path: path, stamp: stamp)
@@ -336,17 +338,16 @@ enum SafeFile {
                                     : "cannot be opened: \(String(cString: strerror(errno)))"))
         }
         defer { close(fd) }
-        var info = stat()
-        guard fstat(fd, &info) == 0 else { return .failure(Problem(description: "cannot be examined")) }
-        guard info.st_mode & S_IFMT == S_IFREG else { return .failure(Problem(description: "is not a regular file")) }
-        guard info.st_uid == 0 || info.st_uid == geteuid() else {
-            return .failure(Problem(description: "is owned by uid \(info.st_uid), not root"))
+        guard let info = FileStatus(descriptor: fd) else { return .failure(Problem(description: "cannot be examined")) }
+        guard info.isRegularFile else { return .failure(Problem(description: "is not a regular file")) }
+        guard info.owner == 0 || info.owner == geteuid() else {
+            return .failure(Problem(description: "is owned by uid \(info.owner), not root"))
         }
-        guard info.st_mode & 0o022 == 0 else {
-            return .failure(Problem(description: "is writable by group or others (mode \(String(info.st_mode & 0o7777, radix: 8)))"))
+        guard !info.grants(0o022) else {
+            return .failure(Problem(description: "is writable by group or others (mode \(info.modeText))"))
         }
-        guard info.st_size <= maximumSize else { return .failure(Problem(description: "is larger than \(maximumSize) bytes")) }
-        var bytes = [UInt8](repeating: 0, count: Int(info.st_size))
+        guard info.size <= maximumSize else { return .failure(Problem(description: "is larger than \(maximumSize) bytes")) }
+        var bytes = [UInt8](repeating: 0, count: info.size)
         var filled = 0
         while filled < bytes.count {
             let count = bytes.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress! + filled, $0.count - filled) }
@@ -355,7 +356,7 @@ enum SafeFile {
             filled += count
         }
         guard filled == bytes.count else { return .failure(Problem(description: "could not be read completely")) }
-        return .success(Contents(bytes: bytes, modified: "\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"))
+        return .success(Contents(bytes: bytes, modified: "\(info.modified.seconds).\(info.modified.nanoseconds)"))
     }
 }
 

@@ -61,14 +61,16 @@ extension LocalAuthService {
                                                      app: app))]
     }
 
-    /// The hash behind the domain state; also what a reused match is tied to.
+    /// The hash behind the domain state and the rights' `biometryCurrentSet`.
+    /// A reused match (`reuse-duration`) is tied to `enrolledSet` instead
+    /// (Evaluations.swift), which the scan loop has at hand.
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] {
         var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
         for stored in prints.prints(of: uid, for: reader) {
             material += Array("\(stored.finger.rawValue)\n\(stored.source.rawValue)\n".utf8)
-            material += Checksum.sha256(stored.stamp) + Checksum.sha256(stored.bytes)
+            material += Digest.sha256(stored.stamp) + Digest.sha256(stored.bytes)
         }
-        return Checksum.sha256(material)
+        return Digest.sha256(material)
     }
 }
 
@@ -77,17 +79,4 @@ extension LocalAuthService {
 private final class Announced {
     var value: BiometryKind
     init(_ value: BiometryKind) { self.value = value }
-}
-
-/// SHA-256 through GLib's GChecksum (Foundation on Linux has no hashing).
-enum Checksum {
-    static func sha256(_ bytes: [UInt8]) -> [UInt8] {
-        let checksum = g_checksum_new(G_CHECKSUM_SHA256)!
-        defer { g_checksum_free(checksum) }
-        bytes.withUnsafeBufferPointer { g_checksum_update(checksum, $0.baseAddress, gssize($0.count)) }
-        var digest = [UInt8](repeating: 0, count: 32)
-        var length = gsize(32)
-        g_checksum_get_digest(checksum, &digest, &length)
-        return Array(digest.prefix(Int(length)))
-    }
 }

@@ -1,102 +1,6 @@
 import Glibc
 import LocalAuthShared
 
-/// Crash-safe file writes: temporary file, fsync, rename over the old file,
-/// fsync of the directory. A crash at any moment leaves the old content or
-/// the new one, never a mix.
-enum AtomicFile {
-    struct Failure: Error, CustomStringConvertible {
-        let path: String
-        let operation: String
-        let errno: Int32
-        var description: String { "\(operation) \(path): \(String(cString: strerror(errno)))" }
-    }
-
-    static func write(_ bytes: [UInt8], to path: String, mode: mode_t = 0o600) throws(Failure) {
-        let directory = Posix.directory(of: path)
-        let temporary = path + ".tmp-\(getpid())"
-        let fd = open(temporary, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, mode)
-        guard fd >= 0 else { throw Failure(path: temporary, operation: "create", errno: errno) }
-        fchmod(fd, mode)   // whatever the umask, and if a stale temporary existed
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + written, bytes.count - written) }
-            if result < 0 {
-                if errno == EINTR { continue }
-                let saved = errno
-                close(fd)
-                unlink(temporary)
-                throw Failure(path: temporary, operation: "write", errno: saved)
-            }
-            written += result
-        }
-        guard fsync(fd) == 0 else {
-            let saved = errno
-            close(fd)
-            unlink(temporary)
-            throw Failure(path: temporary, operation: "fsync", errno: saved)
-        }
-        close(fd)
-        guard rename(temporary, path) == 0 else {
-            let saved = errno
-            unlink(temporary)
-            throw Failure(path: path, operation: "rename", errno: saved)
-        }
-        try syncDirectory(directory)
-    }
-
-    static func remove(_ path: String) throws(Failure) {
-        guard unlink(path) == 0 || errno == ENOENT else { throw Failure(path: path, operation: "remove", errno: errno) }
-        try syncDirectory(Posix.directory(of: path))
-    }
-
-    static func syncDirectory(_ directory: String) throws(Failure) {
-        let fd = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard fd >= 0 else { throw Failure(path: directory, operation: "open", errno: errno) }
-        defer { close(fd) }
-        guard fsync(fd) == 0 else { throw Failure(path: directory, operation: "fsync", errno: errno) }
-    }
-
-    /// Creates `path` (and parents) with `mode`, and tightens the mode of an existing one.
-    static func makeDirectory(_ path: String, mode: mode_t = 0o700) throws(Failure) {
-        var current = ""
-        for component in path.split(separator: "/", omittingEmptySubsequences: true) {
-            current += "/" + component
-            if mkdir(current, mode) != 0 && errno != EEXIST {
-                throw Failure(path: current, operation: "mkdir", errno: errno)
-            }
-        }
-        guard chmod(path, mode) == 0 else { throw Failure(path: path, operation: "chmod", errno: errno) }
-    }
-
-    /// Creates `base` (whose parent exists) and every directory from there
-    /// down to `path`, each with `mode` (tightened if it exists). A directory
-    /// that is created is made durable: its parent is fsynced, so a print
-    /// written into it cannot vanish with its directory after a crash.
-    static func makeDirectories(_ path: String, below base: String, mode: mode_t = 0o700) throws(Failure) {
-        precondition(path == base || path.hasPrefix(base + "/"), "\(path) is not below \(base)")
-        var current = base
-        var rest = path.dropFirst(base.count).split(separator: "/").map(String.init)
-        while true {
-            if mkdir(current, mode) == 0 {
-                try syncDirectory(Posix.directory(of: current))
-            } else if errno != EEXIST {
-                throw Failure(path: current, operation: "mkdir", errno: errno)
-            }
-            var info = stat()
-            guard lstat(current, &info) == 0, info.st_mode & S_IFMT == S_IFDIR else {
-                throw Failure(path: current, operation: "mkdir", errno: ENOTDIR)
-            }
-            if info.st_mode & 0o7777 != mode {
-                guard chmod(current, mode) == 0 else { throw Failure(path: current, operation: "chmod", errno: errno) }
-            }
-            guard !rest.isEmpty else { return }
-            current += "/" + rest.removeFirst()
-        }
-    }
-
-}
-
 /// The consecutive failed matches of each user, on disk so that a restart
 /// does not reset a lockout. Five in a row lock biometrics (Apple's rule).
 ///
@@ -142,7 +46,7 @@ final class LockoutStore {
 
     /// Records one failed match; returns true if the user is now locked out.
     /// Throws if the count could not be written (the count in memory still rises).
-    func recordFailure(_ uid: UInt32) throws(AtomicFile.Failure) -> Bool {
+    func recordFailure(_ uid: UInt32) throws(FileError) -> Bool {
         let count = failures(of: uid) + 1
         cache[uid] = count
         try store(count, for: uid)
@@ -150,13 +54,13 @@ final class LockoutStore {
     }
 
     /// Back to zero; if that cannot be written, the old count stays.
-    func reset(_ uid: UInt32) throws(AtomicFile.Failure) {
+    func reset(_ uid: UInt32) throws(FileError) {
         guard failures(of: uid) != 0 else { return }
         try store(0, for: uid)
         cache[uid] = 0
     }
 
-    private func store(_ count: Int, for uid: UInt32) throws(AtomicFile.Failure) {
+    private func store(_ count: Int, for uid: UInt32) throws(FileError) {
         do {
             try AtomicFile.makeDirectory(directory)
             try AtomicFile.write(Array("\(count)\n".utf8), to: "\(directory)/\(uid)")

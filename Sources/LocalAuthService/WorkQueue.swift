@@ -3,8 +3,8 @@
 ///
 /// Why not `AsyncStream`: both ends live on the service's loop, and the
 /// stream's generic internals (not specialized across the module boundary)
-/// cost every call several thousand instructions of metadata lookups and
-/// locking (BENCHMARKS.md, callgrind). This queue is a plain array and one
+/// cost every call metadata lookups and locking (BENCHMARKS.md,
+/// "Measurements behind the code"). This queue is a plain array and one
 /// waiting continuation, only ever touched on the loop.
 @ServiceActor
 final class WorkQueue<Item: Sendable> {

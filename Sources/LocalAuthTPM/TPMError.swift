@@ -1,15 +1,14 @@
 internal import CTSS2
+import LocalAuthSystem
 
 /// A TPM operation that failed: the TSS2 response code, the call that returned
-/// it, and tpm2-tss's own text for it (`Tss2_RC_Decode`), plus a `kind` to
+/// it, and tpm2-tss's own text for it (`Tss2_RC_Decode`), plus a `code` (a kind) to
 /// decide on. A struct (as `CryptoError`) so kinds can be added without
 /// breaking a switch. Messages never carry key or secret bytes.
-public struct TPMError: Error, Hashable, Sendable, CustomStringConvertible {
-    public struct Kind: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct TPMError: DomainError {
+    public struct Kind: ErrorCode {
         public var rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
-        public init(stringLiteral value: String) { self.rawValue = value }
-        public var description: String { rawValue }
 
         /// No TPM answered: the TCTI could not be loaded or connected, or the
         /// connection broke (the device went away, swtpm was killed).
@@ -28,21 +27,24 @@ public struct TPMError: Error, Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The TSS2_RC: its layer in bits 16–23 (0 = the TPM itself), the code below.
-    public let code: UInt32
+    public let responseCode: UInt32
     /// The ESAPI (or TCTI loader, MU) function that returned it.
     public let call: String
     /// `Tss2_RC_Decode(code)`, e.g. "tpm:parameter(1):integrity check failed".
     public let text: String
 
-    public init(code: UInt32, call: String, text: String) {
-        self.code = code
+    public init(responseCode: UInt32, call: String, text: String) {
+        self.responseCode = responseCode
         self.call = call
         self.text = text
     }
 
-    public var description: String { "\(call): \(text) (0x\(String(code, radix: 16)), \(kind))" }
+    public var message: String { "\(call): \(text) (0x\(String(responseCode, radix: 16)))" }
+    public var description: String { "\(message), \(code)" }
 
-    public var kind: Kind {
+    /// What to decide on, from the response code.
+    public var code: Kind {
+        let code = responseCode
         let layer = code & 0x00FF_0000
         let base = code & 0xFFFF
         if layer == TSS.tctiLayer { return .unavailable }
@@ -82,6 +84,6 @@ enum TSS {
 
     static func error(_ name: String, _ rc: TSS2_RC) -> TPMError {
         let text = Tss2_RC_Decode(rc).map { String(cString: $0) } ?? "unknown response code"
-        return TPMError(code: rc, call: name, text: text)
+        return TPMError(responseCode: rc, call: name, text: text)
     }
 }

@@ -36,7 +36,7 @@ public struct TPMObjectBlob: Sendable, Hashable {
         try TSS.call("Tss2_MU_TPM2B_PUBLIC_Unmarshal") { Tss2_MU_TPM2B_PUBLIC_Unmarshal(bytes, bytes.count, &offset, &publicArea) }
         try TSS.call("Tss2_MU_TPM2B_PRIVATE_Unmarshal") { Tss2_MU_TPM2B_PRIVATE_Unmarshal(bytes, bytes.count, &offset, &privateArea) }
         guard offset == bytes.count else {
-            throw TPMError(code: TSS.muLayer | UInt32(TSS2_BASE_RC_INSUFFICIENT_BUFFER), call: "TPMObjectBlob",
+            throw TPMError(responseCode: TSS.muLayer | UInt32(TSS2_BASE_RC_INSUFFICIENT_BUFFER), call: "TPMObjectBlob",
                            text: "\(bytes.count - offset) bytes after TPM2B_PUBLIC and TPM2B_PRIVATE")
         }
         return (publicArea, privateArea)
@@ -59,7 +59,7 @@ enum TPMBytes {
     /// Copies `bytes` into `buffer`; returns the size to store beside it.
     static func write<T>(_ bytes: [UInt8], into buffer: inout T) throws(TPMError) -> UInt16 {
         guard bytes.count <= MemoryLayout<T>.size else {
-            throw TPMError(code: TSS.muLayer | UInt32(TSS2_BASE_RC_INSUFFICIENT_BUFFER), call: "TPMBytes.write",
+            throw TPMError(responseCode: TSS.muLayer | UInt32(TSS2_BASE_RC_INSUFFICIENT_BUFFER), call: "TPMBytes.write",
                            text: "\(bytes.count) bytes do not fit a TPM buffer of \(MemoryLayout<T>.size)")
         }
         withUnsafeMutableBytes(of: &buffer) { $0.copyBytes(from: bytes) }
@@ -68,20 +68,20 @@ enum TPMBytes {
 
     /// A coordinate or scalar as exactly 32 bytes (a TPM may drop leading zeros).
     static func padded(_ bytes: [UInt8]) throws(TPMError) -> [UInt8] {
-        guard bytes.count <= 32 else { throw TPMError(code: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "P-256", text: "a coordinate of \(bytes.count) bytes") }
+        guard bytes.count <= 32 else { throw TPMError(responseCode: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "P-256", text: "a coordinate of \(bytes.count) bytes") }
         return [UInt8](repeating: 0, count: 32 - bytes.count) + bytes
     }
 
     static func p256PublicKey(_ area: TPMT_PUBLIC) throws(TPMError) -> P256.PublicKey {
         guard area.type == TPM2_ALG_ECC, area.parameters.eccDetail.curveID == TPM2_ECC_NIST_P256 else {
-            throw TPMError(code: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "TPMT_PUBLIC", text: "not a P-256 key")
+            throw TPMError(responseCode: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "TPMT_PUBLIC", text: "not a P-256 key")
         }
         let x = try padded(read(area.unique.ecc.x.buffer, count: area.unique.ecc.x.size))
         let y = try padded(read(area.unique.ecc.y.buffer, count: area.unique.ecc.y.size))
         do {
             return try P256.PublicKey(x963Representation: [0x04] + x + y)
         } catch {
-            throw TPMError(code: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "TPMT_PUBLIC", text: "not a P-256 point: \(error.message)")
+            throw TPMError(responseCode: TSS.esysLayer | UInt32(TSS2_BASE_RC_BAD_VALUE), call: "TPMT_PUBLIC", text: "not a P-256 point: \(error.message)")
         }
     }
 }

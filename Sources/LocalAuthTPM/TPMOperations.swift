@@ -54,6 +54,6 @@ extension TPMDevice {
     /// as a TPMError of kind `.other` with the crypto code in the text, so
     /// these functions throw one type.
     static func cryptoFailure(_ what: String, _ error: CryptoError) -> TPMError {
-        TPMError(code: TSS.esysLayer | 1, call: what, text: "\(error.code): \(error.message)")
+        TPMError(responseCode: TSS.esysLayer | 1, call: what, text: "\(error.code): \(error.message)")
     }
 }

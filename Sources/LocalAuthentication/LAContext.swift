@@ -123,7 +123,9 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     // MARK: Evaluation
 
-    /// Asks the service to verify the owner; `reply` runs on a private queue.
+    /// Asks the service to verify the owner. `reply` runs in a task on Swift's
+    /// global concurrent executor: never the main thread, and the replies of
+    /// two evaluations may run at the same time.
     open func evaluatePolicy(_ policy: LAPolicy, localizedReason: String,
                              reply: @escaping @Sendable (Bool, (any Error)?) -> Void) {
         Task {

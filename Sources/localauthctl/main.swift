@@ -3,6 +3,7 @@
 // stderr and the status says what kind of failure it was (see --help).
 import Foundation
 import LocalAuthentication
+import LocalAuthShared
 import Synchronization
 
 let help = """
@@ -28,6 +29,7 @@ let help = """
                                   (at most 300) without a new scan
     \(secretHelp)
       --help                      this text
+      --version                   the release of LocalAuth
 
     Options of enroll, list and delete:
       --user NAME                 another user's prints (needs the polkit action
@@ -391,6 +393,9 @@ func run() async -> Int32 {
         return await secret(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
+        return Exit.success
+    case "--version":
+        print("localauthctl \(LocalAuthVersion.string)")
         return Exit.success
     default:
         usageError("unknown command \(command)")

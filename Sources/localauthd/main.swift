@@ -12,6 +12,7 @@ let usage = """
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
                       [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS] [--no-verify-user]
+                      [--version] [--help]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -109,6 +110,9 @@ func parse(_ commandLine: [String]) -> Configuration {
         case "--no-verify-user": configuration.verifyUserAllowed = false
         case "-h", "--help":
             print(usage, terminator: "")
+            exit(0)
+        case "--version":
+            print("localauthd \(LocalAuthVersion.string)")
             exit(0)
         default: fail("unknown option \(argument)")
         }

@@ -32,10 +32,10 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 
     func testFiveFailedMatchesLockBiometricsAcrossRestarts() async throws {
         try await enroll(as: "owner-finger")
-        present("someone-else", after: 0.2, times: 3)
+        present("someone-else", times: 3)
         let awaited1 = await evaluate()
         XCTAssertEqual(awaited1.code, .authenticationFailed)
-        present("someone-else", after: 0.2, times: 2)
+        present("someone-else", times: 2)
         let awaited2 = await evaluate()
         XCTAssertEqual(awaited2.code, .biometryLockout, "the fifth failure in a row locks")
 
@@ -72,13 +72,13 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 
     func testSuccessfulMatchResetsTheFailureCount() async throws {
         try await enroll(as: "owner-finger")
-        present("someone-else", after: 0.2, times: 3)
+        present("someone-else", times: 3)
         let awaited4 = await evaluate()
         XCTAssertEqual(awaited4.code, .authenticationFailed)
         present("owner-finger")
         let awaited5 = await evaluate()
         XCTAssertTrue(awaited5.succeeded)
-        present("someone-else", after: 0.2, times: 3)
+        present("someone-else", times: 3)
         let awaited6 = await evaluate()
         XCTAssertEqual(awaited6.code, .authenticationFailed, "three more failures do not lock: the count restarted")
     }
@@ -184,7 +184,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         context.evaluationStatusHandler = { _ in
             preflights.append(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
         }
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let result = await evaluate(context: context)
         XCTAssertTrue(result.succeeded, "\(result)")
         try await preflights.wait(count: 1)
@@ -193,9 +193,9 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 
     func testEvaluationsWaitTheirTurnForTheSensor() async throws {
         try await enroll(as: "owner-finger")
+        present("owner-finger", times: 2)
         let first = Task { await self.evaluate() }
         let second = Task { await self.evaluate() }
-        present("owner-finger", after: 0.5, times: 2)
         let results = await [first.value, second.value]
         XCTAssertTrue(results.allSatisfy(\.succeeded), "\(results)")
     }
@@ -260,7 +260,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
     func testOwnerPolicyAcceptsTheFingerWhileThePasswordPromptWaits() throws {
         try enrollOwner(as: "owner-finger")
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
-        present("owner-finger", after: 0.6)
+        present("owner-finger")
         let started = Date()
         let outcome = try localauthctlAsOwner(["evaluate", "--policy", "owner"], password: "-")
         XCTAssertEqual(outcome.status, 0, outcome.output)
@@ -293,7 +293,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
     func testThePasswordLiftsABiometryLockout() throws {
         try enrollOwner(as: "owner-finger")
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
-        present("someone-else", after: 0.6, times: 5)
+        present("someone-else", times: 5)
         _ = try localauthctlAsOwner(["evaluate"])
         _ = try localauthctlAsOwner(["evaluate"])
         let locked = try localauthctlAsOwner(["status"])
@@ -310,7 +310,7 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
 final class LocalauthctlPromptTests: RigTestCase, @unchecked Sendable {
     func testTypingCCancelsTheEvaluationAsTheUser() async throws {
         try await enroll(as: "owner-finger")
-        let outcome = try runProgram("/usr/bin/python3", [Paths.root + "/scripts/pty-answer.py", "(type c", "c",
+        let outcome = try runProgram("/usr/bin/python3", [Paths.helper("pty-answer.py"), "(type c", "c",
                                                           Paths.localauthctl, "evaluate"],
                                      environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertEqual(outcome.status, 5, outcome.output)
@@ -323,7 +323,7 @@ final class LockoutResetTests: RigTestCase, @unchecked Sendable {
     func testOnlyAnAdministratorResetsALockout() throws {
         try enrollOwner(as: "owner-finger")
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
-        present("someone-else", after: 0.6, times: 5)
+        present("someone-else", times: 5)
         _ = try localauthctlAsOwner(["evaluate"])
         _ = try localauthctlAsOwner(["evaluate"])
         XCTAssertTrue(try localauthctlAsOwner(["status"]).output.contains("BiometryLockout"))

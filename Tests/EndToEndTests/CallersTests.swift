@@ -7,7 +7,7 @@ import XCTest
 /// 5, 6), as a desktop has it: the service runs with exactly the
 /// capabilities its systemd unit grants (read from
 /// systemd/localauthd.service.in), logind is python-dbusmock's template
-/// shaped like real logind (scripts/test/logind-desktop.py: places a process
+/// shaped like real logind (Tests/Helpers/logind-desktop.py: places a process
 /// by its cgroup, `NoSessionForPID` for user units and app scopes, the
 /// user's `Display`, `Active`, `State`), and callers run in the cgroups a
 /// desktop puts them in (made here in the systemd hierarchy, as

@@ -25,17 +25,11 @@ final class Flag: @unchecked Sendable {
 extension RigTestCase {
     static let nobody: UInt32 = 65534
 
-    /// Feeds `commands` to the service's virtual sensor, `every` apart, in the background.
+    /// Feeds `commands` to the service's virtual sensor, one each time the
+    /// service asks for a finger (FingerRequests), in the background.
     @discardableResult
-    func feed(_ commands: [String], every interval: Duration = .milliseconds(50),
-              to target: ServiceProcess? = nil) -> Task<Void, Error> {
-        let service = target ?? self.service!
-        return Task.detached {
-            for command in commands {
-                try service.sensor(command)
-                try await Task.sleep(for: interval)
-            }
-        }
+    func feed(_ commands: [String], to target: ServiceProcess? = nil) -> Task<Void, Error> {
+        answer(commands.map { [$0] }, sensor: (target ?? service).sensorSocket)
     }
 
     /// Enrolls through the client library with options, one scan of `id` per stage.

@@ -50,7 +50,7 @@ final class EnrollmentTests: RigTestCase, @unchecked Sendable {
     }
 
     func testLocalauthctlSaysWhatToDoAtEachStage() throws {
-        feed(Array(repeating: "SCAN owner", count: 5), every: .milliseconds(150))
+        feed(Array(repeating: "SCAN owner", count: 5))
         let enrolled = try localauthctl(["enroll"])
         XCTAssertEqual(enrolled.status, 0, enrolled.output)
         for line in ["The reader needs 5 scans of the same finger.",

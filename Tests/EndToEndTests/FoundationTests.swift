@@ -48,7 +48,7 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         let statuses = Collected<LAEvaluationStatus>()
         let context = LAContext()
         context.evaluationStatusHandler = { statuses.append($0) }
-        present("someone-else", after: 0.2, times: 3)
+        present("someone-else", times: 3)
         let result = await evaluate(context: context)
         XCTAssertEqual(result.code, .authenticationFailed, "\(result)")
         // The person was told to try again between the failed scans.
@@ -62,7 +62,7 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         // libfprint's virtual reader can only verify: one print per scan. The
         // service offers prints in finger order, left-thumb first, so the
         // right index finger can only match if the second scan tries it.
-        present("first-finger", after: 0.3, times: 2)
+        present("first-finger", times: 2)
         let result = await evaluate()
         XCTAssertTrue(result.succeeded, "\(result)")
     }
@@ -73,12 +73,12 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
     /// now tried first.
     func testTheFingerThatMatchedLastIsTriedFirstOnAVerifyOnlyReader() async throws {
         try await enroll("right-index-finger", as: "usual-finger")
-        present("usual-finger", after: 0.3)
+        present("usual-finger")
         let first = await evaluate()
         XCTAssertTrue(first.succeeded, "\(first)")
         try await enroll("left-thumb", as: "other-finger")
         // One scan of the usual finger: it must be compared with its own print.
-        present("usual-finger", after: 0.3)
+        present("usual-finger")
         let again = await evaluate()
         XCTAssertTrue(again.succeeded, "\(again)")
         XCTAssertFalse(service.log.contains("failed fingerprint match"), service.log)
@@ -127,7 +127,7 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(waiting.wait(timeout: 5), 128 + SIGTERM, "the caller should die of SIGTERM while it waits")
 
         let started = Date()
-        present("owner-finger", after: 0.1)
+        present("owner-finger")
         let result = await evaluate()
         XCTAssertTrue(result.succeeded, "\(result)")
         XCTAssertLessThan(Date().timeIntervalSince(started), 10, "the next caller must not wait for the scan timeout")

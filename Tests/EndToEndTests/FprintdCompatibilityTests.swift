@@ -34,16 +34,18 @@ final class FprintdCompatibilityTests: RigTestCase, @unchecked Sendable {
                 kill(pid, SIGTERM)
             }
         }
+        // fprintd asks for a finger when fprintd-enroll starts the enrollment
+        // (EnrollStart) and after each stage (its EnrollStatus "enroll-stage-passed").
+        let watch = try BusWatch(rig: rig, rules: ["type='method_call',interface='net.reactivated.Fprint.Device',member='EnrollStart'",
+                                                   "type='signal',interface='net.reactivated.Fprint.Device',member='EnrollStatus'"])
+        defer { watch.stop() }
+        func isAsk(_ line: String) -> Bool { line.contains("member=EnrollStart") || line == "string \"enroll-stage-passed\"" }
         let output = rig.directory + "/fprintd-enroll.out"
         let client = try Child("/usr/bin/fprintd-enroll", ["-f", "right-index-finger", "root"],
                                environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
-        // One scan at a time while fprintd-enroll runs (fprintd opens the
-        // device on Claim; the sender retries until it listens).
-        var sent = 0
-        while client.isRunning, sent < 10 {
-            usleep(250_000)
-            if client.isRunning { try? ServiceProcess.send("SCAN \(id)", to: socket, retryFor: 5) }
-            sent += 1
+        for scan in 0..<5 {
+            try watch.waitForMore(than: scan, timeout: 20, "fprintd asking for scan \(scan + 1)", isAsk)
+            try ServiceProcess.send("SCAN \(id)", to: socket)
         }
         let status = client.wait(timeout: 20)
         let text = (try? String(contentsOfFile: output, encoding: .utf8)) ?? ""

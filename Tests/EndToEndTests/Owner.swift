@@ -43,7 +43,7 @@ extension RigTestCase {
             mkdir -p /run/dbus && mount -t tmpfs tmpfs /run/dbus && touch /run/dbus/system_bus_socket \
             && mount --bind '\(socket)' /run/dbus/system_bus_socket \
             && exec setpriv --reuid=\(uid) --regid=\(uid) --clear-groups env HOME=/home/\(TestAccount.name) \
-            DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' /usr/bin/python3 '\(Paths.root)/scripts/with-polkit-agent.py' \
+            DBUS_SYSTEM_BUS_ADDRESS='\(rig.address)' /usr/bin/python3 '\(Paths.helper("with-polkit-agent.py"))' \
             '\(password)' '\(tool)' \(quoted)
             """
         return try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script],
@@ -57,18 +57,11 @@ extension RigTestCase {
         guard outcome.status == 0 else { throw RigError("owner enroll failed: \(outcome.output)") }
     }
 
-    /// Runs `enroll` (a blocking enrollment) while a thread feeds the virtual
-    /// sensor one scan of `id` per enroll stage; returns once both are done.
+    /// Runs `enroll` (a blocking enrollment) while the virtual sensor gets
+    /// one scan of `id` each time the service asks for the next stage.
     func feedingEnrollScans<T>(of id: String, _ enroll: () throws -> T) rethrows -> T {
-        let service = self.service!
-        let feeder = Thread {
-            for _ in 0..<5 {
-                usleep(300_000)
-                try? service.sensor("SCAN \(id)")
-            }
-        }
-        feeder.start()
-        defer { while feeder.isExecuting { usleep(50_000) } }
+        let feeder = present(id, times: 5)
+        defer { feeder.cancel() }
         return try enroll()
     }
 }

@@ -55,7 +55,7 @@ final class PamTests: RigTestCase, @unchecked Sendable {
     func testAMatchingFingerAuthenticatesAndTheConversationShowsTheReader() async throws {
         try await enroll(as: "owner-finger")
         let service = try pamService(["auth required MODULE timeout=20"])
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let outcome = try pamtester(service, "root")
         XCTAssertTrue(outcome.output.contains(succeeded), outcome.output)
         XCTAssertTrue(outcome.output.contains("Place your finger on the fingerprint reader"), outcome.output)
@@ -65,7 +65,7 @@ final class PamTests: RigTestCase, @unchecked Sendable {
     func testAFingerThatNeverMatchesIsAnAuthenticationError() async throws {
         try await enroll(as: "owner-finger")
         let service = try pamService(["auth required MODULE timeout=20"])
-        present("someone-else", after: 0.5, times: 3)
+        present("someone-else", times: 3)
         let outcome = try pamtester(service, "root")
         XCTAssertTrue(outcome.output.contains(authError), outcome.output)
         XCTAssertTrue(outcome.output.contains("Not recognized, try again"), outcome.output)
@@ -106,7 +106,7 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(timedOut.output.contains(unavailable), timedOut.output)
         XCTAssertTrue(timedOut.output.contains("use your password"), timedOut.output)
         XCTAssertLessThan(Date().timeIntervalSince(started), 10)
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let next = try pamtester(quick, "root")
         XCTAssertTrue(next.output.contains(succeeded), "the reader was freed: \(next.output)\n\(service.log)")
     }
@@ -117,22 +117,16 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         let uid = try TestAccount.ensure()
         try rig.polkit("org.example.LocalAuth.enroll", "yes")
         // Root enrolls the test account's finger (manage: root is always authorized).
-        let service = self.service!
-        let feeder = Task.detached {
-            for _ in 0..<5 {
-                try service.sensor("SCAN laowner-finger")
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present("laowner-finger", times: 5)
         let enrolled = try gdbus("EnrollWithOptions", ["right-index-finger", "{'user': <'\(TestAccount.name)'>}"])
         try await feeder.value
         XCTAssertEqual(enrolled.status, 0, enrolled.output)
 
         // Five failed matches through the module lock the account's biometrics.
         let finger = try pamService(["auth required MODULE timeout=20"])
-        present("someone-else", after: 0.5, times: 3)
+        present("someone-else", times: 3)
         XCTAssertTrue(try pamtester(finger, TestAccount.name).output.contains(authError))
-        present("someone-else", after: 0.5, times: 2)
+        present("someone-else", times: 2)
         _ = try pamtester(finger, TestAccount.name)
         let lockoutFile = service.stateDirectory + "/lockout/\(uid)"
         XCTAssertEqual(readText(lockoutFile).trimmingCharacters(in: .whitespacesAndNewlines), "5")
@@ -229,7 +223,7 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.PermissionDenied", refused.output)
         XCTAssertTrue(refused.output.contains("--no-verify-user"), refused.output)
         let stack = try pamService(["auth required MODULE timeout=20"])
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let outcome = try pamtester(stack, "root")
         XCTAssertTrue(outcome.output.contains(unavailable), outcome.output)
         XCTAssertFalse(outcome.output.contains(succeeded), outcome.output)

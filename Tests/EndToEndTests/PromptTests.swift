@@ -188,15 +188,24 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
     }
 
     /// The sheet in the dark variant of the theme (the desktop's preference,
-    /// here forced with LOCALAUTH_PROMPT_COLOR_SCHEME).
+    /// here forced with LOCALAUTH_PROMPT_COLOR_SCHEME). The program asking is
+    /// an app as a person would have it: the AsyncUnlock example installed as
+    /// /opt/notes/notes (this screenshot is docs/screenshots/prompt-dark.png).
     func testTheSheetFollowsADarkPreference() async throws {
         agent.stop()
         agent = try AgentProcess(rig: rig, display: display, name: "agent-dark",
                                  environment: ["LOCALAUTH_PROMPT_COLOR_SCHEME": "dark"])
         try await enroll(as: "owner-finger")
-        let context = LAContext()
-        let pending = Task { await self.evaluate(reason: "Unlock your vault", context: context) }
+        let app = "/opt/notes/notes"
+        try? FileManager.default.removeItem(atPath: "/opt/notes")
+        try FileManager.default.createDirectory(atPath: "/opt/notes", withIntermediateDirectories: false)
+        defer { try? FileManager.default.removeItem(atPath: "/opt/notes") }
+        try FileManager.default.copyItem(atPath: try Paths.example("AsyncUnlock"), toPath: app)
+        let log = rig.directory + "/notes.log"
+        let notes = try Child(app, [], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
+        defer { notes.signal(SIGKILL) }
         let shown = try agent.waitForShow()
+        XCTAssertEqual(shown.program, app)
         let window = try display.waitForWindow(named: "LocalAuth: ")
         let buttons = try agent.waitForGeometry(shown.id)
         try agent.waitForUpdate(shown.id, "place-finger")
@@ -207,7 +216,8 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         let pixel = try runProgram("/usr/bin/convert", [path, "-format", "%[fx:int(255*p{4,4}.intensity)]", "info:"])
         XCTAssertLessThan(Int(pixel.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 255, 100, pixel.output)
         try display.click(window, at: try XCTUnwrap(buttons["cancel"]))
-        _ = await pending.value
+        XCTAssertEqual(notes.wait(timeout: 30), 1, readText(log))
+        XCTAssertEqual(readText(log), "cancelled\n")
     }
 
     /// Another uid's agent (65534) registers for its own uid, and never sees
@@ -262,7 +272,7 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         }
         let nobody = try AgentProcess(rig: rig, display: display, name: "agent-nobody", uid: 65534)
         defer { nobody.stop() }
-        let feeder = present("nobody-finger", after: 0.3, times: 5)
+        let feeder = present("nobody-finger", times: 5)
         let enrolled = try runAs(65534, Paths.localauthctl, ["enroll"], timeout: 30)
         try await feeder.value
         XCTAssertEqual(enrolled.status, 0, enrolled.output)
@@ -290,8 +300,7 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         try await enroll(as: "owner-finger")
         agent.stop()
         let pending = Task { await self.evaluate(reason: "Unlock after a restart", context: LAContext()) }
-        try await Task.sleep(for: .milliseconds(500))
-        XCTAssertTrue(service.log.contains("left"), "the service forgot the agent: \(service.log)")
+        try waitUntil("the service forgot the agent: \(service.log)") { service.log.contains("left") }
         agent = try AgentProcess(rig: rig, display: display, name: "agent-again")
         let shown = try agent.waitForShow()
         XCTAssertEqual(shown.reason, "Unlock after a restart")

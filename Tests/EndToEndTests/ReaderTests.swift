@@ -54,12 +54,7 @@ final class ReaderTests: RigTestCase, @unchecked Sendable {
         let notOffered = try await LAFingerprints.enrolledPrints()
         XCTAssertEqual(notOffered.map(\.inUse), [false])
         // An administrator enrolls nobody on that reader.
-        let feeder = Task.detached { [storageSocket] in
-            for _ in 0..<5 {
-                try ServiceProcess.send("SCAN nobody-thumb", to: storageSocket)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present("nobody-thumb", times: 5, sensor: storageSocket)
         try await LAFingerprints.enroll("left-thumb", user: "nobody")
         try await feeder.value
         XCTAssertTrue(FileManager.default.fileExists(atPath: printPath("left-thumb", uid: Self.nobody, reader: "virtual_device_storage/0")))
@@ -72,11 +67,7 @@ final class ReaderTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(nobodys.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(['left-thumb'],)", nobodys.output)
         // …and is verified on it (the storage driver knows a print once it holds its id).
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
-        let insertAndScan = Task.detached { [storageSocket] in
-            try await Task.sleep(for: .milliseconds(300))
-            try ServiceProcess.send("INSERT nobody-thumb", to: storageSocket)
-            try ServiceProcess.send("SCAN nobody-thumb", to: storageSocket)
-        }
+        let insertAndScan = present("nobody-thumb", sensor: storageSocket, insertFirst: true)
         let verified = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"], asNobody: true)
         try await insertAndScan.value
         XCTAssertEqual(verified.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", verified.output)

@@ -30,6 +30,21 @@ enum Paths {
 
     static var localauthd: String { binaries + "/localauthd" }
     static var localauthctl: String { binaries + "/localauthctl" }
+
+    /// Test helpers (Python clients, agents, mocks) in Tests/Helpers.
+    static func helper(_ name: String) -> String { root + "/Tests/Helpers/" + name }
+
+    /// A program of the Examples package (a package of its own, like any
+    /// app using LocalAuth). `make e2e` builds it first; a test run without
+    /// it builds it once here.
+    static func example(_ name: String) throws -> String {
+        let path = root + "/Examples/.build/debug/" + name
+        if !FileManager.default.isExecutableFile(atPath: path) {
+            let built = try runProgram("/usr/bin/env", ["swift", "build", "--package-path", root + "/Examples"], timeout: 1200)
+            guard built.status == 0 else { throw RigError("building Examples failed: \(built.output)") }
+        }
+        return path
+    }
 }
 
 /// scripts/rig.sh: the private bus and polkitd, shared by a test class.

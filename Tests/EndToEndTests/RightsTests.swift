@@ -29,7 +29,7 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
     }
 
     private func authorize(_ right: LARight, finger: String = "owner-finger", times: Int = 1) async -> (LAError.Code?, String?) {
-        present(finger, after: 0.3, times: times)
+        present(finger, times: times)
         return await laCode { try await right.authorize(localizedReason: "Open the test vault") }
     }
 
@@ -139,7 +139,7 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(claim.output.contains("InvalidArgs"), claim.output)
 
         // A handle works only for the connection that got it, while it is on the bus.
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let authorized = try rightsCall("AuthorizeRight", "ss", ["mine", "Open"])
         XCTAssertEqual(authorized.status, 0, authorized.output)
         let handle = authorized.stdout.split(separator: "\"").dropFirst().first.map(String.init) ?? ""
@@ -328,7 +328,7 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let stored = try runProgram("/usr/bin/python3", [script, "store", "py-key", "from python"], environment: environment)
         XCTAssertEqual(stored.status, 0, stored.output)
         XCTAssertEqual(try runProgram("/usr/bin/python3", [script, "list"], environment: environment).stdout, "py-key\n")
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let loaded = try runProgram("/usr/bin/python3", [script, "load", "py-key"], environment: environment)
         XCTAssertEqual(loaded.stdout, "from python\n", loaded.output)
         // Another app id (the Swift tool's) does not see it.
@@ -404,10 +404,10 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
         let stored = try runProgram(binary, ["store", "c-key", "from C"], environment: environment)
         XCTAssertEqual(stored.status, 0, stored.output)
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let loaded = try runProgram(binary, ["load", "c-key"], environment: environment)
         XCTAssertEqual(loaded.stdout, "from C\n", loaded.output)
-        present("someone-else", after: 0.5, times: 3)
+        present("someone-else", times: 3)
         let refused = try runProgram(binary, ["load", "c-key"], environment: environment)
         XCTAssertEqual(refused.status, 1, refused.output)
         XCTAssertTrue(refused.stderr.contains("AuthenticationFailed") || refused.stderr.contains("did not match"), refused.output)
@@ -427,11 +427,11 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(stored.status, 0, stored.output)
         let listed = try localauthctl(["secret", "list"])
         XCTAssertEqual(listed.stdout, "api-token\n", listed.output)
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let loaded = try localauthctl(["secret", "load", "api-token"])
         XCTAssertEqual(loaded.status, 0, loaded.output)
         XCTAssertEqual(loaded.stdout, "s3cr3t\n")
-        present("someone-else", after: 0.5, times: 3)
+        present("someone-else", times: 3)
         let refused = try localauthctl(["secret", "load", "api-token"])
         XCTAssertEqual(refused.status, 1, refused.output)
         XCTAssertEqual(refused.stdout, "")
@@ -443,7 +443,7 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
         let note = rig.directory + "/vault-\(UInt32.random(in: 0...UInt32.max)).note"
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": rig.address]
-        let created = try runProgram(Paths.binaries + "/SecretVault", [note, "Meet at noon"], environment: environment)
+        let created = try runProgram(try Paths.example("SecretVault"), [note, "Meet at noon"], environment: environment)
         XCTAssertEqual(created.stdout, "Stored the note; its key is behind your fingerprint.\n", created.output)
         let sealed = try Data(contentsOf: URL(fileURLWithPath: note))
         XCTAssertNil(sealed.range(of: Data("Meet at noon".utf8)))
@@ -451,11 +451,11 @@ final class RightsTests: RigTestCase, @unchecked Sendable {
         let state = service.stateDirectory
         service.stop()
         service = try ServiceProcess(bus: rig, stateDirectory: state)
-        present("owner-finger", after: 0.5)
-        let opened = try runProgram(Paths.binaries + "/SecretVault", [note], environment: environment)
+        present("owner-finger")
+        let opened = try runProgram(try Paths.example("SecretVault"), [note], environment: environment)
         XCTAssertEqual(opened.stdout, "Note: Meet at noon\n", opened.output)
-        present("someone-else", after: 0.5, times: 3)
-        let refused = try runProgram(Paths.binaries + "/SecretVault", [note], environment: environment)
+        present("someone-else", times: 3)
+        let refused = try runProgram(try Paths.example("SecretVault"), [note], environment: environment)
         XCTAssertEqual(refused.status, 1, refused.output)
         XCTAssertTrue(refused.stdout.hasPrefix("Refused:"), refused.output)
     }

@@ -7,7 +7,7 @@ import XCTest
 /// The attacks of docs/SECURITY.md, each mounted for real on the rig: the real
 /// dbus-daemon and polkitd, localauthd on the virtual reader, and the attacker
 /// an unprivileged uid (65534, or the test account) running its own programs
-/// (scripts/test/: a polkit agent that cancels, forged signals, a flood).
+/// (Tests/Helpers: a polkit agent that cancels, forged signals, a flood).
 /// Each test failed on the main branch before the fix it guards.
 final class SecurityTests: RigTestCase, @unchecked Sendable {
     static let nobodyUID: UInt32 = 65534
@@ -71,19 +71,21 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
     /// library's progress handler: it believes only the service's owner.
     func testForgedEnrollStatusNeverReachesTheClient() async throws {
         let seen = Collected<LAFingerprints.EnrollProgress>()
-        let started = Collected<Bool>()
+        // The service's own asks for the next scan, as the library delivers
+        // them (the forged ones never arrive, which is what this test checks).
+        let asked = Collected<Bool>()
         let enrolling = Task {
             try await LAFingerprints.enroll("right-index-finger") { progress in
                 seen.append(progress)
-                if progress.status == "enroll-place-finger" { started.append(true) }
+                if progress.status == "enroll-place-finger" || progress.status == "enroll-stage-passed" { asked.append(true) }
             }
         }
-        try await started.wait(count: 1)
+        try await asked.wait(count: 1)
         let forged = try asNobody(python: "forge.py", ["enroll-status"])
         XCTAssertFalse(forged.stdout.contains("sent=0"), forged.output)
-        for _ in 0..<5 {
+        for scan in 0..<5 {
+            try await asked.wait(count: scan + 1)
             try service.sensor("SCAN owner-finger")
-            try await Task.sleep(for: .milliseconds(50))
         }
         try await enrolling.value
         XCTAssertFalse(seen.values.contains { $0.stages == 99 }, "a forged status got through: \(seen.values)")
@@ -136,10 +138,15 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         try await enroll(as: "owner-finger")
         try rig.polkit("org.example.LocalAuth.evaluate", "yes")
         let outputPath = rig.directory + "/flood-\(UInt32.random(in: 0...UInt32.max)).out"
+        let watch = try BusWatch(rig: rig, rules: FingerRequests.rules + ["type='error'"])
+        defer { watch.stop() }
         let flood = try startAs(Self.nobodyUID, "/usr/bin/python3", [try testScript("flood.py"), "3", "10", "20"],
                                 output: outputPath)
         defer { flood.signal(SIGKILL); _ = flood.wait(timeout: 5) }
-        try await Task.sleep(for: .seconds(2))   // the flood is in: one call scans, the rest wait
+        // The flood is in: its 14 calls past the limits are refused, and one
+        // of the others holds the reader (its place-finger); the rest wait.
+        try watch.waitForMore(than: 13, timeout: 20, "14 LimitExceeded") { $0.hasPrefix("error ") && $0.contains("Error.LimitExceeded") }
+        try watch.waitForMore(than: 0, timeout: 20, "the flood's scan", FingerRequests.isAsk)
 
         // Root evaluates meanwhile: it is next once the scan that holds the
         // reader times out (8 s), not after all of the flood's turns.
@@ -232,7 +239,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
 
         // Root evaluates at once; the scan comes half a second later. A ghost
         // evaluation of the departed caller would hold the reader and take it.
-        present("owner-finger", after: 0.5)
+        present("owner-finger")
         let result = await evaluate()
         XCTAssertTrue(result.succeeded, "the first scan was root's: \(result)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/lockout/\(Self.nobodyUID)"),
@@ -345,7 +352,7 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
     func testFailedMatchesAndTheLockoutAreLogged() async throws {
         try await enroll(as: "owner-finger")
         for _ in 0..<2 {
-            present("someone-else", after: 0.3, times: 3)
+            present("someone-else", times: 3)
             _ = await evaluate()
         }
         let log = service.log

@@ -29,6 +29,7 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
     }
 
     override func tearDown() {
+        FingerRequests.takeOver(nil)
         if let service {
             service.stop()
             if testRun?.hasSucceeded == false { print("localauthd log:\n\(service.log)") }
@@ -69,30 +70,12 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
         return try runProgram("/usr/bin/gdbus", arguments, environment: environment)
     }
 
-    /// Enrolls `finger` for root through the client library, feeding the
-    /// virtual sensor one scan of `id` per enroll stage.
+    /// Enrolls `finger` for root through the client library, presenting `id`
+    /// each time the service asks for the next enroll stage.
     func enroll(_ finger: String = "right-index-finger", as id: String = "owner-finger") async throws {
-        let service = self.service!
-        let feeder = Task.detached {
-            for _ in 0..<5 {
-                try service.sensor("SCAN \(id)")
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present(id, times: 5)
         try await LAFingerprints.enroll(finger)
         try await feeder.value
-    }
-
-    /// Presents `id` to the sensor `delay` seconds from now (in the background).
-    @discardableResult
-    func present(_ id: String, after delay: Double = 0.2, times: Int = 1) -> Task<Void, Error> {
-        let service = self.service!
-        return Task.detached {
-            for _ in 0..<times {
-                try await Task.sleep(for: .seconds(delay))
-                try service.sensor("SCAN \(id)")
-            }
-        }
     }
 
     /// Starts an evaluation through the library and returns once it holds the
@@ -120,11 +103,11 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
     /// setpriv's arguments that make a program run as `uid`, with no groups.
     static func dropTo(_ uid: UInt32) -> [String] { ["--reuid=\(uid)", "--regid=\(uid)", "--clear-groups"] }
 
-    /// A copy of a test helper from scripts/test that any uid can run.
+    /// A copy of a test helper from Tests/Helpers that any uid can run.
     func testScript(_ name: String) throws -> String {
         let copy = rig.directory + "/" + name
         if !FileManager.default.fileExists(atPath: copy) {
-            try FileManager.default.copyItem(atPath: Paths.root + "/scripts/test/" + name, toPath: copy)
+            try FileManager.default.copyItem(atPath: Paths.helper(name), toPath: copy)
             chmod(copy, 0o755)
         }
         return copy

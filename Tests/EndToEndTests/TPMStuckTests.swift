@@ -34,7 +34,7 @@ final class TPMStuckTests: RigTestCase, @unchecked Sendable {
 
         // The library: authorizing and signing on one connection (a handle is that connection's).
         let saved = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "tpm-signer")
-        present("owner-finger", after: 0.3)
+        present("owner-finger")
         try await saved.authorize(localizedReason: "Sign the test")
         let before = try await saved.key.sign(Data("before".utf8), algorithm: .ecdsaSignatureMessageX962SHA256)
         XCTAssertFalse(before.isEmpty)

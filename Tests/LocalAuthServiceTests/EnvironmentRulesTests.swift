@@ -112,8 +112,8 @@ final class EnvironmentRulesTests: XCTestCase {
     }
 
     func testTheDomainStateIsPerAppAndFollowsTheEnrolledSet() {
-        let set1 = Checksum.sha256(Array("set 1".utf8))
-        let set2 = Checksum.sha256(Array("set 2".utf8))
+        let set1 = Digest.sha256(Array("set 1".utf8))
+        let set2 = Digest.sha256(Array("set 2".utf8))
         let a1 = Rules.appStateHash(enrolledSetHash: set1, app: "keepassxc")
         XCTAssertEqual(a1, Rules.appStateHash(enrolledSetHash: set1, app: "keepassxc"), "stable")
         XCTAssertNotEqual(a1, Rules.appStateHash(enrolledSetHash: set1, app: "firefox"), "differs per app")

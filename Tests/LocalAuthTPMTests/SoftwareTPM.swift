@@ -63,7 +63,7 @@ func XCTAssertTPMError(_ body: @autoclosure () throws -> some Any, _ kind: TPMEr
         _ = try body()
         XCTFail("did not throw; expected \(kind)", file: file, line: line)
     } catch let error as TPMError {
-        XCTAssertEqual(error.kind, kind, "\(error)", file: file, line: line)
+        XCTAssertEqual(error.code, kind, "\(error)", file: file, line: line)
     } catch {
         XCTFail("threw \(error); expected \(kind)", file: file, line: line)
     }

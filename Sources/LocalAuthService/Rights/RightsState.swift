@@ -121,7 +121,7 @@ final class RightsState {
         }
         let handle: String
         do {
-            handle = RightsState.hex(try SecureRandom.bytes(16))
+            handle = Hex.encode(try SecureRandom.bytes(16))
         } catch {
             throw DBusError(.failed, "no random bytes for a handle")
         }
@@ -181,13 +181,6 @@ final class RightsState {
     func callerVanished(_ sender: String) {
         guard authorizations.values.contains(where: { $0.sender == sender }) else { return }
         dropAll { $0.sender == sender }
-    }
-
-    nonisolated static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
-        var out: [UInt8] = []
-        for byte in bytes { out += [digits[Int(byte >> 4)], digits[Int(byte & 15)]] }
-        return String(decoding: out, as: UTF8.self)
     }
 }
 

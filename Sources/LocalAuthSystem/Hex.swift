@@ -1,7 +1,7 @@
 /// Hex digits: lowercase out (file names from digests, print ids), either
 /// case in. Shared by the print store and the rights store.
-public enum Hex {
-    public static func encode(_ bytes: [UInt8]) -> String {
+package enum Hex {
+    package static func encode(_ bytes: [UInt8]) -> String {
         let digits = Array("0123456789abcdef".utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count * 2)
@@ -12,7 +12,7 @@ public enum Hex {
         return String(decoding: out, as: UTF8.self)
     }
 
-    public static func digit(_ c: UInt8) -> UInt8? {
+    package static func digit(_ c: UInt8) -> UInt8? {
         switch c {
         case UInt8(ascii: "0")...UInt8(ascii: "9"): c - UInt8(ascii: "0")
         case UInt8(ascii: "a")...UInt8(ascii: "f"): c - UInt8(ascii: "a") + 10
@@ -21,7 +21,7 @@ public enum Hex {
         }
     }
 
-    public static func decode(_ text: String) -> [UInt8]? {
+    package static func decode(_ text: String) -> [UInt8]? {
         let chars = Array(text.utf8)
         guard chars.count % 2 == 0 else { return nil }
         var out: [UInt8] = []

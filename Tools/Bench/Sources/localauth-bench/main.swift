@@ -11,12 +11,13 @@ import LocalAuthShared
 let usage = """
     Usage: localauth-bench [--json FILE] [--preflights N] [--cycles N] [--clients N]
                            [--calls-per-client N] [--startup-trials N] [--quick] [--keep]
+                           [--localauthd PATH]
 
     Needs root (the rig starts polkitd; polkit always authorizes root, so no
     prompt or rule is involved). Starts scripts/rig.sh in a temporary directory,
-    localauthd from this program's own directory, and /usr/libexec/fprintd;
+    localauthd (--localauthd, or the one beside this program), and /usr/libexec/fprintd;
     stops all of them at the end. Writes the table to stdout and JSON to FILE
-    (default bench-results.json).
+    (default bench-results.json, which git ignores).
 
       --preflights N        serial preflights per daemon, and Pings (default 10000)
       --cycles N            whole evaluations per daemon (default 300)
@@ -25,6 +26,7 @@ let usage = """
       --startup-trials N    starts of each daemon (default 10)
       --quick               small counts, for trying the benchmark out
       --keep                keep the temporary directory (logs) afterwards
+      --localauthd PATH     the daemon to measure (`make bench` passes the release build's)
       --tpm-only            only the TPM row (TPM sign vs software sign; no rig, no root)
 
     """
@@ -38,6 +40,7 @@ struct Options {
     var startupTrials = 10
     var keep = false
     var tpmOnly = false
+    var localauthd: String?
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -69,6 +72,9 @@ struct Options {
                 options.startupTrials = 3
             case "--keep": options.keep = true
             case "--tpm-only": options.tpmOnly = true
+            case "--localauthd":
+                guard let path = rest.popFirst() else { fail("--localauthd needs a path") }
+                options.localauthd = path
             case "-h", "--help":
                 print(usage, terminator: "")
                 exit(0)
@@ -79,13 +85,13 @@ struct Options {
     }
 }
 
-/// Where things are: localauthd beside this executable, rig.sh in the package.
+/// Where things are: localauthd as given or beside this executable, rig.sh in the package.
 enum Locations {
     static let executableDirectory: String = {
         let resolved = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
         return (resolved as NSString).deletingLastPathComponent
     }()
-    static var localauthd: String { executableDirectory + "/localauthd" }
+    nonisolated(unsafe) static var localauthd = executableDirectory + "/localauthd"
     static let fprintd = "/usr/libexec/fprintd"
 
     /// The package root: the nearest directory above the executable (or the
@@ -555,6 +561,7 @@ func rows(_ results: Results) -> [Row] {
 // MARK: main
 
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
+if let localauthd = options.localauthd { Locations.localauthd = localauthd }
 if options.tpmOnly {
     let directory = NSTemporaryDirectory() + "localauth-bench-tpm-\(getpid())"
     let tpm = TPMBench.measure(directory: directory)
@@ -571,7 +578,7 @@ guard let repository = Locations.repository else {
     exit(2)
 }
 guard FileManager.default.isExecutableFile(atPath: Locations.localauthd) else {
-    log("no localauthd beside this program (\(Locations.localauthd)): build both with `swift build -c release`")
+    log("no localauthd at \(Locations.localauthd): pass --localauthd, or run `make bench`")
     exit(2)
 }
 

@@ -5,7 +5,7 @@ import Synchronization
 /// for fprintd's store, which is keyed by name, and for `user` options, which
 /// name another user, and to check that a print still belongs to the account
 /// of its uid (PrintStore: a reused uid inherits nothing).
-enum Users {
+package enum Users {
     /// Names already looked up. Every preflight needs the caller's name (for
     /// fprintd's store), and NSS reads and parses /etc/passwd each time; the
     /// names are kept while /etc/passwd is unchanged, and a minute at most
@@ -14,7 +14,7 @@ enum Users {
         (nil, .now, [:]))
 
     /// The name of `uid`, or nil when the account database has no such user.
-    static func name(of uid: UInt32) -> String? {
+    package static func name(of uid: UInt32) -> String? {
         let version = FileVersion("/etc/passwd")
         let hit = names.withLock { cache -> String? in
             guard let version, cache.version == version, ContinuousClock.now - cache.since < .seconds(60) else {
@@ -30,14 +30,16 @@ enum Users {
     }
 
     /// The uid of `name`, or nil when there is no such user.
-    static func uid(of name: String) -> UInt32? {
+    package static func uid(of name: String) -> UInt32? {
         guard !name.isEmpty, !name.contains("/"), name.utf8.count <= 256 else { return nil }
         return lookup { entry, buffer, size, result in getpwnam_r(name, entry, buffer, size, result) }.map { UInt32($0.uid) }
     }
 
     private static func lookup(
-        _ call: (UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
-                 UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>) -> Int32
+        _ call: (
+            UnsafeMutablePointer<passwd>, UnsafeMutablePointer<CChar>, Int,
+            UnsafeMutablePointer<UnsafeMutablePointer<passwd>?>
+        ) -> Int32
     ) -> (name: String, uid: uid_t)? {
         var size = 1024
         while size <= 1 << 20 {

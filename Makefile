@@ -3,6 +3,8 @@
 #   make build       swift build, and the tests
 #   make test        deps, the PAM module, then swift test (end-to-end tests start the rig themselves)
 #   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
+#   make clientlib   .build/clientlib: liblocalauth-1 (C, GObject Introspection, Vala), meson + ninja
+#                    (docs/CLIENTS.md); the test suite runs its examples against it
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
 #   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
 #                    (binaries that need no Swift runtime and search no private library path)
@@ -48,14 +50,15 @@ NO_BUILD := 1
 else
 BINARIES := $(CURDIR)/.build/$(BUILD)
 endif
-VERSION ?= 0.1.0
+# The one place the version is written: VERSION (meson and debian/changelog read it too).
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
 
 # Passed to scripts/install.sh only when set (it has the defaults).
 INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam test demo bench reliability release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam clientlib test demo bench reliability release binaries install uninstall install-list deb example clean
 
 all: build
 
@@ -76,7 +79,14 @@ $(PAM_MODULE): pam/pam_localauth.c pam/pam_localauth.h
 	$(CC) $(PAM_CFLAGS) -shared -o $@ pam/pam_localauth.c $$(pkg-config --cflags --libs dbus-1) -lpam \
 		-Wl,-z,relro,-z,now -Wl,--as-needed
 
-test: deps pam
+# The C client library (clients/liblocalauth). meson is set up once; ninja
+# rebuilds what changed. -Werror is in its meson.build.
+CLIENTLIB_BUILD := .build/clientlib
+clientlib:
+	test -f $(CLIENTLIB_BUILD)/build.ninja || meson setup $(CLIENTLIB_BUILD) clients/liblocalauth
+	ninja -C $(CLIENTLIB_BUILD)
+
+test: deps pam clientlib
 	$(SWIFT) test --disable-swift-testing 2>&1
 
 demo: deps build

@@ -72,12 +72,18 @@ struct _LaRight {
   GBytes *public_key;
   gchar *handle; /* the service's authorization, for this connection */
   LaSecret *secret;
+  gchar *request_id; /* of the authorization under way */
+  LaDBusLocalAuth *status_proxy;
+  gulong status_handler;
 };
 
 G_DEFINE_FINAL_TYPE (LaRight, la_right, G_TYPE_OBJECT)
 
 enum { RIGHT_PROP_0, RIGHT_PROP_REQUIREMENT, RIGHT_PROP_STATE, RIGHT_PROP_IDENTIFIER, RIGHT_N_PROPS };
 static GParamSpec *right_properties[RIGHT_N_PROPS];
+
+enum { RIGHT_SIGNAL_STATUS, RIGHT_N_SIGNALS };
+static guint right_signals[RIGHT_N_SIGNALS];
 
 static void
 set_state (LaRight *self, LaRightState state)
@@ -96,6 +102,11 @@ la_right_dispose (GObject *object)
    * 300 s; a right that goes away ends it now. */
   la_right_deauthorize (self);
   g_clear_object (&self->secret);
+  if (self->status_proxy != NULL)
+    {
+      g_signal_handler_disconnect (self->status_proxy, self->status_handler);
+      g_clear_object (&self->status_proxy);
+    }
   G_OBJECT_CLASS (la_right_parent_class)->dispose (object);
 }
 
@@ -104,6 +115,7 @@ la_right_finalize (GObject *object)
 {
   LaRight *self = LA_RIGHT (object);
   g_free (self->identifier);
+  g_free (self->request_id);
   g_clear_pointer (&self->public_key, g_bytes_unref);
   G_OBJECT_CLASS (la_right_parent_class)->finalize (object);
 }
@@ -164,6 +176,29 @@ la_right_class_init (LaRightClass *klass)
   right_properties[RIGHT_PROP_IDENTIFIER] =
     g_param_spec_string ("identifier", NULL, NULL, NULL, G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, RIGHT_N_PROPS, right_properties);
+
+  /**
+   * LaRight::status:
+   * @self: the right
+   * @status: the service's EvaluationStatus (place-finger, no-match, ...)
+   *
+   * Progress of the authorization of a right from the store, as
+   * #LaContext::status.
+   */
+  right_signals[RIGHT_SIGNAL_STATUS] = g_signal_new ("status", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST, 0, NULL,
+                                                     NULL, NULL, G_TYPE_NONE, 1, G_TYPE_STRING);
+}
+
+static void
+on_right_status (GVariant *parameters, gpointer data)
+{
+  LaRight *self = data;
+  const gchar *request_id = NULL, *status = NULL;
+  if (!g_variant_is_of_type (parameters, G_VARIANT_TYPE ("(ss)")))
+    return;
+  g_variant_get (parameters, "(&s&s)", &request_id, &status);
+  if (g_strcmp0 (request_id, self->request_id) == 0)
+    g_signal_emit (self, right_signals[RIGHT_SIGNAL_STATUS], 0, status);
 }
 
 static void
@@ -290,6 +325,7 @@ persisted_authorization_done (GObject *source, GAsyncResult *result, gpointer da
   if (authorization->cancelled_handler != 0)
     g_cancellable_disconnect (authorization->cancellable, authorization->cancelled_handler);
   authorization->cancelled_handler = 0;
+  g_clear_pointer (&self->request_id, g_free);
   GError *error = NULL;
   g_autoptr (GVariant) reply = g_dbus_proxy_call_finish (G_DBUS_PROXY (source), result, &error);
   if (reply == NULL)
@@ -327,6 +363,12 @@ plain_authorization_done (GObject *source, GAsyncResult *result, gpointer data)
   g_object_unref (task);
 }
 
+static void
+forward_status (LaRight *self, const gchar *status, LaContext *context)
+{
+  g_signal_emit (self, right_signals[RIGHT_SIGNAL_STATUS], 0, status);
+}
+
 /**
  * la_right_authorize:
  * @self: a right
@@ -354,6 +396,7 @@ la_right_authorize (LaRight *self, const gchar *localized_reason, GCancellable *
       gboolean biometry_only = self->requirement == LA_RIGHT_REQUIREMENT_BIOMETRY
                                || self->requirement == LA_RIGHT_REQUIREMENT_BIOMETRY_CURRENT_SET;
       g_autoptr (LaContext) context = la_context_new ();
+      g_signal_connect_object (context, "status", G_CALLBACK (forward_status), self, G_CONNECT_SWAPPED);
       la_context_evaluate_policy (context,
                                   biometry_only ? LA_POLICY_DEVICE_OWNER_AUTHENTICATION_WITH_BIOMETRICS
                                                 : LA_POLICY_DEVICE_OWNER_AUTHENTICATION,
@@ -369,8 +412,15 @@ la_right_authorize (LaRight *self, const gchar *localized_reason, GCancellable *
       g_object_unref (task);
       return;
     }
+  if (self->status_proxy == NULL)
+    {
+      self->status_proxy = g_object_ref (proxy);
+      self->status_handler = la_client_connect_signal (proxy, "EvaluationStatus", on_right_status, self);
+    }
   Authorization *authorization = g_new0 (Authorization, 1);
   authorization->request_id = g_uuid_string_random ();
+  g_free (self->request_id);
+  self->request_id = g_strdup (authorization->request_id);
   g_task_set_task_data (task, authorization, (GDestroyNotify) authorization_free);
   g_dbus_proxy_call (G_DBUS_PROXY (proxy), "AuthorizeRight",
                      g_variant_new ("(ss@a{sv})", self->identifier, localized_reason,

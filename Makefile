@@ -10,7 +10,8 @@
 #                    (binaries that need no Swift runtime and search no private library path)
 #   make install     release, then install (PREFIX=/usr/local, DESTDIR=; see scripts/install.sh)
 #   make uninstall   remove exactly what `make install` installed (its manifest)
-#   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
+#   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
+#                    Swift build inside; docs/PACKAGING.md); then lintian on them
 #   make example     build Examples/UnlockApp, which uses the package by path
 #   make bench       deps, release build (static Swift runtime, as shipped), then
 #                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
@@ -110,8 +111,17 @@ uninstall:
 install-list:
 	@$(INSTALL_ENV) scripts/install.sh list
 
-deb: binaries pam
-	BINARIES='$(BINARIES)' VERSION='$(VERSION)' scripts/make-deb.sh
+# The Debian source package in debian/ builds the split binary packages;
+# they land in out/debian (not dpkg-buildpackage's default, the parent directory).
+DEB_OUT := $(CURDIR)/out/debian
+deb:
+	@test "$$(dpkg-parsechangelog -SVersion)" = "$(VERSION)" || \
+		{ echo "debian/changelog is at $$(dpkg-parsechangelog -SVersion), VERSION at $(VERSION): add a changelog entry (dch -v $(VERSION))"; exit 1; }
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)
+	DEB_DESTDIR=$(DEB_OUT) dpkg-buildpackage -b -us -uc \
+		--buildinfo-option=-u$(DEB_OUT) --buildinfo-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).buildinfo \
+		--changes-option=-u$(DEB_OUT) --changes-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).changes
+	lintian --info --display-info $(DEB_OUT)/*.changes
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build

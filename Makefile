@@ -12,6 +12,8 @@
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
 #                    Swift build inside; docs/PACKAGING.md); then lintian on them
+#   make deb-test    (opt-in, root, ~1 min) install out/debian/*.deb on this machine and run a preflight
+#                    from each example language against the installed packages (scripts/test-packages.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
 #   make bench       deps, release build (static Swift runtime, as shipped), then
 #                    localauth-bench beside fprintd (needs root; BENCH_ARGS="--quick" or
@@ -59,7 +61,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam clientlib test demo bench reliability release binaries install uninstall install-list deb example clean
+.PHONY: all deps build pam clientlib deb-test test demo bench reliability release binaries install uninstall install-list deb example clean
 
 all: build
 
@@ -122,6 +124,9 @@ deb:
 		--buildinfo-option=-u$(DEB_OUT) --buildinfo-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).buildinfo \
 		--changes-option=-u$(DEB_OUT) --changes-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).changes
 	lintian --info --display-info $(DEB_OUT)/*.changes
+
+deb-test:
+	scripts/test-packages.sh
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build

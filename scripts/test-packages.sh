@@ -68,7 +68,7 @@ preflights() {  # EXPECTED: every language must print it
     local expected="$1" failed=0 name output
     for name in python gjs c vala; do
         case "$name" in
-            python) output="$(python3 "$EXAMPLES/python/unlock.py" --preflight 2>&1 || true)" ;;
+            python) output="$(/usr/bin/python3 "$EXAMPLES/python/unlock.py" --preflight 2>&1 || true)" ;;
             gjs) output="$(gjs -m "$EXAMPLES/gjs/unlock.js" --preflight 2>&1 || true)" ;;
             c) output="$("$WORK/unlock-c" --preflight 2>&1 || true)" ;;
             vala) output="$("$WORK/unlock-vala" --preflight 2>&1 || true)" ;;
@@ -100,6 +100,6 @@ done
 wait "$ENROLL" || { cat "$WORK/enroll.log"; die "enroll failed"; }
 
 preflights "preflight: ok biometry-type=1"
-python3 -c 'import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import LocalAuth; print("import: LocalAuth", LocalAuth.Context().props.biometry_type.value_nick)' \
+/usr/bin/python3 -c 'import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import LocalAuth; print("import: LocalAuth", LocalAuth.Context().props.biometry_type.value_nick)' \
     | sed 's/^/test-packages: python /'
 echo "test-packages: all preflights passed against the installed packages"

@@ -55,7 +55,10 @@ async void keep_and_load (string identifier, string secret) {
         try {
             yield right.authorize ("Open the example's secret", null);
             var data = yield right.get_secret ().load_data (null);
-            say ("load: " + (string) data.get_data ()[0:data.get_size ()]);
+            // The secret's bytes carry no NUL: copy exactly their length.
+            var text = new StringBuilder ();
+            text.append_len ((string) data.get_data (), (ssize_t) data.get_size ());
+            say ("load: " + text.str);
         } catch (GLib.Error error) {
             failure ("load", error);
         }

@@ -125,6 +125,40 @@ final class ClientLibraryTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(readText(output), "enrolled: True\nchanged: enrolled: False\n")
     }
 
+    /// Any program on the bus can send a signal named EnvironmentChanged to
+    /// the app's connection: the library believes only the service's owner.
+    /// Another uid forges "no reader"; the app must hear only the real change.
+    func testAForgedEnvironmentChangeIsIgnored() throws {
+        try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
+        let script = """
+            import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import Gio, GLib, LocalAuth
+            environment = LocalAuth.Environment.get_current_user()
+            environment.start_updates()
+            print("name:", Gio.bus_get_sync(Gio.BusType.SYSTEM).get_unique_name(), flush=True)
+            loop = GLib.MainLoop()
+            def changed(env):
+                print("changed: type", int(env.props.biometry_type), "enrolled", env.props.biometry_enrolled, flush=True)
+                loop.quit()
+            environment.connect("changed", changed)
+            loop.run()
+            """
+        let output = rig.directory + "/python-forged.out"
+        let child = try Child("/usr/bin/python3", ["-c", script], environment: try environment(appID: "org.example.Py"),
+                              stdoutPath: output, stderrPath: output)
+        defer { if child.isRunning { child.signal(SIGKILL); child.wait() } }
+        try waitForText("name: :", in: output)
+        let name = readText(output).split(separator: " ").last.map { $0.trimmingCharacters(in: .whitespacesAndNewlines) } ?? ""
+        let forged = try runAs(65534, "/usr/bin/gdbus", [
+            "emit", "--system", "--dest", name, "--object-path", "/org/example/LocalAuth",
+            "--signal", "org.example.LocalAuth.EnvironmentChanged",
+            "{'biometry-type': <uint32 0>, 'biometry-enrolled': <false>}"])
+        XCTAssertEqual(forged.status, 0, forged.output)
+        // The forged signal is in the app's queue before the real change is made.
+        XCTAssertEqual(try localauthctl(["delete", "right-index-finger"]).status, 0)
+        XCTAssertEqual(child.wait(timeout: 30), 0, readText(output))
+        XCTAssertEqual(readText(output), "name: \(name)\nchanged: type 1 enrolled False\n")
+    }
+
     // MARK: Helpers
 
     /// Enrolls the owner's finger, runs `command` with an identifier and a

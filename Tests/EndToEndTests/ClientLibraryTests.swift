@@ -100,6 +100,40 @@ final class ClientLibraryTests: RigTestCase, @unchecked Sendable {
                       readText(output))
     }
 
+    /// An evaluation takes as long as the person takes: the library sends
+    /// EvaluatePolicy without a reply timeout, so a finger that comes after
+    /// GDBus's default 25 s still unlocks (a naive client gets NoReply).
+    func testAnEvaluationOutlastsTheDefaultReplyTimeout() throws {
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--scan-timeout", "60"])
+        try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
+        let script = """
+            import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import GLib, LocalAuth
+            context = LocalAuth.Context()
+            loop = GLib.MainLoop()
+            context.connect("status", lambda c, s: print("status:", s, flush=True))
+            def done(source, result):
+                try:
+                    print("success", source.evaluate_policy_finish(result))
+                except GLib.Error as error:
+                    print("error", error.code, LocalAuth.error_get_dbus_error_name(error))
+                loop.quit()
+            context.evaluate_policy(LocalAuth.Policy.DEVICE_OWNER_AUTHENTICATION_WITH_BIOMETRICS, "Take your time", None, done)
+            loop.run()
+            """
+        let output = rig.directory + "/python-slow-finger.out"
+        let child = try Child("/usr/bin/python3", ["-c", script], environment: try environment(appID: "org.example.Py"),
+                              stdoutPath: output, stderrPath: output)
+        defer { if child.isRunning { child.signal(SIGKILL); child.wait() } }
+        try waitForCount("status: place-finger", 1, in: output)
+        // The time itself is what this test is about: past GDBus's 25 s.
+        Thread.sleep(forTimeInterval: 27)
+        XCTAssertTrue(child.isRunning, readText(output))
+        try service.sensor("SCAN owner-finger")
+        XCTAssertEqual(child.wait(timeout: 30), 0, readText(output))
+        XCTAssertEqual(readText(output), "status: place-finger\nsuccess True\n")
+    }
+
     /// EnvironmentChanged reaches LaEnvironment::changed: deleting the
     /// enrolled finger turns biometry-enrolled off.
     func testTheEnvironmentTellsOfAChange() throws {

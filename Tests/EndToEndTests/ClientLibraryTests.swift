@@ -100,6 +100,53 @@ final class ClientLibraryTests: RigTestCase, @unchecked Sendable {
                       readText(output))
     }
 
+    /// A right's private key signs in the service (LaPrivateKey, Apple's
+    /// LAPrivateKey) once the right is authorized; openssl verifies the
+    /// signature with the right's public key. Before, it is NotInteractive.
+    func testAPythonAppSignsWithARightsKey() throws {
+        try feedingEnrollScans(of: "owner-finger") { _ = try localauthctl(["enroll"]) }
+        let script = """
+            import sys, gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import GLib, LocalAuth
+            store, loop, answer = LocalAuth.RightStore.get_default(), GLib.MainLoop(), {}
+            def wait(start):
+                start(lambda source, result: (answer.__setitem__("r", result), loop.quit()))
+                loop.run()
+                return answer["r"]
+            right = store.save_right_finish(wait(lambda done: store.save_right(
+                LocalAuth.Right.new(LocalAuth.RightRequirement.BIOMETRY), "signer", None, None, done)))
+            key, message = right.get_key(), GLib.Bytes.new(b"signed by the service")
+            try:
+                key.sign_finish(wait(lambda done: key.sign(message, LocalAuth.KEY_ALGORITHM_ECDSA_SIGNATURE_MESSAGE_X962_SHA256, None, done)))
+            except GLib.Error as error:
+                print("before:", error.code, LocalAuth.error_get_dbus_error_name(error), flush=True)
+            right.connect("status", lambda r, s: print("status:", s, flush=True))
+            right.authorize_finish(wait(lambda done: right.authorize("Sign", None, done)))
+            signature = key.sign_finish(wait(lambda done: key.sign(message, LocalAuth.KEY_ALGORITHM_ECDSA_SIGNATURE_MESSAGE_X962_SHA256, None, done)))
+            spki = bytes.fromhex("3059301306072a8648ce3d020106082a8648ce3d030107034200") + bytes(key.get_public_key().get_data())
+            open(sys.argv[1] + ".der", "wb").write(spki)
+            open(sys.argv[1] + ".sig", "wb").write(bytes(signature.get_data()))
+            open(sys.argv[1] + ".msg", "wb").write(bytes(message.get_data()))
+            print("signed", flush=True)
+            """
+        let base = rig.directory + "/python-sign"
+        let output = base + ".out"
+        let child = try Child("/usr/bin/python3", ["-c", script, base], environment: try environment(appID: "org.example.PySigner"),
+                              stdoutPath: output, stderrPath: output)
+        defer { if child.isRunning { child.signal(SIGKILL); child.wait() } }
+        try waitForCount("status: place-finger", 1, in: output)
+        try service.sensor("SCAN owner-finger")
+        XCTAssertEqual(child.wait(timeout: 30), 0, readText(output))
+        XCTAssertEqual(readText(output), """
+            before: -1004 org.example.LocalAuth.Error.NotAuthorized
+            status: place-finger
+            signed
+
+            """)
+        let verified = try runProgram("/usr/bin/openssl", ["dgst", "-sha256", "-verify", base + ".der", "-keyform", "DER",
+                                                          "-signature", base + ".sig", base + ".msg"])
+        XCTAssertEqual(verified.stdout, "Verified OK\n", verified.output)
+    }
+
     /// An evaluation takes as long as the person takes: the library sends
     /// EvaluatePolicy without a reply timeout, so a finger that comes after
     /// GDBus's default 25 s still unlocks (a naive client gets NoReply).

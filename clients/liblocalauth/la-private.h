@@ -38,4 +38,11 @@ gulong la_client_connect_signal (LaDBusLocalAuth *proxy, const gchar *member,
                                  void (*handler) (GVariant *parameters, gpointer user_data),
                                  gpointer user_data);
 
+/* Between LaRight and its LaSecret / LaPrivateKey. */
+LaPrivateKey *la_private_key_new_for_right (LaRight *right);
+const gchar *la_right_get_handle (LaRight *right);
+/* After an error of a call with the handle: NotAuthorized and
+ * RightInvalidated end the authorization. */
+void la_right_forget_authorization_after (LaRight *right, const GError *error);
+
 G_END_DECLS

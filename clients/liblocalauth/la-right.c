@@ -72,6 +72,7 @@ struct _LaRight {
   GBytes *public_key;
   gchar *handle; /* the service's authorization, for this connection */
   LaSecret *secret;
+  LaPrivateKey *key;
   gchar *request_id; /* of the authorization under way */
   LaDBusLocalAuth *status_proxy;
   gulong status_handler;
@@ -102,6 +103,7 @@ la_right_dispose (GObject *object)
    * 300 s; a right that goes away ends it now. */
   la_right_deauthorize (self);
   g_clear_object (&self->secret);
+  g_clear_object (&self->key);
   if (self->status_proxy != NULL)
     {
       g_signal_handler_disconnect (self->status_proxy, self->status_handler);
@@ -206,6 +208,37 @@ la_right_init (LaRight *self)
 {
   self->secret = g_object_new (LA_TYPE_SECRET, NULL);
   g_weak_ref_set (&self->secret->right, self);
+  self->key = la_private_key_new_for_right (self);
+}
+
+const gchar *
+la_right_get_handle (LaRight *right)
+{
+  return right->handle;
+}
+
+void
+la_right_forget_authorization_after (LaRight *right, const GError *error)
+{
+  g_autofree gchar *name = la_error_get_dbus_error_name (error);
+  if (g_strcmp0 (name, LA_ERROR_PREFIX "NotAuthorized") == 0 || g_strcmp0 (name, LA_ERROR_PREFIX "RightInvalidated") == 0)
+    {
+      g_clear_pointer (&right->handle, g_free);
+      set_state (right, LA_RIGHT_STATE_NOT_AUTHORIZED);
+    }
+}
+
+/**
+ * la_right_get_key:
+ * @self: a right from the store
+ *
+ * Returns: (transfer none): the right's private key (Apple's `key`)
+ */
+LaPrivateKey *
+la_right_get_key (LaRight *self)
+{
+  g_return_val_if_fail (LA_IS_RIGHT (self), NULL);
+  return self->key;
 }
 
 /**
@@ -510,14 +543,9 @@ secret_loaded (GObject *source, GAsyncResult *result, gpointer data)
   if (reply == NULL)
     {
       la_client_map_error (&error);
-      g_autofree gchar *name = la_error_get_dbus_error_name (error);
       LaRight *right = g_weak_ref_get (&LA_SECRET (g_task_get_source_object (task))->right);
-      if (right != NULL && (g_strcmp0 (name, LA_ERROR_PREFIX "NotAuthorized") == 0
-                            || g_strcmp0 (name, LA_ERROR_PREFIX "RightInvalidated") == 0))
-        {
-          g_clear_pointer (&right->handle, g_free);
-          set_state (right, LA_RIGHT_STATE_NOT_AUTHORIZED);
-        }
+      if (right != NULL)
+        la_right_forget_authorization_after (right, error);
       g_clear_object (&right);
       g_task_return_error (task, error);
     }

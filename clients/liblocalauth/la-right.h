@@ -68,6 +68,9 @@ LA_AVAILABLE
 LaSecret *la_right_get_secret (LaRight *self);
 LA_AVAILABLE
 GBytes *la_right_get_public_key (LaRight *self);
+typedef struct _LaPrivateKey LaPrivateKey;
+LA_AVAILABLE
+LaPrivateKey *la_right_get_key (LaRight *self);
 LA_AVAILABLE
 void la_right_authorize (LaRight *self, const gchar *localized_reason, GCancellable *cancellable,
                          GAsyncReadyCallback callback, gpointer user_data);

@@ -8,6 +8,7 @@
 #include "la-enums.h"
 #include "la-context.h"
 #include "la-right.h"
+#include "la-private-key.h"
 #include "la-environment.h"
 #include "la-version.h"
 #undef LOCALAUTH_INSIDE

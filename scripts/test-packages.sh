@@ -29,7 +29,7 @@ ls "$DEBS"/*.deb >/dev/null 2>&1 || die "no packages in $DEBS (make deb)"
 
 echo "test-packages: installing $(ls "$DEBS"/*.deb | wc -l) packages"
 # confold: a conffile left by an earlier `make install` on this machine stays as it is.
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --reinstall \
     -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$DEBS"/*.deb >/dev/null
 for package in localauthd localauth-prompt libpam-localauth liblocalauth-1-0 liblocalauth-dev gir1.2-localauth-1.0 localauth-tools; do
     [ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" = installed ] || die "$package is not installed"

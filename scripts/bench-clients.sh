@@ -40,7 +40,8 @@ done
 ENROLL=$!
 sent=0
 while kill -0 "$ENROLL" 2>/dev/null; do
-    asked=$(grep -c -E "^The reader needs|^Scan [0-9]+ of [0-9]+ done" "$WORK/enroll.log" || true)
+    asked=$(grep -c -E "^The reader needs|^Scan [0-9]+ of [0-9]+ done" "$WORK/enroll.log" 2>/dev/null || true)
+    asked=${asked:-0}  # the tool has not written its log yet
     if [ "$asked" -gt "$sent" ]; then "$REPO/scripts/rig.sh" vfp "$FP_VIRTUAL_DEVICE" SCAN bench-finger; sent=$((sent + 1)); fi
     sleep 0.02
 done

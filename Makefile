@@ -9,12 +9,17 @@
 #                    (default: where this branch left main), failing on any finding; files
 #                    changed there are reported, not failed (the tree predates the config)
 #   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
+#   make clientlib   .build/clientlib: liblocalauth-1 (C, GObject Introspection, Vala), meson + ninja
+#                    (docs/CLIENTS.md); the test suite runs its examples against it
 #   make demo        deps, build, then scripts/demo.sh (needs root: private bus + polkitd)
 #   make release     swift build -c release --static-swift-stdlib --disable-local-rpath
 #                    (binaries that need no Swift runtime and search no private library path)
 #   make install     release, then install (PREFIX=/usr/local, DESTDIR=; see scripts/install.sh)
 #   make uninstall   remove exactly what `make install` installed (its manifest)
-#   make deb         out/localauth_$(VERSION)_$(ARCH).deb (scripts/make-deb.sh)
+#   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
+#                    Swift build inside; docs/PACKAGING.md); then lintian on them
+#   make deb-test    (opt-in, root, ~1 min) install out/debian/*.deb on this machine and run a preflight
+#                    from each example language against the installed packages (scripts/test-packages.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
 #   make examples    build the Examples package (the sample programs the e2e tests run)
 #   make bench       deps, release build (static Swift runtime, as shipped), then
@@ -55,16 +60,16 @@ NO_BUILD := 1
 else
 BINARIES := $(CURDIR)/.build/$(BUILD)
 endif
-# The release: the top-level VERSION file is its one source.
-VERSION ?= $(shell cat VERSION)
+# The one place the version is written: VERSION (meson and debian/changelog read it too).
+VERSION ?= $(shell cat $(CURDIR)/VERSION)
 
 # Passed to scripts/install.sh only when set (it has the defaults).
 INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam test check e2e run-check run-e2e lint demo bench reliability release binaries install uninstall \
-	install-list deb example examples clean
+.PHONY: all deps build pam clientlib test check e2e run-check run-e2e lint demo bench reliability release binaries install \
+	uninstall install-list deb deb-test example examples clean
 
 all: build
 
@@ -85,6 +90,14 @@ $(PAM_MODULE): pam/pam_localauth.c pam/pam_localauth.h
 	$(CC) $(PAM_CFLAGS) -shared -o $@ pam/pam_localauth.c $$(pkg-config --cflags --libs dbus-1) -lpam \
 		-Wl,-z,relro,-z,now -Wl,--as-needed
 
+# The C client library (clients/liblocalauth). meson is set up once; ninja
+# rebuilds what changed. -Werror is in its meson.build.
+CLIENTLIB_BUILD := .build/clientlib
+clientlib:
+	test -f $(CLIENTLIB_BUILD)/build.ninja || meson setup $(CLIENTLIB_BUILD) clients/liblocalauth
+	ninja -C $(CLIENTLIB_BUILD)
+
+
 # The unit tests are every test target but EndToEndTests; the end-to-end
 # tests start a private bus and polkitd, which install polkit actions
 # system-wide for the run, so two runs on one machine take turns (RIG_LOCK).
@@ -95,11 +108,11 @@ check:
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-check
 
-e2e: deps pam examples
+e2e: deps pam clientlib examples
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-e2e
 
-test: deps pam examples
+test: deps pam clientlib examples
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-check
 	$(MAKE) --no-print-directory run-e2e
@@ -138,8 +151,20 @@ uninstall:
 install-list:
 	@$(INSTALL_ENV) scripts/install.sh list
 
-deb: binaries pam
-	BINARIES='$(BINARIES)' VERSION='$(VERSION)' scripts/make-deb.sh
+# The Debian source package in debian/ builds the split binary packages;
+# they land in out/debian (not dpkg-buildpackage's default, the parent directory).
+DEB_OUT := $(CURDIR)/out/debian
+deb:
+	@test "$$(dpkg-parsechangelog -SVersion)" = "$(VERSION)" || \
+		{ echo "debian/changelog is at $$(dpkg-parsechangelog -SVersion), VERSION at $(VERSION): add a changelog entry (dch -v $(VERSION))"; exit 1; }
+	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)
+	DEB_DESTDIR=$(DEB_OUT) dpkg-buildpackage -b -us -uc \
+		--buildinfo-option=-u$(DEB_OUT) --buildinfo-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).buildinfo \
+		--changes-option=-u$(DEB_OUT) --changes-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).changes
+	lintian --info --display-info $(DEB_OUT)/*.changes
+
+deb-test:
+	scripts/test-packages.sh
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build

@@ -45,6 +45,19 @@ PACKAGES=(
     libpam0g-dev             # <security/pam_modules.h>, libpam
     pamtester                # the tests drive the module through the real libpam
     strace                   # the reliability suite slows the service's fsync/rename to kill inside a write
+    # the C client library (clients/liblocalauth, `make clientlib`) and its examples (docs/CLIENTS.md)
+    meson                    # its build system
+    ninja-build              # meson's backend
+    libgirepository1.0-dev   # the GObject Introspection scanner's headers and .pc (g-ir-scanner, g-ir-compiler)
+    gobject-introspection    # g-ir-scanner, g-ir-compiler
+    gir1.2-glib-2.0          # GLib-2.0 / GObject-2.0 / Gio-2.0 typelibs the LocalAuth typelib depends on
+    valac                    # the Vala example and vapigen (the library's .vapi)
+    gjs                      # the JavaScript example
+    # the Debian source package (debian/, `make deb`) and its checks
+    debhelper                # dh, compat 13
+    dpkg-dev                 # dpkg-buildpackage
+    fakeroot                 # dpkg-buildpackage -rfakeroot as a normal user
+    lintian                  # the packages' policy check
 )
 
 missing=()

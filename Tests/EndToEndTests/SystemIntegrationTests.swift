@@ -193,11 +193,12 @@ final class InstallationTests: XCTestCase, @unchecked Sendable {
         XCTAssertTrue(root.contains(#".library(name: "LocalAuthentication""#), root)
     }
 
-    /// The .deb's maintainer scripts are valid POSIX sh (dash), and only the
-    /// whitelisted systemctl daemon-reload is called directly (lintian).
+    /// The packages' maintainer scripts (debian/) are valid POSIX sh (dash),
+    /// and only the whitelisted systemctl daemon-reload is called directly (lintian).
     func testMaintainerScriptsParse() throws {
-        for script in ["postinst", "prerm", "postrm"] {
-            let path = Paths.root + "/packaging/deb/" + script
+        for script in ["localauthd.postinst", "localauthd.prerm", "localauthd.postrm",
+                       "libpam-localauth.postinst", "libpam-localauth.prerm"] {
+            let path = Paths.root + "/debian/" + script
             let check = try runProgram("/bin/dash", ["-n", path])
             XCTAssertEqual(check.status, 0, "\(script): \(check.output)")
             let text = try contents(path)

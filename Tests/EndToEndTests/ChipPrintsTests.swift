@@ -27,20 +27,14 @@ final class ChipPrintsTests: RigTestCase, @unchecked Sendable {
         try ServiceProcess.send(command, to: chipSocket)
     }
 
-    /// Enrolls through the library; once the service asks for the finger,
-    /// sends each of `commands` to the chip (a scan each, or an error).
+    /// Enrolls through the library, sending the commands of `answers[n]` to
+    /// the chip (a scan each, or an error) when the service asks for a finger
+    /// the (n+1)th time (`answer`, FingerRequests).
     private func enrollOnChip(_ finger: String, user: String? = nil, replace: Bool = false,
-                              commands: [String]) async throws {
-        let asked = Collected<String>()
-        let feeder = Task.detached { [chipSocket] in
-            while !asked.values.contains("enroll-place-finger") { try await Task.sleep(for: .milliseconds(10)) }
-            for command in commands {
-                try ServiceProcess.send(command, to: chipSocket)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+                              answers: [[String]]) async throws {
+        let feeder = answer(answers, sensor: chipSocket)
         defer { feeder.cancel() }
-        try await LAFingerprints.enroll(finger, user: user, replace: replace) { asked.append($0.status) }
+        try await LAFingerprints.enroll(finger, user: user, replace: replace)
     }
 
     private func chipPrints() throws -> (owned: Int, orphans: Int) {
@@ -53,12 +47,12 @@ final class ChipPrintsTests: RigTestCase, @unchecked Sendable {
 
     func testDeleteReplaceDuplicateFullAndTheOrphansCleanUp() async throws {
         // Enrolled: the chip holds it.
-        try await enrollOnChip("right-index-finger", commands: Array(repeating: "SCAN root-1", count: 5))
+        try await enrollOnChip("right-index-finger", answers: Array(repeating: ["SCAN root-1"], count: 5))
         XCTAssertEqual(try chipPrints().owned, 1)
 
         // The same finger for another account: refused, without saying whose.
         do {
-            try await enrollOnChip("left-thumb", user: "nobody", commands: ["SCAN root-1"])
+            try await enrollOnChip("left-thumb", user: "nobody", answers: [["SCAN root-1"]])
             XCTFail("a finger on the chip was enrolled again")
         } catch let error as LAFingerprints.ServiceError {
             XCTAssertEqual(error.shortName, "DuplicatePrint", "\(error)")
@@ -69,22 +63,21 @@ final class ChipPrintsTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(try chipPrints().owned, 1)
 
         // Replacing frees the old print's slot: one print on the chip, not two.
-        try await enrollOnChip("right-index-finger", replace: true,
-                               commands: ["SCAN root-2"] + Array(repeating: "SCAN root-2", count: 5))
+        // (No duplicate check: the chip's only print is the one replaced.)
+        try await enrollOnChip("right-index-finger", replace: true, answers: Array(repeating: ["SCAN root-2"], count: 5))
         XCTAssertEqual(try chipPrints().owned, 1)
         XCTAssertEqual(try chipPrints().orphans, 0, "the replaced print left the chip")
-        let scan = Task.detached { [chipSocket] in
-            try await Task.sleep(for: .milliseconds(300))
-            try ServiceProcess.send("SCAN root-2", to: chipSocket)
-        }
+        let scan = present("root-2", sensor: chipSocket)
         let verified = await evaluate()
         try await scan.value
         XCTAssertTrue(verified.succeeded, "\(verified)")
 
         // A full chip: a named error. Meanwhile a print no record owns
-        // appears on the chip (another system's, say).
+        // appears on the chip (another system's, say). The service asks
+        // once ("place finger") for the duplicate check's scan and the first
+        // stage after it, so both go after that one ask, in order.
         do {
-            try await enrollOnChip("left-thumb", commands: ["INSERT stranger", "SCAN new-finger", "ERROR 8"])
+            try await enrollOnChip("left-thumb", answers: [["INSERT stranger", "SCAN new-finger", "ERROR 8"]])
             XCTFail("a full chip enrolled")
         } catch let error as LAFingerprints.ServiceError {
             XCTAssertEqual(error.shortName, "ReaderStorageFull", "\(error)")

@@ -74,17 +74,36 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         fprintdPID = try XCTUnwrap(pid_t(text.trimmingCharacters(in: .whitespacesAndNewlines)))
     }
 
-    /// Runs one of fprintd's own tools for root, feeding `SCAN id` while it runs.
+    /// What fprintd says when it wants a finger, on the rig bus: the client's
+    /// EnrollStart or VerifyStart (the device starts scanning), and each
+    /// EnrollStatus "enroll-stage-passed" (it scans for the next stage).
+    private func fprintdAsks() throws -> BusWatch {
+        try BusWatch(rig: rig, rules: ["type='method_call',interface='net.reactivated.Fprint.Device',member='EnrollStart'",
+                                       "type='method_call',interface='net.reactivated.Fprint.Device',member='VerifyStart'",
+                                       "type='signal',interface='net.reactivated.Fprint.Device',member='EnrollStatus'"])
+    }
+
+    private static func isFprintdAsk(_ line: String) -> Bool {
+        line.contains("member=EnrollStart") || line.contains("member=VerifyStart") || line == "string \"enroll-stage-passed\""
+    }
+
+    /// Waits until fprintd asked for a finger more than `seen` times.
+    private func waitForFprintd(_ watch: BusWatch, toAskMoreThan seen: Int) throws {
+        try watch.waitForMore(than: seen, timeout: 20, "fprintd asking for scan \(seen + 1)", Self.isFprintdAsk)
+    }
+
+    /// Runs one of fprintd's own tools for root, sending `SCAN id` each time
+    /// fprintd asks for a finger, `scans` times.
     private func fprintdTool(_ tool: String, _ arguments: [String], scan id: String, scans: Int,
                              at socket: String? = nil) throws -> String {
         let output = rig.directory + "/\(tool)-\(UInt32.random(in: 0...UInt32.max)).out"
+        let watch = try fprintdAsks()
+        defer { watch.stop() }
         let client = try Child("/usr/bin/\(tool)", arguments,
                                environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
-        var sent = 0
-        while client.isRunning, sent < scans {
-            usleep(250_000)
-            if client.isRunning { try? sensor("SCAN \(id)", at: socket) }
-            sent += 1
+        for scan in 0..<scans {
+            try waitForFprintd(watch, toAskMoreThan: scan)
+            try sensor("SCAN \(id)", at: socket)
         }
         let status = client.wait(timeout: 20)
         let text = readText(output)
@@ -92,23 +111,16 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         return text
     }
 
+    /// Enrolls `id` through the library: a scan each time localauthd asks.
     private func enrollLocally(_ id: String) async throws {
-        let feeder = Task.detached { [sensorSocket] in
-            for _ in 0..<5 {
-                try ServiceProcess.send("SCAN \(id)", to: sensorSocket)
-                try await Task.sleep(for: .milliseconds(50))
-            }
-        }
+        let feeder = present(id, times: 5, sensor: sensorSocket)
         try await LAFingerprints.enroll("right-index-finger")
         try await feeder.value
     }
 
+    /// Presents `id` when localauthd's next evaluation asks for a finger.
     private func presentLocally(_ id: String, at socket: String? = nil) -> Task<Void, Error> {
-        let path = socket ?? sensorSocket
-        return Task.detached {
-            try await Task.sleep(for: .milliseconds(200))
-            try ServiceProcess.send("SCAN \(id)", to: path, retryFor: 10)
-        }
+        present(id, sensor: socket ?? sensorSocket)
     }
 
     /// localauthd first: after its evaluation, and while an app observes
@@ -117,7 +129,7 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
     /// after fprintd's Release localauthd evaluates again, no restart.
     func testFprintdGetsTheReaderAfterALocalAuthCallAndWhileAnAppObserves() async throws {
         try startFprintd()
-        let enrolled = try fprintdTool("fprintd-enroll", ["-f", "right-index-finger", "root"], scan: "fp-root", scans: 10)
+        let enrolled = try fprintdTool("fprintd-enroll", ["-f", "right-index-finger", "root"], scan: "fp-root", scans: 5)
         XCTAssertTrue(enrolled.contains("enroll-completed"), enrolled)
         try waitUntil("fprintd released the reader") { try listeners().isEmpty }
         try await enrollLocally("la-root")
@@ -136,7 +148,7 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
 
         // fprintd's Claim + VerifyStart: it alone listens, then it matches.
-        let verified = try fprintdTool("fprintd-verify", ["root"], scan: "fp-root", scans: 8)
+        let verified = try fprintdTool("fprintd-verify", ["root"], scan: "fp-root", scans: 1)
         XCTAssertTrue(verified.contains("verify-match"), verified)
         XCTAssertFalse(try listeners().contains(service.child.pid), "localauthd never took it back meanwhile")
 
@@ -164,18 +176,20 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         // fprintd-enroll holds the reader for its five scans; localauthd
         // answers preflights all along, and never opens it.
         let output = rig.directory + "/fprintd-enroll-held.out"
+        let asks = try fprintdAsks()
+        defer { asks.stop() }
         let client = try Child("/usr/bin/fprintd-enroll", ["-f", "left-thumb", "root"],
                                environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
         try waitUntil("fprintd holds the reader") { try listeners() == [self.fprintdPID] }
         let opensBefore = service.log.components(separatedBy: "reader virtual_device/0 open").count
-        for scan in 0..<10 where client.isRunning {
+        for scan in 0..<5 {
+            try waitForFprintd(asks, toAskMoreThan: scan)
             for _ in 0..<10 {
                 XCTAssertTrue(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
                 XCTAssertEqual(LAEnvironment.currentUser.state.biometry?.isEnrolled, true)
             }
             XCTAssertEqual(try listeners(), [fprintdPID], "after \(scan) scans only fprintd has the reader")
-            try? sensor("SCAN fp-thumb")
-            usleep(250_000)
+            try sensor("SCAN fp-thumb")
         }
         XCTAssertEqual(client.wait(timeout: 20), 0, readText(output))
         XCTAssertEqual(service.log.components(separatedBy: "reader virtual_device/0 open").count, opensBefore,
@@ -185,6 +199,8 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         // from localauthd (moved away, a file in its place) as a claimed
         // USB device would be, while fprintd keeps its socket.
         let verifyOutput = rig.directory + "/fprintd-verify-held.out"
+        let verifyAsks = try fprintdAsks()
+        defer { verifyAsks.stop() }
         let verify = try Child("/usr/bin/fprintd-verify", ["-f", "left-thumb", "root"],
                                environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
                                stdoutPath: verifyOutput, stderrPath: verifyOutput)
@@ -201,6 +217,7 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("is in use by another program"), service.log)
 
         // fprintd matches and releases; the address comes back.
+        try waitForFprintd(verifyAsks, toAskMoreThan: 0)
         try sensor("SCAN fp-thumb", at: held + "/vfp.sock")
         XCTAssertEqual(verify.wait(timeout: 10), 0, readText(verifyOutput))
         XCTAssertTrue(readText(verifyOutput).contains("verify-match"), readText(verifyOutput))
@@ -238,12 +255,14 @@ final class CoexistenceTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(result.succeeded, "the next call opens it: \(result)")
     }
 
-    private func waitFor(_ statuses: Collected<LAEvaluationStatus>, _ wanted: LAEvaluationStatus) async throws {
-        for _ in 0..<200 {
-            if statuses.values.contains(wanted) { return }
-            try await Task.sleep(for: .milliseconds(50))
+    /// Waits until the evaluation reported `wanted` (its status handler).
+    private func waitFor(_ statuses: Collected<LAEvaluationStatus>, _ wanted: LAEvaluationStatus,
+                         timeout: Double = 10) async throws {
+        let deadline = Date().addingTimeInterval(timeout)
+        while !statuses.values.contains(wanted) {
+            guard Date() < deadline else { throw RigError("waited \(timeout) s for \(wanted.rawValue): \(statuses.values)") }
+            try await Task.sleep(for: .milliseconds(20))
         }
-        XCTFail("no \(wanted.rawValue) status: \(statuses.values)")
     }
 }
 

@@ -59,8 +59,9 @@ final class TPMStuckTests: RigTestCase, @unchecked Sendable {
                 return error.dbusErrorName
             }
         }
-        try await Task.sleep(for: .milliseconds(500))
-        // Another caller is answered at once, meanwhile.
+        // The Sign is stuck once the service's TPM command lies unread in
+        // the stopped swtpm's socket; then another caller is answered at once.
+        try waitUntil("the service's TPM command waits in the stopped swtpm") { try self.unreadByTPM(tpm) > 0 }
         let other = Date()
         let environment = try gdbus("GetEnvironment", [])
         XCTAssertEqual(environment.status, 0, environment.output)
@@ -87,5 +88,16 @@ final class TPMStuckTests: RigTestCase, @unchecked Sendable {
         service.stop()
         XCTAssertFalse(service.isRunning, "SIGTERM did not stop the service with the TPM stuck")
         XCTAssertLessThan(Date().timeIntervalSince(stopping), 10)
+    }
+
+    /// Bytes sent to swtpm that it has not read: the receive queues of its
+    /// ends of the connections to its command and control ports (`ss`; a
+    /// connection not yet accepted counts too).
+    private func unreadByTPM(_ tpm: Swtpm) throws -> Int {
+        let filter = "( sport = :\(tpm.port) or sport = :\(tpm.port + 1) )"
+        let listed = try runProgram("/usr/bin/ss", ["-Htn", "state", "established", filter])
+        return listed.stdout.split(separator: "\n").reduce(0) { total, line in
+            total + (Int(line.split(separator: " ", omittingEmptySubsequences: true).first ?? "") ?? 0)
+        }
     }
 }

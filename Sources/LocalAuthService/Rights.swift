@@ -201,7 +201,7 @@ extension LocalAuthService {
             throw Self.rightsError(error)
         }
         rights.dropAll { $0.uid == request.uid && $0.owner.appID == app }
-        Log.info("rights: removed \(removed) right(s) of uid \(request.uid) app \(RightsState.loggable(app))")
+        Log.info("rights: removed \(removed) right(s) of uid \(request.uid) app \(RightOwner.loggable(app))")
         return [.uint32(UInt32(removed))]
     }
 

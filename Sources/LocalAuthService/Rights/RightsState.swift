@@ -183,15 +183,3 @@ final class RightsState {
         dropAll { $0.sender == sender }
     }
 }
-
-extension RightsState {
-    /// An app id for the log: at most 64 bytes, control characters as "?".
-    nonisolated static func loggable(_ name: String) -> String {
-        var shown = ""
-        for scalar in name.unicodeScalars {
-            guard shown.utf8.count < 64 else { return shown + "…" }
-            shown.unicodeScalars.append(scalar.value < 0x20 || (0x7f...0x9f).contains(scalar.value) ? "?" : scalar)
-        }
-        return shown
-    }
-}

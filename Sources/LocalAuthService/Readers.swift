@@ -305,10 +305,13 @@ final class Readers {
 
     /// One scan against `prints`: a match, no match, or a scan to repeat.
     /// Throws libfprint's error (cancelled, removed, too hot, …).
-    /// The prints say which reader scans (all are made on the same one).
-    func identify(_ prints: [GObjectRef], cancellable: Cancellable) async throws(GLibError) -> ScanResult {
-        let wanted = prints.first.map { Identity(driver: PrintCodec.driver(of: $0), deviceID: PrintCodec.deviceID(of: $0)) }
+    /// The prints say which reader scans (all are made on the same one), or
+    /// `on` does (fprintd's duplicate check identifies over a gallery that may be empty).
+    func identify(_ prints: [GObjectRef], on identity: Identity? = nil,
+                  cancellable: Cancellable) async throws(GLibError) -> ScanResult {
+        let wanted = identity ?? prints.first.map { Identity(driver: PrintCodec.driver(of: $0), deviceID: PrintCodec.deviceID(of: $0)) }
         guard let wanted, let reader = usable(wanted) else { throw Self.noReader(wanted) }
+        guard reader.supportsIdentify || !prints.isEmpty else { return .noMatch }
         let fpDevice = reader.fpDevice
         active = reader
         defer { active = nil }

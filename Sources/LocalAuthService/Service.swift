@@ -41,6 +41,8 @@ public final class LocalAuthService {
     var presenceBySender: [String: EnvironmentRules.Presence] = [:]
     /// Connections subscribed to EnvironmentChanged (Environment.swift).
     var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
+    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
+    var fprintd: FprintdServer?
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -59,7 +61,11 @@ public final class LocalAuthService {
         case call(IncomingCall, MethodSpec, CallRecord)
         case reader(Readers.Work)
         case environment(EnvironmentWork)
+        /// A component's own work (fprintd's scans and calls: Fprintd/).
+        case task(@Sendable @ServiceActor () async -> Void)
     }
+    /// Runs `body` as a task of the service's task group (SIGTERM waits for it).
+    func spawn(_ body: @escaping @Sendable @ServiceActor () async -> Void) { work.yield(.task(body)) }
     /// Work that sleep and resume ask for.
     enum EnvironmentWork: Sendable { case sleep, resume }
     func schedule(_ job: EnvironmentWork) { work.yield(.environment(job)) }
@@ -124,6 +130,13 @@ public final class LocalAuthService {
                 service.stop()
             }
         }
+        if configuration.fprintd {
+            service.prints.fprintdLayout = true
+            service.prints.moveOwnPrintsToFprintdLayout()
+            let fprintd = FprintdServer(service: service)
+            service.fprintd = fprintd
+            try fprintd.start()
+        }
         // Only now, with everything ready, do callers find us.
         switch try bus.requestName(LocalAuthBus.serviceName) {
         case .primaryOwner, .alreadyOwner: break
@@ -152,6 +165,8 @@ public final class LocalAuthService {
                     group.addImmediateTask { @ServiceActor in await self.goToSleep() }
                 case .environment(.resume):
                     group.addImmediateTask { @ServiceActor in await self.resume() }
+                case .task(let body):
+                    group.addImmediateTask { @ServiceActor in await body() }
                 }
             }
         }
@@ -173,6 +188,7 @@ public final class LocalAuthService {
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
+        fprintd?.stop()
         guard !registry.isEmpty else { return }
         // Calls end as soon as what they wait on is cancelled; a reader that
         // ignores its cancellation would keep the service alive for ever.
@@ -200,7 +216,7 @@ public final class LocalAuthService {
     /// `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
         // A subscribed LAEnvironment observer keeps the service (and its signals) alive.
-        registry.isEmpty && environmentSubscribers.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        registry.isEmpty && environmentSubscribers.isEmpty && !(fprintd?.keepsServiceAlive ?? false) && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -333,6 +349,7 @@ public final class LocalAuthService {
         presenceBySender[name] = nil
         environmentSubscribers[name] = nil
         rightsCallerVanished(name)
+        fprintd?.senderVanished(name)
     }
 
     // MARK: Properties

@@ -21,8 +21,8 @@ final class FprintdServer {
     var pendingChecks: [ObjectIdentifier: Cancellable] = [:]
     private(set) var stopping = false
 
-    static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
-    static let deviceXML = String(cString: clocalauth_fprintd_device_xml())
+    nonisolated static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
+    nonisolated static let deviceXML = String(cString: clocalauth_fprintd_device_xml())
 
     init(service: LocalAuthService) {
         self.service = service

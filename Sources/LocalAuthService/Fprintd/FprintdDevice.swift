@@ -18,7 +18,7 @@ final class FprintdDevice {
     let identity: Readers.Identity
     let path: String
     unowned let server: FprintdServer
-    private let reader: Readers.Reader
+    let reader: Readers.Reader
     var service: LocalAuthService { server.service }
     private(set) var isGone = false
 

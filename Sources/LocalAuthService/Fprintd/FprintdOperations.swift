@@ -17,7 +17,8 @@ final class FprintdOperation {
     private var waiters: [CheckedContinuation<Void, Never>] = []
     /// The reader was unplugged: the final status says "disconnected".
     fileprivate(set) var disconnected = false
-    /// No finger came in time: the final status is an error, not a no-match.
+    /// No finger came in time, or the service ended it (sleep): the final
+    /// status is an error, not a no-match.
     fileprivate(set) var timedOut = false
     /// Bounds each wait for a finger; restarted by every scan.
     private var timer: EventLoop.Timer?
@@ -31,6 +32,12 @@ final class FprintdOperation {
 
     func readerGone() {
         disconnected = true
+        cancel()
+    }
+
+    /// The service ends the operation (sleep): the client hears an error status.
+    func interrupt() {
+        timedOut = true
         cancel()
     }
 
@@ -79,6 +86,7 @@ extension FprintdDevice {
         // Re-read after the await.
         _ = try currentClaim(request.sender)
         try refuseWhileBusy()
+        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
         let operation = FprintdOperation(.verify)
         self.operation = operation
         let sender = request.sender
@@ -198,6 +206,7 @@ extension FprintdDevice {
         if service.prints.allPrints(of: claim.uid).contains(where: { $0.reader == identity && $0.finger == finger }) {
             try delete(finger, uid: claim.uid)
         }
+        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
         let operation = FprintdOperation(.enroll)
         self.operation = operation
         let sender = request.sender

@@ -52,15 +52,22 @@ final class FprintdServer {
         callsInFlight > 0 || devices.contains { $0.claim != nil || $0.operation != nil }
     }
 
-    /// One Device object per usable reader; a reader that went away loses its object
-    /// (an operation on it ends with verify-/enroll-disconnected).
+    /// One Device object per reader libfprint has (open or not: a reader closed
+    /// for sleep keeps its object and its claim, as in fprintd); a reader that
+    /// was unplugged loses its object (an operation on it ends with
+    /// verify-/enroll-disconnected), one plugged in gets a new one.
     func refreshDevices() {
-        let usable = Set(service.readers.usableReaders)
-        for device in devices where !usable.contains(device.identity) {
-            device.readerGone()
+        let present = service.readers.devices.filter { !$0.removed }
+        for device in devices {
+            if !present.contains(where: { $0 === device.reader }) {
+                device.readerGone()
+            } else if service.asleep {
+                // Going to sleep: the scan in progress ends (the reader is closed).
+                device.operation?.interrupt()
+            }
         }
         devices.removeAll { $0.isGone }
-        for reader in service.readers.devices where reader.isUsable && !devices.contains(where: { $0.identity == reader.identity }) {
+        for reader in present where !devices.contains(where: { $0.reader === reader }) {
             let device = FprintdDevice(id: nextID, reader: reader, server: self)
             nextID += 1
             devices.append(device)

@@ -371,6 +371,60 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         service = try fprintdService(store: fprintdStore)
     }
 
+    // MARK: Our own layout moves into fprintd's
+
+    func testStartingWithFprintdMovesOurPrintsIntoFprintdsLayout() async throws {
+        // The default mode enrolls into our own layout.
+        service.stop()
+        let state = rig.directory + "/fprintd-move-\(UInt32.random(in: 0...UInt32.max))"
+        let fprintdStore = state + "-fprint"
+        service = try ServiceProcess(bus: rig, stateDirectory: state, fprintdStore: fprintdStore)
+        try await enroll("left-middle-finger", as: "moved")
+        XCTAssertEqual(files(below: state + "/prints"), ["0/virtual_device/0/left-middle-finger"])
+        XCTAssertEqual(files(below: fprintdStore), [])
+        XCTAssertEqual(service.stop(), 0)
+
+        // --fprintd: the print is fprintd's now, and still ours.
+        service = try ServiceProcess(bus: rig, stateDirectory: state, fprintdStore: fprintdStore,
+                                     environment: ["G_DEBUG": "fatal-criticals"], arguments: ["--fprintd"])
+        store = fprintdStore
+        XCTAssertEqual(files(below: state + "/prints"), [])
+        XCTAssertEqual(files(below: fprintdStore), ["root/virtual_device/0/3"])
+        XCTAssertTrue(service.log.contains("moved to fprintd's layout"), service.log)
+        let listed = try run("/usr/bin/fprintd-list", ["root"])
+        XCTAssertTrue(listed.output.contains("- #0: left-middle-finger"), listed.output)
+        present("moved")
+        let unlocked = await evaluate()
+        XCTAssertTrue(unlocked.succeeded, "\(unlocked)")
+        stopCleanly()
+    }
+
+    // MARK: fprintd's environment and options
+
+    /// STATE_DIRECTORY as fprintd reads it (the first directory: the prints),
+    /// the second for our state; -t keeps the service up.
+    func testStateDirectoryIsReadAsFprintdReadsIt() throws {
+        service.stop()
+        let base = rig.directory + "/fprintd-env-\(UInt32.random(in: 0...UInt32.max))"
+        let log = base + ".log", socket = base + ".sock"
+        try FileManager.default.createDirectory(atPath: base + "-fprint", withIntermediateDirectories: true)
+        let daemon = try Child(Paths.localauthd, ["--fprintd", "-t"],
+                               environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address, "FP_DRIVERS_WHITELIST": "virtual_device",
+                                             "FP_VIRTUAL_DEVICE": socket, "G_DEBUG": "fatal-criticals",
+                                             "STATE_DIRECTORY": base + "-fprint:" + base + "-state"],
+                               stdoutPath: log, stderrPath: log)
+        defer { if daemon.isRunning { daemon.signal(SIGKILL); daemon.wait() } }
+        try waitForText("serving org.example.LocalAuth", in: log)
+        XCTAssertTrue(readText(log).contains("prints in fprintd's layout under \(base)-fprint"), readText(log))
+        XCTAssertTrue(readText(log).contains("state in \(base)-state"), readText(log))
+        let enrolled = try fprintdEnroll("right-thumb", "env", sensor: socket)
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+        XCTAssertEqual(files(below: base + "-fprint"), ["root/virtual_device/0/6"])
+        daemon.signal(SIGTERM)
+        XCTAssertEqual(daemon.wait(timeout: 10), 0, readText(log))
+        service = try fprintdService()
+    }
+
     // MARK: SIGTERM at any moment
 
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {

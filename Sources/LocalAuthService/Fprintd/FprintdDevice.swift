@@ -48,14 +48,14 @@ final class FprintdDevice {
 
     // MARK: Checks, in fprintd's order
 
-    func serve(_ call: IncomingCall, _ spec: FprintdMethodSpec) async throws(DBusError) -> [DBusValue] {
+    func serve(_ call: IncomingCall, _ spec: FprintdMethodSpec, uid: UInt32,
+               record: CallRecord) async throws(DBusError) -> [DBusValue] {
         try checkClaim(spec.claim, sender: call.sender)
-        let uid = try await server.callerUID(call.sender)
         var username: String?
         if spec.takesUsername {
-            username = try await authorizeUsername(call.arguments[0].string ?? "", uid: uid, sender: call.sender)
+            username = try await authorizeUsername(call.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
         }
-        try await authorize(spec.actions, sender: call.sender)
+        try await authorize(spec.actions, sender: call.sender, record: record)
         // Re-read after the awaits: the claim may have changed meanwhile.
         try checkClaim(spec.claim, sender: call.sender)
         return try await spec.handler(self, FprintdRequest(call: call, uid: uid, username: username))
@@ -78,26 +78,29 @@ final class FprintdDevice {
 
     /// The user a call is about: the caller for an empty name or their own;
     /// anyone else needs setusername (asked before the name is looked up).
-    private func authorizeUsername(_ requested: String, uid: UInt32, sender: String) async throws(DBusError) -> String {
+    private func authorizeUsername(_ requested: String, uid: UInt32, sender: String,
+                                   record: CallRecord) async throws(DBusError) -> String {
         guard let own = Users.name(of: uid) else {
             throw FprintdBus.Error.internal("Failed to get information about user UID \(uid)")
         }
         if requested.isEmpty || requested == own { return own }
         guard requested.utf8.count <= 256 else { throw FprintdBus.Error.internal("the user name is too long") }
-        try await authorize([.setUsername], sender: sender)
+        try await authorize([.setUsername], sender: sender, record: record)
         return requested
     }
 
     /// Any one of `actions` authorized by polkit (fprintd asks with user interaction allowed).
-    private func authorize(_ actions: [FprintdBus.Action], sender: String) async throws(DBusError) {
+    private func authorize(_ actions: [FprintdBus.Action], sender: String, record: CallRecord) async throws(DBusError) {
         guard !actions.isEmpty else { return }
         for action in actions {
             let check = Cancellable()
-            server.pendingChecks[ObjectIdentifier(check)] = check
+            // SIGTERM or the caller leaving cancels the check (Requests.swift).
+            record.authorization = check
             let decision = await service.authorizer.check(actionID: action.rawValue, busName: sender, interactive: true,
                                                           cancellable: check)
-            server.pendingChecks[ObjectIdentifier(check)] = nil
+            record.authorization = nil
             if decision == .authorized { return }
+            if record.interruption != nil { break }
         }
         throw FprintdBus.Error.permissionDenied("Not Authorized: \(actions.last!.rawValue)")
     }

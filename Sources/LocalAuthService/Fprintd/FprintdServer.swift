@@ -15,10 +15,6 @@ final class FprintdServer {
     unowned let service: LocalAuthService
     private(set) var devices: [FprintdDevice] = []
     private var nextID = 0
-    /// Calls being served (polkit may take a while): they keep the service from idling.
-    var callsInFlight = 0
-    /// polkit checks in flight, cancelled at stop so that SIGTERM never waits on polkit.
-    var pendingChecks: [ObjectIdentifier: Cancellable] = [:]
     private(set) var stopping = false
 
     nonisolated static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
@@ -49,7 +45,7 @@ final class FprintdServer {
 
     /// Whether claims or calls should keep the service from its idle exit.
     var keepsServiceAlive: Bool {
-        callsInFlight > 0 || devices.contains { $0.claim != nil || $0.operation != nil }
+        devices.contains { $0.claim != nil || $0.operation != nil }
     }
 
     /// One Device object per reader libfprint has (open or not: a reader closed
@@ -83,10 +79,9 @@ final class FprintdServer {
         for device in devices { device.senderVanished(name) }
     }
 
-    /// SIGTERM: every operation and polkit check ends now.
+    /// SIGTERM: every operation ends now (calls, polkit included, end through the registry).
     func stop() {
         stopping = true
-        for check in pendingChecks.values { check.cancel() }
         for device in devices { device.stopAll() }
     }
 
@@ -97,9 +92,9 @@ final class FprintdServer {
         case (FprintdBus.managerInterface?, "GetDevices", ""), (nil, "GetDevices", ""):
             call.reply([.array("o", devices.map { .objectPath(ObjectPath(stringLiteral: $0.path)) })])
         case (FprintdBus.managerInterface?, "GetDefaultDevice", ""), (nil, "GetDefaultDevice", ""):
-            callsInFlight += 1
+            guard let record = register(call) else { return }
             service.spawn { [self] in
-                defer { callsInFlight -= 1 }
+                defer { service.registry.remove(record) }
                 do throws(DBusError) {
                     call.reply([.objectPath(ObjectPath(stringLiteral: try await defaultDevice(for: call.sender).path))])
                 } catch {
@@ -126,6 +121,20 @@ final class FprintdServer {
             return device
         }
         return devices[0]
+    }
+
+    /// Every call is registered as org.example.LocalAuth's are (Requests.swift):
+    /// the same bounds per connection, per uid and in total, the same idle
+    /// rule, and SIGTERM ends it wherever it waits.
+    private func register(_ call: IncomingCall) -> CallRecord? {
+        let record = CallRecord(sender: call.sender, requestID: nil, arguments: call.arguments, call: call)
+        do throws(DBusError) {
+            try service.registry.register(record)
+        } catch {
+            call.fail(DBusError(.limitsExceeded, error.message))
+            return nil
+        }
+        return record
     }
 
     func callerUID(_ sender: String) async throws(DBusError) -> UInt32 {
@@ -157,11 +166,13 @@ final class FprintdServer {
                 return call.fail(DBusError(.invalidArgs, "\(FprintdBus.deviceInterface) takes no file descriptors"))
             }
             guard !stopping else { return call.fail(FprintdBus.Error.internal("the service is stopping")) }
-            callsInFlight += 1
+            guard let record = register(call) else { return }
             service.spawn { [self] in
-                defer { callsInFlight -= 1 }
+                defer { service.registry.remove(record) }
                 do throws(DBusError) {
-                    call.reply(try await device.serve(call, spec))
+                    let uid = try await callerUID(call.sender)
+                    try service.registry.admit(record, uid: uid)
+                    call.reply(try await device.serve(call, spec, uid: uid, record: record))
                 } catch {
                     call.fail(error)
                 }

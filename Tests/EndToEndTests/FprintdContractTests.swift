@@ -201,7 +201,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
             "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprints enrolled",
             "VerifyStop error net.reactivated.Fprint.Error.NoActionInProgress: No verification in progress",
             "EnrollStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
-            "VerifyStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name \"pinky\"",
+            "VerifyStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name pinky",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.NoEnrolledPrints: Fingerprint for finger left-thumb is not enrolled",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
             "DeleteEnrolledFingers2 error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprint enrolled",

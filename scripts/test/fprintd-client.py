@@ -122,8 +122,10 @@ def calls(items):
             say(method, "ok", reply.unpack() if reply is not None and len(reply.unpack()) else "")
         except GLib.Error as error:
             name = error_name(error)
-            Gio.DBusError.strip_remote_error(error)
-            say(method, "error", name + ":", error.message)
+            message = error.message
+            if message.startswith("GDBus.Error:" + name + ": "):
+                message = message[len("GDBus.Error:" + name + ": "):]
+            say(method, "error", name + ":", message)
 
 
 def hold(user):

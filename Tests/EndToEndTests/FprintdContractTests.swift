@@ -163,16 +163,22 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
     func testAFingerEnrolledAsGnomeSettingsDoesUnlocksAnLAContextEvaluation() async throws {
         let (child, output) = try start("/usr/bin/python3", [client, "gnome-settings-enroll", "left-index-finger"])
         try waitForText("enrolling", in: output)
-        for index in 0..<5 {
+        // Five stages, and two scans the reader asks to repeat (each command gives one status).
+        let commands = ["SCAN settings-finger", "RETRY 2", "SCAN settings-finger", "SCAN settings-finger", "RETRY 3",
+                        "SCAN settings-finger", "SCAN settings-finger"]
+        for (index, command) in commands.enumerated() {
             if index > 0 {
                 try waitUntil("status \(index)") { readText(output).components(separatedBy: "status ").count > index || !child.isRunning }
             }
-            try service.sensor("SCAN settings-finger")
+            try service.sensor(command)
         }
         XCTAssertEqual(child.wait(timeout: 30), 0, readText(output))
         let lines = readText(output).split(separator: "\n").map(String.init)
         XCTAssertEqual(lines.filter { $0.hasPrefix("status") },
-                       Array(repeating: "status enroll-stage-passed false", count: 4) + ["status enroll-completed true"])
+                       ["status enroll-stage-passed false", "status enroll-finger-not-centered false",
+                        "status enroll-stage-passed false", "status enroll-stage-passed false",
+                        "status enroll-remove-and-retry false", "status enroll-stage-passed false",
+                        "status enroll-completed true"])
         XCTAssertTrue(lines.contains("stages 5"), "\(lines)")
         XCTAssertTrue(lines.contains("list-before net.reactivated.Fprint.Error.NoEnrolledPrints"), "\(lines)")
         XCTAssertTrue(lines.contains("fingers left-index-finger"), "\(lines)")
@@ -423,6 +429,31 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         daemon.signal(SIGTERM)
         XCTAssertEqual(daemon.wait(timeout: 10), 0, readText(log))
         service = try fprintdService()
+    }
+
+    // MARK: Retries and hot-unplug during a verify
+
+    func testAVerifyReportsRetriesAndAnUnpluggedReader() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        let (first, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
+        try waitForText("verifying", in: verifying)
+        try service.sensor("RETRY 1")
+        try waitForText("status verify-swipe-too-short false", in: verifying)
+        try service.sensor("SCAN owner")
+        XCTAssertEqual(first.wait(timeout: 20), 0, readText(verifying))
+        XCTAssertEqual(readText(verifying).split(separator: "\n").map(String.init),
+                       ["selected right-index-finger", "verifying", "status verify-swipe-too-short false",
+                        "status verify-match true"])
+
+        let (second, unplugged) = try start("/usr/bin/python3", [client, "verify", "right-index-finger"])
+        try waitForText("verifying", in: unplugged)
+        try service.sensor("UNPLUG")
+        try waitForText("status verify-disconnected true", in: unplugged)
+        second.wait(timeout: 20)
+        try waitUntil("the unplugged reader's object is gone") {
+            try run("/usr/bin/python3", [client, "manager"]).output == "devices \ndefault net.reactivated.Fprint.Error.NoSuchDevice\n"
+        }
+        stopCleanly()
     }
 
     // MARK: SIGTERM at any moment

@@ -442,7 +442,8 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try service.sensor("SCAN owner")
         XCTAssertEqual(first.wait(timeout: 20), 0, readText(verifying))
         XCTAssertEqual(readText(verifying).split(separator: "\n").map(String.init),
-                       ["selected right-index-finger", "verifying", "status verify-swipe-too-short false",
+                       // VerifyFingerSelected follows VerifyStart's reply, as in fprintd.
+                       ["verifying", "selected right-index-finger", "status verify-swipe-too-short false",
                         "status verify-match true"])
 
         let (second, unplugged) = try start("/usr/bin/python3", [client, "verify", "right-index-finger"])

@@ -108,8 +108,11 @@ def verify(finger):
         return
     say("verifying")
     loop.run()
-    call(device, "VerifyStop")
-    call(device, "Release")
+    for method in ["VerifyStop", "Release"]:
+        try:
+            call(device, method)
+        except GLib.Error as error:
+            say(method, "error", error_name(error))
 
 
 def calls(items):

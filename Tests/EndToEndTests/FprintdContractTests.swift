@@ -473,6 +473,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
         try waitForText("verifying", in: verifying)
         stopCleanly()
+        try waitForText("service-gone", in: verifying)
         verifier.wait(timeout: 10)
 
         // An enrollment between two stages.
@@ -482,6 +483,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try service.sensor("SCAN halfway")
         try waitForText("status enroll-stage-passed", in: enrolling)
         stopCleanly()
+        try waitForText("service-gone", in: enrolling)
         enroller.wait(timeout: 10)
         service = try fprintdService(store: store)
     }

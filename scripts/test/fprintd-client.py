@@ -59,6 +59,12 @@ def error_name(error):
     return Gio.DBusError.get_remote_error(error) or str(error)
 
 
+def error_message(error):
+    """The service's message, without GDBus's "GDBus.Error:NAME: " before it."""
+    prefix = "GDBus.Error:" + error_name(error) + ": "
+    return error.message[len(prefix):] if error.message.startswith(prefix) else error.message
+
+
 def wait_for_done(device, signal_names):
     """Runs the loop until a status signal says done."""
     loop = GLib.MainLoop()
@@ -72,7 +78,13 @@ def wait_for_done(device, signal_names):
             if done:
                 loop.quit()
 
+    def on_owner(proxy, spec):
+        if proxy.get_name_owner() is None:
+            say("service-gone")
+            loop.quit()
+
     device.connect("g-signal", on_signal)
+    device.connect("notify::g-name-owner", on_owner)
     return loop
 
 
@@ -103,7 +115,7 @@ def verify(finger):
     try:
         call(device, "VerifyStart", finger)
     except GLib.Error as error:
-        say("verify-start", error_name(error), error.message)
+        say("verify-start", error_name(error), error_message(error))
         call(device, "Release")
         return
     say("verifying")
@@ -124,11 +136,7 @@ def calls(items):
             reply = call(device, method, *arguments)
             say(method, "ok", reply.unpack() if reply is not None and len(reply.unpack()) else "")
         except GLib.Error as error:
-            name = error_name(error)
-            message = error.message
-            if message.startswith("GDBus.Error:" + name + ": "):
-                message = message[len("GDBus.Error:" + name + ": "):]
-            say(method, "error", name + ":", message)
+            say(method, "error", error_name(error) + ":", error_message(error))
 
 
 def hold(user):

@@ -217,7 +217,8 @@ final class FprintdDevice {
 
     private var propertyValues: [String: DBusValue] {
         let device = reader.fpDevice
-        let stages = Int32(service.readers.enrollStages(on: identity)) + (supportsIdentify ? 1 : 0)
+        // Read from the device itself: known whether or not the reader is open now.
+        let stages = fp_device_get_nr_enroll_stages(device) + (supportsIdentify ? 1 : 0)
         return [
             FprintdBus.Property.name: .string(fp_device_get_name(device).map { String(cString: $0) } ?? ""),
             FprintdBus.Property.numEnrollStages: .int32(stages),

@@ -457,6 +457,49 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         stopCleanly()
     }
 
+    // MARK: A reader that identifies (virtual_device_storage)
+
+    /// fprintd's duplicate check (one identify over every print on the reader,
+    /// counted as a stage), enroll-duplicate, and "any" as identification.
+    func testOnAReaderThatIdentifiesEnrollChecksForDuplicatesAndAnyIdentifies() async throws {
+        service.stop()
+        let socket = rig.directory + "/fprintd-storage-\(UInt32.random(in: 0...UInt32.max)).sock"
+        service = try ServiceProcess(bus: rig, environment: ["G_DEBUG": "fatal-criticals", "FP_VIRTUAL_DEVICE": "",
+                                                             "FP_DRIVERS_WHITELIST": "virtual_device_storage",
+                                                             "FP_VIRTUAL_DEVICE_STORAGE": socket],
+                                     arguments: ["--fprintd"])
+        store = (service.stateDirectory as NSString).deletingLastPathComponent + "/fprintd-store"
+        func enroll(_ finger: String, commands: [String]) throws -> [String] {
+            let (child, output) = try start("/usr/bin/python3", [client, "gnome-settings-enroll", finger])
+            try waitForText("enrolling", in: output)
+            for (index, command) in commands.enumerated() {
+                if index > 0 {
+                    try waitUntil("status \(index)") { readText(output).components(separatedBy: "status ").count > index || !child.isRunning }
+                }
+                try ServiceProcess.send(command, to: socket)
+            }
+            XCTAssertEqual(child.wait(timeout: 30), 0, readText(output))
+            return readText(output).split(separator: "\n").map(String.init)
+        }
+        // The duplicate check takes the first scan: six scans, six statuses.
+        let first = try enroll("right-index-finger", commands: Array(repeating: "SCAN alpha", count: 6))
+        XCTAssertTrue(first.contains("stages 6"), "\(first)")
+        XCTAssertEqual(first.filter { $0.hasPrefix("status") },
+                       Array(repeating: "status enroll-stage-passed false", count: 5) + ["status enroll-completed true"])
+        // The same finger again, as another finger: refused at the first scan.
+        let again = try enroll("left-thumb", commands: ["SCAN alpha"])
+        XCTAssertEqual(again.filter { $0.hasPrefix("status") }, ["status enroll-duplicate true"])
+        XCTAssertTrue(again.contains("fingers right-index-finger"), "\(again)")
+        XCTAssertEqual(files(below: store), ["root/virtual_device_storage/0/7"])
+
+        let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
+        try waitForText("verifying", in: verifying)
+        try ServiceProcess.send("SCAN alpha", to: socket)
+        XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
+        XCTAssertEqual(readText(verifying), "verifying\nselected any\nstatus verify-match true\n")
+        stopCleanly()
+    }
+
     // MARK: SIGTERM at any moment
 
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {

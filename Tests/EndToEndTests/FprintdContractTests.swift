@@ -189,6 +189,12 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         present("someone-else", times: 3)
         let refused = await evaluate()
         XCTAssertEqual(refused.code, .authenticationFailed, "\(refused)")
+
+        // Deleted through org.example.LocalAuth: gone for fprintd's clients too.
+        try await LAFingerprints.deleteAll()
+        XCTAssertEqual(files(below: store), [])
+        let listed = try run("/usr/bin/fprintd-list", ["root"])
+        XCTAssertTrue(listed.output.contains("User root has no fingers enrolled"), listed.output)
         stopCleanly()
     }
 

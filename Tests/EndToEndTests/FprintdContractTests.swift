@@ -347,8 +347,10 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         let fprintdStore = rig.directory + "/fprintd-state"
         try? FileManager.default.removeItem(atPath: fprintdStore)
         let fprintdSocket = rig.directory + "/fprintd-switch-vfp.sock"
-        func startFprintd() throws {
-            let started = try runProgram(Paths.root + "/scripts/rig.sh", ["fprintd", rig.directory, fprintdSocket])
+        func startFprintd(keepingItsStore keep: Bool = false) throws {
+            // rig.sh starts fprintd with an empty store unless told to keep it.
+            let started = try runProgram(Paths.root + "/scripts/rig.sh", ["fprintd", rig.directory, fprintdSocket],
+                                         environment: keep ? ["RIG_FPRINTD_KEEP_STATE": "1"] : [:])
             XCTAssertEqual(started.status, 0, started.output)
         }
         func stopFprintd() {
@@ -373,7 +375,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         stopCleanly()
 
         // Back to fprintd: both prints are there, and ours matches.
-        try startFprintd()
+        try startFprintd(keepingItsStore: true)
         let listed = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(listed.output.contains("left-thumb") && listed.output.contains("right-index-finger"), listed.output)
         let theirs = try run("/usr/bin/fprintd-verify", ["-f", "left-thumb", "root"], ready: "Verify started!",

@@ -185,6 +185,7 @@ extension LocalAuthService {
                 LocalAuthBus.PrintKey.driver: .string(stored.reader.driver),
                 LocalAuthBus.PrintKey.deviceID: .string(stored.reader.deviceID),
                 LocalAuthBus.PrintKey.inUse: .boolean(inUse.contains(stored.path)),
+                LocalAuthBus.PrintKey.readOnly: .boolean(!prints.isOurs(stored)),
             ]
             if let created = stored.created { entry[LocalAuthBus.PrintKey.created] = .int64(created) }
             return .dictionary(entry)

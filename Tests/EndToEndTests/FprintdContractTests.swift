@@ -131,6 +131,12 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
         let listed = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(listed.output.contains("- #0: right-index-finger"), listed.output)
+        // With --fprintd the print is the service's own: listed as fprintd's, not read-only.
+        let ours = try await LAFingerprints.enrolledPrints()
+        XCTAssertEqual(ours.map { "\($0.finger) \($0.source) \($0.readOnly)" }, ["right-index-finger fprintd false"])
+        let table = try localauthctl(["list"])
+        XCTAssertTrue(table.stdout.contains("right-index-finger  fprintd  virtual_device/0"), table.output)
+        XCTAssertFalse(table.output.contains("read-only"), table.output)
 
         let match = try run("/usr/bin/fprintd-verify", ["root"], ready: "Verify started!", scans: ["owner"])
         XCTAssertEqual(match.status, 0, match.output)

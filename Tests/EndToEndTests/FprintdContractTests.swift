@@ -511,6 +511,19 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try ServiceProcess.send("SCAN alpha", to: socket)
         XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
         XCTAssertEqual(readText(verifying), "verifying\nselected any\nstatus verify-match true\n")
+
+        // Deleting through fprintd's interface deletes on the chip, as localauthctl's delete does.
+        try rig.polkit("org.example.LocalAuth.manage", "yes")
+        addTeardownBlock { [rig] in try? rig.polkit("org.example.LocalAuth.manage", nil) }
+        let before = try await LAFingerprints.readerPrints()
+        XCTAssertEqual(before.map(\.owned), [true], "the chip holds the enrolled print")
+        let (deleter, deleting) = try start("/usr/bin/python3", [client, "calls", "Claim:", "DeleteEnrolledFinger:right-index-finger",
+                                                                "Release"])
+        XCTAssertEqual(deleter.wait(timeout: 20), 0, readText(deleting))
+        XCTAssertTrue(readText(deleting).contains("DeleteEnrolledFinger ok"), readText(deleting))
+        XCTAssertEqual(files(below: store), [])
+        let after = try await LAFingerprints.readerPrints()
+        XCTAssertEqual(after.count, 0, "the print left the chip too: \(after)")
         stopCleanly()
     }
 

@@ -16,8 +16,8 @@ let help = """
                                   --replace enrolls a finger that is already enrolled again
       list                        list the enrolled prints: finger, where each is stored
                                   (localauthd's store, or fprintd's, which is read-only
-                                  here unless localauthd runs with --fprintd), the reader
-                                  it was made on, and when
+                                  here unless localauthd serves fprintd's interface),
+                                  the reader it was made on, and when
       delete [FINGER]             delete one finger, or all of them without FINGER
                                   (prints in fprintd's store stay: use fprintd-delete)
       reader-prints [--clean]     administrators: the prints kept on the readers' chips

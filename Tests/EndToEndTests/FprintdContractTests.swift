@@ -531,9 +531,15 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {
         try await enroll("right-index-finger", as: "owner")
-        // Claimed and idle.
+        // Claimed and idle: a claim holds no reader open (other programs may
+        // use it); the enrollment's open closes after the linger, claim or not.
         let (holder, held) = try start("/usr/bin/python3", [client, "hold", ""])
         try waitForText("claimed", in: held)
+        try waitUntil("the reader is closed while claimed") {
+            let log = self.service.log
+            return log.components(separatedBy: "reader virtual_device/0 open").count
+                == log.components(separatedBy: "reader virtual_device/0 closed").count
+        }
         stopCleanly()
         holder.signal(SIGTERM)
         holder.wait()

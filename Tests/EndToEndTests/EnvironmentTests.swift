@@ -260,6 +260,24 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(errorName(local), "org.example.LocalAuth.Error.BiometryNotEnrolled", local.output)
     }
 
+    /// `--fprintd`: fprintd's VerifyStart judges presence with the same
+    /// function as an evaluation (Callers/Presence.swift): nobody's session
+    /// is remote, so even with polkit saying yes, no scan is taken.
+    func testAnFprintdVerifyFromARemoteSessionIsNotAtTheReader() async throws {
+        try restart(arguments: ["--fprintd"])
+        let actions = ["org.example.LocalAuth.manage", "net.reactivated.fprint.device.verify"]
+        for action in actions { try rig.polkit(action, "yes") }
+        addTeardownBlock { [rig] in for action in actions { try? rig.polkit(action, nil) } }
+        try await enroll("right-index-finger", as: "nobodys-finger", user: "nobody")
+        let output = rig.directory + "/fprintd-remote-\(UInt32.random(in: 0...UInt32.max)).out"
+        let verifier = try startAs(Self.nobody, "/usr/bin/python3", [try testScript("fprintd-client.py"), "verify", "any"],
+                                   output: output)
+        XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(output))
+        XCTAssertTrue(readText(output).contains("verify-start net.reactivated.Fprint.Error.PermissionDenied Not at the reader:"),
+                      readText(output))
+        XCTAssertTrue(service.log.contains("is not at the reader: remote"), service.log)
+    }
+
     func testEnvironmentObserversSeeEachChangeOnceAndNobodyElsesChanges() async throws {
         let othersLog = rig.directory + "/others-\(UInt32.random(in: 0...UInt32.max)).log"
         _ = FileManager.default.createFile(atPath: othersLog, contents: nil)

@@ -18,7 +18,8 @@ PACKAGES=(
     dbus-daemon              # /usr/bin/dbus-daemon
     dbus-bin                 # dbus-send (rig readiness checks)
     polkitd                  # /usr/lib/polkit-1/polkitd, pkcheck, pkaction
-    fprintd                  # /usr/libexec/fprintd, fprintd-enroll/-verify, its bus policy
+    fprintd                  # /usr/libexec/fprintd, fprintd-enroll/-verify/-list/-delete, its bus policy and polkit actions
+    libpam-fprintd           # pam_fprintd.so: FprintdContractTests run it (pamtester) against localauthd --fprintd
     libglib2.0-bin           # gdbus (tests read D-Bus error names from it)
     systemd                  # busctl (tests and README drive the service with it)
     util-linux               # setpriv, setsid, unshare

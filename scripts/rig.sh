@@ -16,7 +16,8 @@
 #                                         or release
 #   scripts/rig.sh fprintd DIR VFP_SOCK   also start Debian's fprintd on the rig's bus,
 #                                         on libfprint's virtual device at VFP_SOCK
-#                                         (the baseline); `stop` stops it too
+#                                         (the baseline), with an empty store unless
+#                                         RIG_FPRINTD_KEEP_STATE=1; `stop` stops it too
 #   scripts/rig.sh bus-config SOCKET POLICY [SERVICEDIR]
 #                                         print the rig's bus config (on SOCKET, with
 #                                         bus POLICY, bus activation from SERVICEDIR)
@@ -372,7 +373,8 @@ cmd_fprintd() {
     kill_pidfile "$DIR/fprintd.pid" "DBUS_SYSTEM_BUS_ADDRESS=$ADDR" fprintd
     # A new fprintd starts with an empty store: the rig is shared by the test
     # classes of one run, and one class's fprintd prints must not meet another's.
-    rm -rf "$DIR/fprintd-state"
+    # RIG_FPRINTD_KEEP_STATE=1 keeps it (a switch from localauthd back to fprintd).
+    [ -n "${RIG_FPRINTD_KEEP_STATE:-}" ] || rm -rf "$DIR/fprintd-state"
     mkdir -p "$DIR/fprintd-state"
     chmod 0700 "$DIR/fprintd-state"
     DBUS_SYSTEM_BUS_ADDRESS="$ADDR" STATE_DIRECTORY="$DIR/fprintd-state" \

@@ -22,6 +22,12 @@ static inline gulong cfprint_connect_device(FpDevice *device, const char *signal
                                             cfprint_device_cb handler, gpointer data) {
     return g_signal_connect(device, signal, G_CALLBACK(handler), data);
 }
+// A property's notify::NAME signal (the fprintd interface follows finger-status).
+typedef void (*cfprint_notify_cb)(FpDevice *device, GParamSpec *spec, gpointer data);
+static inline gulong cfprint_connect_notify(FpDevice *device, const char *signal,
+                                            cfprint_notify_cb handler, gpointer data) {
+    return g_signal_connect(device, signal, G_CALLBACK(handler), data);
+}
 
 // The USB port a reader hangs on, as gusb names it ("usb:BB:PP:PP…", hex bus
 // and port numbers), or NULL for a reader without one (libfprint's virtual

@@ -22,8 +22,12 @@ final class Authorizer {
     /// nothing else (a dismissed prompt is no, even if a buggy agent also set
     /// the authorized flag).
     nonisolated static func decision(authorized: Bool, dismissed: Bool, action: PolkitAction) -> Decision {
+        decision(authorized: authorized, dismissed: dismissed, actionID: action.rawValue)
+    }
+
+    nonisolated static func decision(authorized: Bool, dismissed: Bool, actionID: String) -> Decision {
         if dismissed { return .dismissed }
-        return authorized ? .authorized : .denied("polkit did not authorize \(action.rawValue)")
+        return authorized ? .authorized : .denied("polkit did not authorize \(actionID)")
     }
 
     /// Connects to polkit lazily; a failure is retried at the next check.
@@ -44,6 +48,13 @@ final class Authorizer {
     /// mechanism running as root, which the service is).
     func check(_ action: PolkitAction, busName: String, interactive: Bool, details: [String: String] = [:],
                timeout: Double = 25, cancellable: Cancellable = Cancellable()) async -> Decision {
+        await check(actionID: action.rawValue, busName: busName, interactive: interactive, details: details,
+                    timeout: timeout, cancellable: cancellable)
+    }
+
+    /// The same, for an action id of another contract (fprintd's: Fprintd/).
+    func check(actionID: String, busName: String, interactive: Bool, details: [String: String] = [:],
+               timeout: Double = 25, cancellable: Cancellable = Cancellable()) async -> Decision {
         guard let authority = currentAuthority() else {
             return .denied("the authorization service (polkit) cannot be reached")
         }
@@ -63,7 +74,7 @@ final class Authorizer {
         defer { timer.cancel() }
         do {
             let answer = try await glibAsync({ callback, data in
-                polkit_authority_check_authorization(authorityPointer, subjectPointer, action.rawValue, detailsPointer,
+                polkit_authority_check_authorization(authorityPointer, subjectPointer, actionID, detailsPointer,
                                                      flags, cancellable.raw, callback, data)
             }, finish: { result -> Result<Decision, GLibError> in
                 Result { () throws(GLibError) in
@@ -72,12 +83,12 @@ final class Authorizer {
                     defer { cglib_object_unref(UnsafeMutableRawPointer(answer)) }
                     return Self.decision(authorized: polkit_authorization_result_get_is_authorized(answer) != 0,
                                          dismissed: polkit_authorization_result_get_dismissed(answer) != 0,
-                                         action: action)
+                                         actionID: actionID)
                 }
             })
             return answer
         } catch {
-            Log.warning("polkit check of \(action.rawValue) failed: \(error)")
+            Log.warning("polkit check of \(actionID) failed: \(error)")
             return .denied("the authorization service (polkit) did not answer: \(error)")
         }
     }

@@ -40,6 +40,12 @@ public struct Configuration: Sendable {
     /// caller. The administrator's switch: polkit authorizes root before any
     /// rule runs, so a polkit rule cannot turn VerifyUser off (docs/PAM.md).
     public var verifyUserAllowed = true
+    /// `--fprintd`: also serve fprintd's net.reactivated.Fprint, with every
+    /// print in fprintd's layout under `fprintdStore` (docs/FPRINTD.md).
+    public var fprintd = false
+    /// How long a verify or enroll through fprintd's interface waits for a
+    /// finger (fprintd itself waits for ever; pam_fprintd gives up after 30 s).
+    var fprintdScanTimeout: Double { max(scanTimeout, 60) }
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {

@@ -86,7 +86,7 @@ extension LocalAuthService {
         // A match-on-chip reader: replacing frees the old print's slot first;
         // then the finger must not be on the chip already, for any account.
         if replace, device.storesPrints,
-           let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && $0.source == .localauth && $0.reader == reader }) {
+           let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && prints.isOurs($0) && $0.reader == reader }) {
             try await deleteFromChip(old, on: device)
         }
         let stages = UInt32(readers.enrollStages(on: reader))
@@ -185,6 +185,7 @@ extension LocalAuthService {
                 LocalAuthBus.PrintKey.driver: .string(stored.reader.driver),
                 LocalAuthBus.PrintKey.deviceID: .string(stored.reader.deviceID),
                 LocalAuthBus.PrintKey.inUse: .boolean(inUse.contains(stored.path)),
+                LocalAuthBus.PrintKey.readOnly: .boolean(!prints.isOurs(stored)),
             ]
             if let created = stored.created { entry[LocalAuthBus.PrintKey.created] = .int64(created) }
             return .dictionary(entry)

@@ -64,6 +64,13 @@ final class PrintStore {
         var enrolledFor: String? = nil
     }
 
+    /// `--fprintd`: every print is written in fprintd's layout (Fprintd/FprintdPrints.swift).
+    var fprintdLayout = false
+
+    /// Whether this service wrote `stored` and may delete it (and its slot on
+    /// a chip): our own layout's, and with `--fprintd` fprintd's too.
+    func isOurs(_ stored: StoredPrint) -> Bool { stored.source == .localauth || fprintdLayout }
+
     init(stateDirectory: String, fprintdStore: String) {
         root = stateDirectory + "/prints"
         fprintdRoot = fprintdStore
@@ -264,6 +271,11 @@ final class PrintStore {
         let file = PrintFile(id: PrintFile.newID(), uid: uid, finger: finger, driver: reader.driver,
                              deviceID: reader.deviceID, created: Int64(time(nil)),
                              print: try PrintCodec.serialize(print))
+        if fprintdLayout {
+            try saveInFprintdLayout(bytes: file.print, finger: finger, username: Users.name(of: uid) ?? String(uid),
+                                    uid: uid, reader: reader)
+            return file
+        }
         let directory = readerDirectory(uid, reader)
         try AtomicFile.makeDirectories(directory, below: root)
         removeTemporaries(in: directory)
@@ -273,7 +285,7 @@ final class PrintStore {
 
     /// Deletes our prints of `finger` for `uid` on every reader; false if there were none.
     func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
-        var deleted = false
+        var deleted = fprintdLayout ? try deleteFromFprintdLayout(finger, uid: uid) : false
         let user = userDirectory(uid)
         for driver in Self.entries(user) {
             for device in Self.entries("\(user)/\(driver)") {

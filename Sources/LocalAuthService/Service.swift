@@ -46,6 +46,8 @@ public final class LocalAuthService {
     var asleep: Bool { !sleepCycle.offersReaders }
     /// Connections subscribed to EnvironmentChanged (Environment.swift).
     var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
+    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
+    var fprintd: FprintdServer?
 
     /// Every call in flight, from arrival to answer (Requests.swift).
     let registry = CallRegistry()
@@ -65,7 +67,11 @@ public final class LocalAuthService {
         case reader(Readers.Work)
         /// The sleep cycle's actions, run in order (SleepCoordinator).
         case sleepCycle(@Sendable @ServiceActor () async -> Void)
+        /// A component's own work (fprintd's scans and calls: Fprintd/).
+        case task(@Sendable @ServiceActor () async -> Void)
     }
+    /// Runs `body` as a task of the service's task group (SIGTERM waits for it).
+    func spawn(_ body: @escaping @Sendable @ServiceActor () async -> Void) { work.yield(.task(body)) }
     /// When the service last did anything: the idle exit waits for quiet.
     private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
@@ -130,6 +136,13 @@ public final class LocalAuthService {
                 service.stop()
             }
         }
+        if configuration.fprintd {
+            service.prints.fprintdLayout = true
+            service.prints.moveOwnPrintsToFprintdLayout()
+            let fprintd = FprintdServer(service: service)
+            service.fprintd = fprintd
+            try fprintd.start()
+        }
         // Only now, with everything ready, do callers find us.
         switch try bus.requestName(LocalAuthBus.serviceName) {
         case .primaryOwner, .alreadyOwner: break
@@ -156,6 +169,8 @@ public final class LocalAuthService {
                     group.addTask { [readers] in await readers.perform(job) }
                 case .sleepCycle(let actions):
                     group.addImmediateTask { @ServiceActor in await actions() }
+                case .task(let body):
+                    group.addImmediateTask { @ServiceActor in await body() }
                 }
             }
         }
@@ -177,6 +192,7 @@ public final class LocalAuthService {
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
+        fprintd?.stop()
         guard !registry.isEmpty else { return }
         // Calls end as soon as what they wait on is cancelled; a reader that
         // ignores its cancellation would keep the service alive for ever.
@@ -206,7 +222,9 @@ public final class LocalAuthService {
         // Environment subscribers do not keep it alive (one subscriber of any
         // uid would keep it running for ever): the library subscribes again
         // when the service is next started (docs/SECURITY.md, "Limits").
-        registry.isEmpty && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+        // An fprintd claim does: its claimer holds the device between calls.
+        registry.isEmpty && !(fprintd?.keepsServiceAlive ?? false)
+            && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -339,6 +357,7 @@ public final class LocalAuthService {
         callers.forget(name)
         environmentSubscribers[name] = nil
         rightsCallerVanished(name)
+        fprintd?.senderVanished(name)
     }
 
     // MARK: Properties

@@ -92,6 +92,7 @@ public enum LocalAuthBus {
         public static let created = "created"        // x: Unix seconds (absent when unknown)
         public static let inUse = "in-use"           // b: offered by the reader the service uses for this user
         public static let owned = "owned"            // b: ListReaderPrints: an enrolled record owns this print on the chip
+        public static let readOnly = "read-only"     // b: the service does not change this print (fprintd's, without --fprintd)
     }
 
     /// Longest localized reason, request id or title accepted, in UTF-8 bytes.

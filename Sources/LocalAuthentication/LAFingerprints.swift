@@ -41,6 +41,9 @@ public enum LAFingerprints {
         /// Whether the reader that serves this user offers this print now
         /// (false: made on another reader, or shadowed by a newer print of the same finger).
         public let inUse: Bool
+        /// Whether the service leaves this print alone: fprintd's, unless the
+        /// service serves fprintd's interface itself (`localauthd --fprintd`).
+        public let readOnly: Bool
 
         public var reader: String { "\(driver)/\(deviceID)" }
     }
@@ -81,7 +84,10 @@ public enum LAFingerprints {
             return EnrolledPrint(finger: finger, source: entry[LocalAuthBus.PrintKey.source]?.string ?? "",
                                  driver: entry[LocalAuthBus.PrintKey.driver]?.string ?? "",
                                  deviceID: entry[LocalAuthBus.PrintKey.deviceID]?.string ?? "",
-                                 created: created, inUse: entry[LocalAuthBus.PrintKey.inUse]?.bool ?? false)
+                                 created: created, inUse: entry[LocalAuthBus.PrintKey.inUse]?.bool ?? false,
+                                 // A service that does not say: fprintd's prints are read-only to it.
+                                 readOnly: entry[LocalAuthBus.PrintKey.readOnly]?.bool
+                                     ?? (entry[LocalAuthBus.PrintKey.source]?.string == "fprintd"))
         }
     }
 

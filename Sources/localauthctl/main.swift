@@ -16,7 +16,8 @@ let help = """
                                   --replace enrolls a finger that is already enrolled again
       list                        list the enrolled prints: finger, where each is stored
                                   (localauthd's store, or fprintd's, which is read-only
-                                  here), the reader it was made on, and when
+                                  here unless localauthd serves fprintd's interface),
+                                  the reader it was made on, and when
       delete [FINGER]             delete one finger, or all of them without FINGER
                                   (prints in fprintd's store stay: use fprintd-delete)
       reader-prints [--clean]     administrators: the prints kept on the readers' chips
@@ -240,7 +241,8 @@ func list(_ options: PrintCommandOptions) async -> Int32 {
     dayOnly.timeZone = TimeZone(identifier: "UTC")
     var rows = [["FINGER", "SOURCE", "READER", "ENROLLED", "NOTE"]]
     for print in prints {
-        let source = print.source == "fprintd" ? "fprintd (read-only)" : print.source == "localauth" ? "localauthd" : print.source
+        // fprintd's prints are read-only unless localauthd serves fprintd's interface itself (--fprintd).
+        let source = print.source == "localauth" ? "localauthd" : print.readOnly ? "\(print.source) (read-only)" : print.source
         let created = print.created.map { print.source == "fprintd" ? dayOnly.string(from: $0) : withTime.string(from: $0) } ?? "-"
         var note = ""
         if !print.inUse {
@@ -274,7 +276,7 @@ func delete(_ options: PrintCommandOptions) async -> Int32 {
     }
     // fprintd's prints are only read: say so if some are still offered.
     if let remaining = try? await LAFingerprints.enrolledPrints(user: options.user) {
-        let fromFprintd = remaining.filter { $0.source == "fprintd" && (options.finger == nil || $0.finger == options.finger) }
+        let fromFprintd = remaining.filter { $0.readOnly && (options.finger == nil || $0.finger == options.finger) }
         if !fromFprintd.isEmpty {
             say("Still enrolled through fprintd's store, which localauthd does not change: "
                 + Set(fromFprintd.map(\.finger)).sorted().joined(separator: ", ") + ". fprintd-delete removes them.")

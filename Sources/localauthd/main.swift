@@ -12,7 +12,7 @@ let usage = """
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
                       [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS] [--no-verify-user]
-                      [--version] [--help]
+                      [--fprintd [-t|--no-timeout]] [--version] [--help]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
     points it at another bus). The state dir defaults to $STATE_DIRECTORY, then
@@ -42,6 +42,12 @@ let usage = """
     TCTI such as device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321.
     --no-verify-user: refuse VerifyUser (the PAM module's fingerprint) to
     every caller; pam_localauth then falls through to the password.
+    --fprintd: also serve fprintd's net.reactivated.Fprint on the same readers,
+    prints and lockout (docs/FPRINTD.md); every print is then kept in fprintd's
+    layout in the fprintd store, which defaults to the first directory of
+    $STATE_DIRECTORY (as fprintd reads it), else /var/lib/fprint; the state dir
+    then defaults to the second directory of $STATE_DIRECTORY, else
+    /var/lib/localauth. -t / --no-timeout (fprintd's option): --idle-timeout 0.
 
     """
 
@@ -58,6 +64,7 @@ func fail(_ message: String) -> Never {
 func parse(_ commandLine: [String]) -> Configuration {
     var configuration = Configuration()
     var arguments = commandLine[...]
+    var stateDirectoryGiven = false, fprintdStoreGiven = false
     func value(after option: String) -> String {
         guard let value = arguments.popFirst() else { fail("\(option) needs a value") }
         return value
@@ -71,12 +78,18 @@ func parse(_ commandLine: [String]) -> Configuration {
     }
     while let argument = arguments.popFirst() {
         switch argument {
-        case "--state-dir": configuration.stateDirectory = value(after: argument)
+        case "--state-dir":
+            configuration.stateDirectory = value(after: argument)
+            stateDirectoryGiven = true
+        case "--fprintd": configuration.fprintd = true
+        case "-t", "--no-timeout": configuration.idleTimeout = 0
         case "--idle-timeout": configuration.idleTimeout = seconds(after: argument)
         case "--scan-timeout":
             configuration.scanTimeout = seconds(after: argument)
             if configuration.scanTimeout == 0 { fail("--scan-timeout must be more than 0") }
-        case "--fprintd-store": configuration.fprintdStore = value(after: argument)
+        case "--fprintd-store":
+            configuration.fprintdStore = value(after: argument)
+            fprintdStoreGiven = true
         case "--rights-authorization-timeout":
             let limit = seconds(after: argument)
             guard limit > 0, limit <= RightsServiceLimits.authorizationSeconds else {
@@ -115,6 +128,15 @@ func parse(_ commandLine: [String]) -> Configuration {
             print("localauthd \(LocalAuthVersion.string)")
             exit(0)
         default: fail("unknown option \(argument)")
+        }
+    }
+    // As fprintd reads STATE_DIRECTORY: its first directory holds the prints
+    // (a unit with StateDirectory=fprint localauth gives both).
+    if configuration.fprintd, let raw = getenv("STATE_DIRECTORY"), case let state = String(cString: raw), !state.isEmpty {
+        let directories = state.split(separator: ":").map(String.init)
+        if !fprintdStoreGiven, let first = directories.first { configuration.fprintdStore = first }
+        if !stateDirectoryGiven {
+            configuration.stateDirectory = directories.count > 1 ? directories[1] : "/var/lib/localauth"
         }
     }
     return configuration

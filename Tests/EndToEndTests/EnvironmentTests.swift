@@ -93,6 +93,46 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(again.succeeded, "an evaluation started just after resume works: \(again)")
     }
 
+    /// `--fprintd` (docs/FPRINTD.md): sleep ends a verify of fprintd's
+    /// interface through the same sleep cycle (its client hears an error
+    /// status), the reader closes before the inhibitor goes, a VerifyStart
+    /// while asleep is refused in fprintd's words, and after resume it works.
+    func testSleepEndsAnFprintdVerifyBeforeTheInhibitorGoes() async throws {
+        try restart(arguments: ["--fprintd"])
+        try waitUntil("the service holds a delay inhibitor") { try inhibitors().contains("sleep localauthd delay") }
+        try await enroll("right-index-finger", as: "owner")
+        let client = try testScript("fprintd-client.py")
+        func verify(_ name: String) throws -> (Child, String) {
+            let output = rig.directory + "/fprintd-sleep-\(name)-\(UInt32.random(in: 0...UInt32.max)).out"
+            let child = try Child("/usr/bin/python3", [client, "verify", "any"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                                  stdoutPath: output, stderrPath: output)
+            return (child, output)
+        }
+        let (verifier, verifying) = try verify("before")
+        try waitForText("verifying", in: verifying)
+        try world(["sleep", "true"])
+        try waitForText("status verify-unknown-error true", in: verifying)
+        XCTAssertEqual(verifier.wait(timeout: 10), 0, readText(verifying))
+        try waitUntil("the inhibitor is released") { try !inhibitors().contains("localauthd") }
+        let log = service.log
+        let closed = try XCTUnwrap(log.range(of: "reader virtual_device/0 closed"), log)
+        let released = try XCTUnwrap(log.range(of: "released logind's sleep inhibitor"), log)
+        XCTAssertLessThan(closed.lowerBound, released.lowerBound, log)
+
+        let (refused, refusing) = try verify("asleep")
+        XCTAssertEqual(refused.wait(timeout: 20), 0, readText(refusing))
+        XCTAssertTrue(readText(refusing).contains("verify-start net.reactivated.Fprint.Error.PermissionDenied Reader unavailable:"),
+                      readText(refusing))
+
+        try world(["sleep", "false"])
+        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+        let (again, matching) = try verify("after")
+        try waitForText("verifying", in: matching)
+        try service.sensor("SCAN owner")
+        XCTAssertEqual(again.wait(timeout: 20), 0, readText(matching))
+        XCTAssertTrue(readText(matching).contains("status verify-match true"), readText(matching))
+    }
+
     /// Issue 20, item 3: sleep ends AuthorizeRight's and VerifyUser's scans
     /// too (not only EvaluatePolicy's), before the inhibitor goes, and the
     /// reader works after resume.
@@ -218,6 +258,24 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         // root's session is local: the usual answer.
         let local = try gdbus("CanEvaluatePolicy", ["1"])
         XCTAssertEqual(errorName(local), "org.example.LocalAuth.Error.BiometryNotEnrolled", local.output)
+    }
+
+    /// `--fprintd`: fprintd's VerifyStart judges presence with the same
+    /// function as an evaluation (Callers/Presence.swift): nobody's session
+    /// is remote, so even with polkit saying yes, no scan is taken.
+    func testAnFprintdVerifyFromARemoteSessionIsNotAtTheReader() async throws {
+        try restart(arguments: ["--fprintd"])
+        let actions = ["org.example.LocalAuth.manage", "net.reactivated.fprint.device.verify"]
+        for action in actions { try rig.polkit(action, "yes") }
+        addTeardownBlock { [rig] in for action in actions { try? rig.polkit(action, nil) } }
+        try await enroll("right-index-finger", as: "nobodys-finger", user: "nobody")
+        let output = rig.directory + "/fprintd-remote-\(UInt32.random(in: 0...UInt32.max)).out"
+        let verifier = try startAs(Self.nobody, "/usr/bin/python3", [try testScript("fprintd-client.py"), "verify", "any"],
+                                   output: output)
+        XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(output))
+        XCTAssertTrue(readText(output).contains("verify-start net.reactivated.Fprint.Error.PermissionDenied Not at the reader:"),
+                      readText(output))
+        XCTAssertTrue(service.log.contains("is not at the reader: remote"), service.log)
     }
 
     func testEnvironmentObserversSeeEachChangeOnceAndNobodyElsesChanges() async throws {

@@ -65,8 +65,8 @@ final class FprintdCompatibilityTests: RigTestCase, @unchecked Sendable {
 
         // Listed, with its source; usable by preflight and evaluation.
         let prints = try await LAFingerprints.enrolledPrints()
-        XCTAssertEqual(prints.map { "\($0.finger) \($0.source) \($0.reader) \($0.inUse)" },
-                       ["right-index-finger fprintd virtual_device/0 true"])
+        XCTAssertEqual(prints.map { "\($0.finger) \($0.source) \($0.reader) \($0.inUse) \($0.readOnly)" },
+                       ["right-index-finger fprintd virtual_device/0 true true"])
         XCTAssertNotNil(prints.first?.created, "fprintd stores the enroll date")
         let list = try localauthctl(["list"])
         XCTAssertTrue(list.stdout.contains("right-index-finger  fprintd (read-only)  virtual_device/0"), list.output)

@@ -8,4 +8,7 @@
 #define CLOCALAUTHINTERFACE_H
 /// The NUL-terminated contents of dbus/org.example.LocalAuth.xml.
 const char *clocalauth_interface_xml(void);
+/// dbus/net.reactivated.Fprint.Manager.xml and .Device.xml (`localauthd --fprintd`).
+const char *clocalauth_fprintd_manager_xml(void);
+const char *clocalauth_fprintd_device_xml(void);
 #endif

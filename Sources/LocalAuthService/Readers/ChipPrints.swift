@@ -40,7 +40,7 @@ extension LocalAuthService {
     /// the files stay (a file never goes while its slot stays taken).
     func deleteFromChips(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(DBusError) {
         let onChips = prints.allPrints(of: uid).filter {
-            $0.finger == finger && $0.source == .localauth && readers.usable($0.reader)?.storesPrints == true
+            $0.finger == finger && prints.isOurs($0) && readers.usable($0.reader)?.storesPrints == true
         }
         for stored in onChips {
             try await withReader(stored.reader, for: record, uid: uid) { device throws(DBusError) in

@@ -14,9 +14,10 @@ extension Readers {
 
     /// One scan on `reader` (held: `acquire`) against `prints`, all made on
     /// it: a match, no match, or a scan to repeat. Throws libfprint's error
-    /// (cancelled, removed, too hot, …).
+    /// (cancelled, removed, too hot, …). An empty gallery only on a reader
+    /// that identifies (fprintd's duplicate check before the first print).
     func identify(_ prints: [GObjectRef], on reader: Reader, cancellable: Cancellable) async throws(GLibError) -> ScanResult {
-        guard reader.isHeld, !prints.isEmpty else { throw Self.noReader(reader.identity) }
+        guard reader.isHeld, !prints.isEmpty || reader.supportsIdentify else { throw Self.noReader(reader.identity) }
         let fpDevice = reader.fpDevice
         let gallery = g_ptr_array_new()!
         for print in prints { g_ptr_array_add(gallery, UnsafeMutableRawPointer(print.pointer)) }

@@ -1,0 +1,38 @@
+import DBusCore
+import LocalAuthShared
+
+// The rules of an LAContext evaluation, applied to fprintd's VerifyStart and
+// answered in fprintd's vocabulary (docs/FPRINTD.md): fprintd has no error
+// for "locked out", so every refusal is PermissionDenied with a message that
+// says which (a client can tell it from a no-match, which is a VerifyStatus).
+extension LocalAuthService {
+    /// Messages start with these words, so that a lock screen can tell them apart.
+    enum FprintdRefusal {
+        static let lockedOut = "Locked out"
+        static let passwordRequired = "Password required"
+        static let notAtTheReader = "Not at the reader"
+        static let readerUnavailable = "Reader unavailable"
+    }
+
+    /// Why the person behind `caller` may not scan `uid`'s finger on `reader`
+    /// now, or nil. Presence is the same function as an evaluation's
+    /// (Callers/Presence.swift: the active local session, or the user's display session).
+    func fprintdRefusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> DBusError? {
+        let presence: EnvironmentRules.Presence
+        if let known = callers.knownPresence(caller) { presence = known } else { presence = await callers.presence(caller) }
+        if let refusal = EnvironmentRules.refusal(presence) {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.notAtTheReader): \(refusal.message)")
+        }
+        guard reachableReaders.contains(reader) else {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(noReaderError.message)")
+        }
+        if lockout.isLockedOut(uid) {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
+                                                     + "(\(LockoutStore.limit) in a row); use your password")
+        }
+        if let needed = passwordNeeded(uid) {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.passwordRequired): \(needed.message)")
+        }
+        return nil
+    }
+}

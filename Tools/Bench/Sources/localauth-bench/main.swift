@@ -349,6 +349,14 @@ final class Bench: Sendable {
         let oursAfter10k = residentKiB(of: oursPID) ?? -1
         let fprintdAfter10k = residentKiB(of: fprintdPID) ?? -1
         var oursCalls = 2 * (200 + options.preflights) + 2
+
+        // 1b. What an app pays: the same preflight through the client libraries.
+        log("app preflight: \(Bench.appPreflights) each through the Swift and the C library")
+        let app = try await onThread { [self] in try appPreflights() }
+        results.app = app
+        for skipped in app.skipped { results.notes.append("app preflight skipped: " + skipped) }
+        // Each library: 20 + N CanEvaluatePolicy, and a BiometryType Get when it first asks.
+        oursCalls += [app.swift, app.c].compactMap { $0 }.count * (Bench.appPreflights + 21)
         var fprintdCalls = 2 * (200 + options.preflights) + 8
 
         // 2. Whole evaluations with a finger that matches at once.
@@ -469,7 +477,7 @@ final class Bench: Sendable {
         results.fprintd.startupTrials = fprintdStarts.map { Double($0) / 1e6 }
         control.close()
 
-        results.rows = rows(results) + rightsRows(results.rights, preflight: results.localauthd.preflight)
+        results.rows = rows(results) + appRows(results.app, fprintd: results.fprintd.preflight) + rightsRows(results.rights, preflight: results.localauthd.preflight)
         let tpm = TPMBench.measure(directory: directory)
         if let row = tpm.row { results.rows.append(row) }
         results.notes.append(tpm.note)

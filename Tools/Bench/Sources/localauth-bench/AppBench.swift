@@ -10,6 +10,9 @@ import RigSupport
 struct AppPreflights: Codable, Sendable {
     var swift: Summary?
     var c: Summary?
+    /// `--compare-swift-app PATH`: the same helper built against another
+    /// revision of the library, measured alternately with this one.
+    var swiftCompared: Summary?
     var skipped: [String] = []
 }
 
@@ -20,8 +23,17 @@ extension Bench {
         var results = AppPreflights()
         let environment = ["DBUS_SYSTEM_BUS_ADDRESS": busAddress]
         let swiftHelper = Locations.executableDirectory + "/localauth-app-preflight"
-        if FileManager.default.isExecutableFile(atPath: swiftHelper) {
-            results.swift = try samples(of: swiftHelper, environment: environment)
+        if let other = options.compareSwiftApp {
+            // Paired: five rounds, each program in turn, so that drift hits both alike.
+            var mine: [UInt64] = [], theirs: [UInt64] = []
+            for _ in 0..<5 {
+                theirs += try durations(of: other, count: Self.appPreflights / 5, environment: environment)
+                mine += try durations(of: swiftHelper, count: Self.appPreflights / 5, environment: environment)
+            }
+            results.swift = Summary(nanoseconds: mine)
+            results.swiftCompared = Summary(nanoseconds: theirs)
+        } else if FileManager.default.isExecutableFile(atPath: swiftHelper) {
+            results.swift = Summary(nanoseconds: try durations(of: swiftHelper, count: Self.appPreflights, environment: environment))
         } else {
             results.skipped.append("Swift library: no \(swiftHelper)")
         }
@@ -38,24 +50,26 @@ extension Bench {
                                                   + "$(pkg-config --cflags --libs liblocalauth-1)"],
                                       environment: ["PKG_CONFIG_PATH": build + "/meson-uninstalled"], timeout: 120)
         guard compiled.status == 0 else { throw BenchError("app-preflight.c did not compile: \(compiled.output)") }
-        results.c = try samples(of: program, environment: environment.merging(["LD_LIBRARY_PATH": build]) { $1 })
+        results.c = Summary(nanoseconds: try durations(of: program, count: Self.appPreflights,
+                                                       environment: environment.merging(["LD_LIBRARY_PATH": build]) { $1 }))
         return results
     }
 
-    private func samples(of program: String, environment: [String: String]) throws -> Summary {
-        let outcome = try runProgram(program, [String(Self.appPreflights)], environment: environment, timeout: 300)
+    private func durations(of program: String, count: Int, environment: [String: String]) throws -> [UInt64] {
+        let outcome = try runProgram(program, [String(count)], environment: environment, timeout: 300)
         let values = outcome.stdout.split(separator: "\n").compactMap { UInt64($0) }
-        guard outcome.status == 0, values.count == Self.appPreflights else {
+        guard outcome.status == 0, values.count == count else {
             throw BenchError("\(program) failed (\(outcome.status)): \(outcome.stderr)")
         }
-        return Summary(nanoseconds: values)
+        return values
     }
 }
 
 func appRows(_ app: AppPreflights?, fprintd: Summary?) -> [Row] {
     guard let app, let base = fprintd else { return [] }
     var rows: [Row] = []
-    for (id, name, summary) in [("app-preflight-swift", "Swift", app.swift), ("app-preflight-c", "C", app.c)] {
+    for (id, name, summary) in [("app-preflight-swift", "Swift", app.swift), ("app-preflight-c", "C", app.c),
+                                ("app-preflight-swift-compared", "Swift, --compare-swift-app", app.swiftCompared)] {
         guard let summary else { continue }
         let ratio = base.median > 0 ? summary.median / base.median : .nan
         rows.append(Row(id: id + "-median", label: "app preflight (\(name) library), median", unit: "µs",

@@ -11,7 +11,8 @@ import LocalAuthShared
 let usage = """
     Usage: localauth-bench [--json FILE] [--preflights N] [--cycles N] [--clients N]
                            [--calls-per-client N] [--startup-trials N] [--quick] [--keep]
-                           [--localauthd PATH]
+                           [--localauthd PATH] [--signatures N]
+                           [--compare-swift-app PATH]
 
     Needs root (the rig starts polkitd; polkit always authorizes root, so no
     prompt or rule is involved). Starts scripts/rig.sh in a temporary directory,
@@ -24,6 +25,10 @@ let usage = """
       --clients N           concurrent callers, one connection each (default 64)
       --calls-per-client N  preflights per concurrent caller (default 200)
       --startup-trials N    starts of each daemon (default 10)
+      --signatures N        P-256 signatures in the rights row (default max(200, preflights / 10));
+                            fixed for callgrind's two runs, so that only the preflights differ
+      --compare-swift-app PATH  localauth-app-preflight built against another revision of the
+                            library: its app preflights alternate with this one's (paired rows)
       --quick               small counts, for trying the benchmark out
       --keep                keep the temporary directory (logs) afterwards
       --localauthd PATH     the daemon to measure (`make bench` passes the release build's)
@@ -38,6 +43,10 @@ struct Options {
     var clients = 64
     var callsPerClient = 200
     var startupTrials = 10
+    /// Signatures in the rights row; nil: max(200, preflights / 10).
+    var signatures: Int?
+    /// Another build of localauth-app-preflight, measured alternately with this one.
+    var compareSwiftApp: String?
     var keep = false
     var tpmOnly = false
     var localauthd: String?
@@ -65,6 +74,10 @@ struct Options {
             case "--clients": options.clients = count(argument)
             case "--calls-per-client": options.callsPerClient = count(argument)
             case "--startup-trials": options.startupTrials = count(argument)
+            case "--signatures": options.signatures = count(argument)
+            case "--compare-swift-app":
+                guard let path = rest.popFirst() else { fail("--compare-swift-app needs a path") }
+                options.compareSwiftApp = path
             case "--quick":
                 options.preflights = 1000
                 options.cycles = 40
@@ -433,7 +446,7 @@ final class Bench: Sendable {
         fprintdCalls += 4 * openCycles
 
         // 2b. Rights (docs/RIGHTS.md, RightsBench.swift): localauthd only.
-        let rightsCycles = max(20, options.cycles / 2), signatures = max(200, options.preflights / 10)
+        let rightsCycles = max(20, options.cycles / 2), signatures = options.signatures ?? max(200, options.preflights / 10)
         log("rights: \(rightsCycles) secret loads beside as many evaluations, \(signatures) signatures")
         results.rights = try await measureRights(ours, cycles: rightsCycles, signatures: signatures)
         oursCalls += rightsCycles * 4 + signatures + 70

@@ -16,7 +16,8 @@ func preflight() {
     let context = LAContext()
     var error: NSError?
     guard context.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error),
-          context.biometryType == .touchID else {
+        context.biometryType == .touchID
+    else {
         FileHandle.standardError.write(Data("preflight failed: \(error.map { "\($0)" } ?? "biometryType \(context.biometryType.rawValue)")\n".utf8))
         exit(1)
     }

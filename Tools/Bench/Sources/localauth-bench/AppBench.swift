@@ -25,7 +25,8 @@ extension Bench {
         let swiftHelper = Locations.executableDirectory + "/localauth-app-preflight"
         if let other = options.compareSwiftApp {
             // Paired: five rounds, each program in turn, so that drift hits both alike.
-            var mine: [UInt64] = [], theirs: [UInt64] = []
+            var mine: [UInt64] = []
+            var theirs: [UInt64] = []
             for _ in 0..<5 {
                 theirs += try durations(of: other, count: Self.appPreflights / 5, environment: environment)
                 mine += try durations(of: swiftHelper, count: Self.appPreflights / 5, environment: environment)
@@ -39,19 +40,26 @@ extension Bench {
         }
         // The C library: `make clientlib` builds it in .build/clientlib.
         guard let repository = Locations.repository,
-              FileManager.default.fileExists(atPath: repository + "/.build/clientlib/meson-uninstalled/liblocalauth-1-uninstalled.pc")
+            FileManager.default.fileExists(atPath: repository + "/.build/clientlib/meson-uninstalled/liblocalauth-1-uninstalled.pc")
         else {
             results.skipped.append("C library: no .build/clientlib (make clientlib)")
             return results
         }
         let build = repository + "/.build/clientlib"
         let program = directory + "/app-preflight-c"
-        let compiled = try runProgram("/bin/sh", ["-c", "cc -O2 -Wall -Werror -o '\(program)' '\(repository)/Tools/Bench/c/app-preflight.c' "
-                                                  + "$(pkg-config --cflags --libs liblocalauth-1)"],
-                                      environment: ["PKG_CONFIG_PATH": build + "/meson-uninstalled"], timeout: 120)
+        let compiled = try runProgram(
+            "/bin/sh",
+            [
+                "-c",
+                "cc -O2 -Wall -Werror -o '\(program)' '\(repository)/Tools/Bench/c/app-preflight.c' "
+                    + "$(pkg-config --cflags --libs liblocalauth-1)",
+            ],
+            environment: ["PKG_CONFIG_PATH": build + "/meson-uninstalled"], timeout: 120)
         guard compiled.status == 0 else { throw BenchError("app-preflight.c did not compile: \(compiled.output)") }
-        results.c = Summary(nanoseconds: try durations(of: program, count: Self.appPreflights,
-                                                       environment: environment.merging(["LD_LIBRARY_PATH": build]) { $1 }))
+        results.c = Summary(
+            nanoseconds: try durations(
+                of: program, count: Self.appPreflights,
+                environment: environment.merging(["LD_LIBRARY_PATH": build]) { $1 }))
         return results
     }
 
@@ -68,16 +76,22 @@ extension Bench {
 func appRows(_ app: AppPreflights?, fprintd: Summary?) -> [Row] {
     guard let app, let base = fprintd else { return [] }
     var rows: [Row] = []
-    for (id, name, summary) in [("app-preflight-swift", "Swift", app.swift), ("app-preflight-c", "C", app.c),
-                                ("app-preflight-swift-compared", "Swift, --compare-swift-app", app.swiftCompared)] {
+    for (id, name, summary) in [
+        ("app-preflight-swift", "Swift", app.swift), ("app-preflight-c", "C", app.c),
+        ("app-preflight-swift-compared", "Swift, --compare-swift-app", app.swiftCompared),
+    ] {
         guard let summary else { continue }
         let ratio = base.median > 0 ? summary.median / base.median : .nan
-        rows.append(Row(id: id + "-median", label: "app preflight (\(name) library), median", unit: "µs",
-                        ours: summary.median, baseline: base.median, baselineName: "", ratio: ratio,
-                        target: "< 1", met: ratio < 1))
-        rows.append(Row(id: id + "-p99", label: "app preflight (\(name) library), p99", unit: "µs",
-                        ours: summary.p99, baseline: base.p99, baselineName: "",
-                        ratio: base.p99 > 0 ? summary.p99 / base.p99 : .nan, target: "", met: nil))
+        rows.append(
+            Row(
+                id: id + "-median", label: "app preflight (\(name) library), median", unit: "µs",
+                ours: summary.median, baseline: base.median, baselineName: "", ratio: ratio,
+                target: "< 1", met: ratio < 1))
+        rows.append(
+            Row(
+                id: id + "-p99", label: "app preflight (\(name) library), p99", unit: "µs",
+                ours: summary.p99, baseline: base.p99, baselineName: "",
+                ratio: base.p99 > 0 ? summary.p99 / base.p99 : .nan, target: "", met: nil))
     }
     return rows
 }

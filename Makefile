@@ -175,7 +175,8 @@ examples:
 # The daemon is measured as it is shipped: release, Swift runtime linked in.
 BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib
 
-bench: deps
+# clientlib: the "app preflight (C library)" rows build Tools/Bench/c/app-preflight.c against it.
+bench: deps clientlib
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	$(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS)
 	"$$($(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" \

@@ -9,6 +9,9 @@ import Synchronization
 open class LAContext: NSObject, @unchecked Sendable {
     private struct State {
         var biometryType: LABiometryType = .none
+        /// Set by a preflight: read BiometryType when the app first asks
+        /// (usually no call: ServiceClient keeps it, as GDBusProxy would).
+        var biometryTypeDue = false
         var localizedReason = ""
         var localizedFallbackTitle: String?
         var localizedCancelTitle: String?
@@ -18,6 +21,9 @@ open class LAContext: NSObject, @unchecked Sendable {
         var pendingRequests: Set<String> = []
         var statusHandler: (@Sendable (LAEvaluationStatus) -> Void)?
         var domainState: Data?
+        /// Set by a successful preflight: ask GetDomainState when the app first
+        /// reads the domain state (few apps do; liblocalauth does the same).
+        var domainStateDue = false
     }
 
     private let state = Mutex(State())
@@ -40,7 +46,16 @@ open class LAContext: NSObject, @unchecked Sendable {
     deinit { statusContinuation.finish() }
 
     /// The biometry this device has; known after `canEvaluatePolicy` was called.
-    open var biometryType: LABiometryType { state.withLock { $0.biometryType } }
+    open var biometryType: LABiometryType {
+        guard state.withLock({ $0.biometryTypeDue }) else { return state.withLock { $0.biometryType } }
+        let raw = (try? ServiceClient.shared.biometryType()) ?? 0
+        let type = LABiometryType(rawValue: Int(raw)) ?? .none
+        return state.withLock { state in
+            state.biometryType = type
+            state.biometryTypeDue = false
+            return type
+        }
+    }
 
     /// Apple shows this reason when a keychain query uses the context.
     /// Stored for code written for Apple's framework; `evaluatePolicy` sends
@@ -104,17 +119,14 @@ open class LAContext: NSObject, @unchecked Sendable {
         guard let value = PolicyValue(rawValue: UInt32(policy.rawValue)) else {
             throw LAError(.watchNotAvailable)
         }
+        // One round trip: BiometryType and the domain state are read when the
+        // app asks for them (Apple: both are valid after this call).
+        state.withLock { $0.biometryTypeDue = true }
         do {
-            let type = try ServiceClient.shared.callBlocking(
-                "Get", [.string(LocalAuthBus.interface), .string(LocalAuthBus.Property.biometryType)],
-                interface: "org.freedesktop.DBus.Properties")
-            let raw = type.first?.unwrapped.uint32 ?? 0
-            state.withLock { $0.biometryType = LABiometryType(rawValue: Int(raw)) ?? .none }
             _ = try ServiceClient.shared.callBlocking(LocalAuthBus.Method.canEvaluatePolicy, [.uint32(value.rawValue)])
             // Apple sets the domain state after a successful biometric preflight.
-            if policy == .deviceOwnerAuthenticationWithBiometrics || policy == .deviceOwnerAuthentication,
-               let bytes = try? ServiceClient.shared.callBlocking(LocalAuthBus.Method.getDomainState).first?.byteArray {
-                state.withLock { $0.domainState = Data(bytes) }
+            if policy == .deviceOwnerAuthenticationWithBiometrics || policy == .deviceOwnerAuthentication {
+                state.withLock { $0.domainStateDue = true; $0.domainState = nil }
             }
         } catch {
             throw LAError(error)
@@ -225,12 +237,21 @@ open class LAContext: NSObject, @unchecked Sendable {
 
     /// Opaque bytes that change when the set of enrolled fingers changes;
     /// nil until a `canEvaluatePolicy` succeeded (as on Apple's platforms).
-    open var evaluatedPolicyDomainState: Data? { state.withLock { $0.domainState } }
+    /// Read from the service at the first read after the preflight.
+    open var evaluatedPolicyDomainState: Data? {
+        guard state.withLock({ $0.domainStateDue }) else { return state.withLock { $0.domainState } }
+        let bytes = try? ServiceClient.shared.callBlocking(LocalAuthBus.Method.getDomainState).first?.byteArray
+        let data = bytes.map { Data($0) }
+        return state.withLock { state in
+            state.domainState = data
+            state.domainStateDue = false
+            return data
+        }
+    }
 
     /// The state of the authentication domains, as of the last successful preflight.
     open var domainState: LADomainState {
-        let snapshot = state.withLock { ($0.biometryType, $0.domainState) }
-        return LADomainState(biometry: LADomainStateBiometry(biometryType: snapshot.0, stateHash: snapshot.1))
+        LADomainState(biometry: LADomainStateBiometry(biometryType: biometryType, stateHash: evaluatedPolicyDomainState))
     }
 }
 

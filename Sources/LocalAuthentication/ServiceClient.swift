@@ -20,6 +20,20 @@ final class ServiceClient: Sendable {
     /// Told when the service's name gets a new owner (the service started
     /// again after its idle exit), on the client's loop thread.
     private let serviceStartListener = Mutex<(@Sendable () -> Void)?>(nil)
+    /// The service's BiometryType, kept as GDBusProxy keeps a property (and as
+    /// liblocalauth does): read once, then updated by the service's
+    /// PropertiesChanged, forgotten when the service's name changes owner or
+    /// the connection is new. So a preflight is one round trip, not two.
+    private let biometry = Mutex(BiometryCache())
+
+    private struct BiometryCache {
+        var value: UInt32?
+        /// Bumped by every change (signal, new owner, new connection): a Get
+        /// answered before a change must not overwrite what the change said.
+        var generation = 0
+        /// The connection that has the match rule for PropertiesChanged.
+        var watching: ObjectIdentifier?
+    }
 
     /// The live connection, made on demand.
     func bus() throws(DBusError) -> BusConnection {
@@ -48,18 +62,54 @@ final class ServiceClient: Sendable {
                 guard let state = message.arguments.first?.stringKeyedDictionary else { return }
                 environmentListener.withLock { $0 }?(state)
             }
+            // Routed here by the match rule `biometryType()` adds before it first asks.
+            fresh.subscribeUnicast(sender: LocalAuthBus.serviceName, interface: "org.freedesktop.DBus.Properties",
+                                   member: "PropertiesChanged") { [self] message in
+                let arguments = message.arguments
+                guard arguments.count == 3, arguments[0].string == LocalAuthBus.interface else { return }
+                let changed = arguments[1].stringKeyedDictionary?[LocalAuthBus.Property.biometryType]?.unwrapped.uint32
+                let invalidated = arguments[2].stringArray?.contains(LocalAuthBus.Property.biometryType) ?? false
+                guard changed != nil || invalidated else { return }
+                biometry.withLock { $0.value = changed; $0.generation += 1 }
+            }
             // followOwnerBlocking's match rule routes the service's
             // NameOwnerChanged here; only the bus driver's is believed.
             fresh.subscribeUnicast(sender: BusConnection.busDriver, interface: BusConnection.busDriver,
                                    member: "NameOwnerChanged") { [self] message in
                 let arguments = message.arguments
-                guard arguments.count == 3, arguments[0].string == LocalAuthBus.serviceName,
-                      let owner = arguments[2].string, !owner.isEmpty else { return }
+                guard arguments.count == 3, arguments[0].string == LocalAuthBus.serviceName else { return }
+                // A new service (or none) may see other readers.
+                biometry.withLock { $0.value = nil; $0.generation += 1 }
+                guard let owner = arguments[2].string, !owner.isEmpty else { return }
                 serviceStartListener.withLock { $0 }?()
             }
+            biometry.withLock { $0 = BiometryCache(value: nil, generation: $0.generation + 1, watching: nil) }
             current = fresh
             return fresh
         }
+    }
+
+    /// The service's BiometryType: no call while the cached value is current;
+    /// else a match rule for its changes (once per connection), then a Get.
+    func biometryType() throws(DBusError) -> UInt32 {
+        let connection = try bus()
+        let (cached, generation, watching) = biometry.withLock { ($0.value, $0.generation, $0.watching) }
+        if let cached { return cached }
+        let id = ObjectIdentifier(connection)
+        if watching != id {
+            let rule = "type='signal',sender='\(LocalAuthBus.serviceName)',interface='org.freedesktop.DBus.Properties',"
+                + "member='PropertiesChanged',path='\(LocalAuthBus.objectPath)',arg0='\(LocalAuthBus.interface)'"
+            _ = try connection.callBlocking(destination: BusConnection.busDriver, path: "/org/freedesktop/DBus",
+                                            interface: BusConnection.busDriver, member: "AddMatch", arguments: [.string(rule)])
+            biometry.withLock { $0.watching = id }
+        }
+        let reply = try callBlocking("Get", [.string(LocalAuthBus.interface), .string(LocalAuthBus.Property.biometryType)],
+                                     interface: "org.freedesktop.DBus.Properties")
+        let raw = reply.first?.unwrapped.uint32 ?? 0
+        // Kept only if nothing changed meanwhile and the match rule is in place
+        // (else a change could pass unseen); a change's own value is newer.
+        biometry.withLock { if $0.generation == generation, $0.watching == id { $0.value = raw } }
+        return raw
     }
 
     func call(_ member: String, _ arguments: [DBusValue] = [], timeout: Double? = nil) async throws(DBusError) -> [DBusValue] {

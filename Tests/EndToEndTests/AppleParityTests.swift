@@ -14,6 +14,41 @@ final class AppleParityTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(context.biometryType, .touchID)
     }
 
+    /// An app's whole preflight (`canEvaluatePolicy`, then `biometryType`) is
+    /// one call to the service: BiometryType is kept by the library (updated by
+    /// PropertiesChanged), the domain state read only when the app asks.
+    /// On d7b8519 each preflight also sent Get and GetDomainState.
+    func testPreflightIsOneRoundTrip() async throws {
+        try await enroll(as: "owner-finger")
+        let warm = LAContext()
+        XCTAssertTrue(warm.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertEqual(warm.biometryType, .touchID)
+        let calls = rig.directory + "/calls-\(UInt32.random(in: 0...UInt32.max)).out"
+        let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address,
+                                                          "type='method_call',destination='org.example.LocalAuth'"],
+                                stdoutPath: calls, stderrPath: calls)
+        defer { monitor.signal(SIGTERM); monitor.wait(timeout: 5) }
+        try waitForText("NameAcquired", in: calls)
+        var last = LAContext()
+        for _ in 0..<3 {
+            last = LAContext()
+            XCTAssertTrue(last.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+            XCTAssertEqual(last.biometryType, .touchID)
+        }
+        // Read only now, and then once: the last call the monitor sees.
+        let state = try XCTUnwrap(last.evaluatedPolicyDomainState)
+        XCTAssertEqual(last.evaluatedPolicyDomainState, state)
+        XCTAssertEqual(warm.evaluatedPolicyDomainState, state)
+        try waitUntil("the monitor saw both GetDomainState") {
+            readText(calls).components(separatedBy: "member=GetDomainState").count >= 3
+        }
+        let members = readText(calls).split(separator: "\n").compactMap { line in
+            line.hasPrefix("method call") ? line.components(separatedBy: "member=").last : nil
+        }
+        XCTAssertEqual(members, ["CanEvaluatePolicy", "CanEvaluatePolicy", "CanEvaluatePolicy", "GetDomainState", "GetDomainState"],
+                       readText(calls))
+    }
+
     func testWatchPoliciesFailWithWatchNotAvailable() throws {
         let context = LAContext()
         var error: NSError?

@@ -99,6 +99,12 @@ final class ReaderTests: RigTestCase, @unchecked Sendable {
         service = try ServiceProcess(bus: rig, stateDirectory: state)
         try await enroll("right-index-finger", as: "owner", user: nil)
         XCTAssertEqual(try biometryType(), "u 1")
+        // The library keeps BiometryType per process (read once, then updated
+        // by PropertiesChanged): read it now, so that the last assertion below
+        // sees the cached value follow the signal.
+        let before = LAContext()
+        XCTAssertTrue(before.canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: nil))
+        XCTAssertEqual(before.biometryType, .touchID)
 
         let monitorLog = rig.directory + "/monitor-\(UInt32.random(in: 0...UInt32.max)).log"
         let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address,

@@ -20,7 +20,12 @@ let package = Package(
                 .product(name: "LocalAuthTPM", package: "LocalAuth"),
                 .product(name: "LocalAuthCrypto", package: "LocalAuth"),
                 .product(name: "RigSupport", package: "RigSupport"),
-            ])
+            ]),
+        // An app's preflight through the Swift library, in a process of its own
+        // (the bench runs it on its rig; c/app-preflight.c is the C library's).
+        .executableTarget(
+            name: "localauth-app-preflight",
+            dependencies: [.product(name: "LocalAuthentication", package: "LocalAuth")]),
     ],
     swiftLanguageModes: [.v6]
 )

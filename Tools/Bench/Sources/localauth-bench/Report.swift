@@ -84,6 +84,8 @@ struct Results: Codable, Sendable {
     var fprintd = DaemonResults()
     /// Rights and secrets (RightsBench.swift); localauthd only.
     var rights: RightsResults?
+    /// An app's preflight through the client libraries (AppBench.swift).
+    var app: AppPreflights?
     var rows: [Row] = []
     var notes: [String] = []
 }

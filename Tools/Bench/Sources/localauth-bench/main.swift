@@ -11,7 +11,8 @@ import LocalAuthShared
 let usage = """
     Usage: localauth-bench [--json FILE] [--preflights N] [--cycles N] [--clients N]
                            [--calls-per-client N] [--startup-trials N] [--quick] [--keep]
-                           [--localauthd PATH]
+                           [--localauthd PATH] [--signatures N]
+                           [--compare-swift-app PATH]
 
     Needs root (the rig starts polkitd; polkit always authorizes root, so no
     prompt or rule is involved). Starts scripts/rig.sh in a temporary directory,
@@ -24,6 +25,10 @@ let usage = """
       --clients N           concurrent callers, one connection each (default 64)
       --calls-per-client N  preflights per concurrent caller (default 200)
       --startup-trials N    starts of each daemon (default 10)
+      --signatures N        P-256 signatures in the rights row (default max(200, preflights / 10));
+                            fixed for callgrind's two runs, so that only the preflights differ
+      --compare-swift-app PATH  localauth-app-preflight built against another revision of the
+                            library: its app preflights alternate with this one's (paired rows)
       --quick               small counts, for trying the benchmark out
       --keep                keep the temporary directory (logs) afterwards
       --localauthd PATH     the daemon to measure (`make bench` passes the release build's)
@@ -38,6 +43,10 @@ struct Options {
     var clients = 64
     var callsPerClient = 200
     var startupTrials = 10
+    /// Signatures in the rights row; nil: max(200, preflights / 10).
+    var signatures: Int?
+    /// Another build of localauth-app-preflight, measured alternately with this one.
+    var compareSwiftApp: String?
     var keep = false
     var tpmOnly = false
     var localauthd: String?
@@ -65,6 +74,10 @@ struct Options {
             case "--clients": options.clients = count(argument)
             case "--calls-per-client": options.callsPerClient = count(argument)
             case "--startup-trials": options.startupTrials = count(argument)
+            case "--signatures": options.signatures = count(argument)
+            case "--compare-swift-app":
+                guard let path = rest.popFirst() else { fail("--compare-swift-app needs a path") }
+                options.compareSwiftApp = path
             case "--quick":
                 options.preflights = 1000
                 options.cycles = 40
@@ -349,6 +362,14 @@ final class Bench: Sendable {
         let oursAfter10k = residentKiB(of: oursPID) ?? -1
         let fprintdAfter10k = residentKiB(of: fprintdPID) ?? -1
         var oursCalls = 2 * (200 + options.preflights) + 2
+
+        // 1b. What an app pays: the same preflight through the client libraries.
+        log("app preflight: \(Bench.appPreflights) each through the Swift and the C library")
+        let app = try await onThread { [self] in try appPreflights() }
+        results.app = app
+        for skipped in app.skipped { results.notes.append("app preflight skipped: " + skipped) }
+        // Each library: 20 + N CanEvaluatePolicy, and a BiometryType Get when it first asks.
+        oursCalls += [app.swift, app.c].compactMap { $0 }.count * (Bench.appPreflights + 21)
         var fprintdCalls = 2 * (200 + options.preflights) + 8
 
         // 2. Whole evaluations with a finger that matches at once.
@@ -425,7 +446,7 @@ final class Bench: Sendable {
         fprintdCalls += 4 * openCycles
 
         // 2b. Rights (docs/RIGHTS.md, RightsBench.swift): localauthd only.
-        let rightsCycles = max(20, options.cycles / 2), signatures = max(200, options.preflights / 10)
+        let rightsCycles = max(20, options.cycles / 2), signatures = options.signatures ?? max(200, options.preflights / 10)
         log("rights: \(rightsCycles) secret loads beside as many evaluations, \(signatures) signatures")
         results.rights = try await measureRights(ours, cycles: rightsCycles, signatures: signatures)
         oursCalls += rightsCycles * 4 + signatures + 70
@@ -469,7 +490,7 @@ final class Bench: Sendable {
         results.fprintd.startupTrials = fprintdStarts.map { Double($0) / 1e6 }
         control.close()
 
-        results.rows = rows(results) + rightsRows(results.rights, preflight: results.localauthd.preflight)
+        results.rows = rows(results) + appRows(results.app, fprintd: results.fprintd.preflight) + rightsRows(results.rights, preflight: results.localauthd.preflight)
         let tpm = TPMBench.measure(directory: directory)
         if let row = tpm.row { results.rows.append(row) }
         results.notes.append(tpm.note)

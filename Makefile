@@ -19,7 +19,8 @@
 #   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
 #                    Swift build inside; docs/PACKAGING.md); then lintian on them
 #   make deb-test    (opt-in, root, ~1 min) install out/debian/*.deb on this machine and run a preflight
-#                    from each example language against the installed packages (scripts/test-packages.sh)
+#                    from each example language against the installed packages; swap fprintd for
+#                    localauth-fprintd and back; purge them all again (scripts/test-packages.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
 #   make examples    build the Examples package (the sample programs the e2e tests run)
 #   make bench       deps, release build (static Swift runtime, as shipped), then
@@ -65,7 +66,7 @@ VERSION ?= $(shell cat $(CURDIR)/VERSION)
 
 # Passed to scripts/install.sh only when set (it has the defaults).
 INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR PAM_MODULE \
-	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST
+	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST FPRINTD
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
 .PHONY: all deps build pam clientlib test check e2e run-check run-e2e lint demo bench reliability release binaries install \

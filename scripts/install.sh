@@ -27,6 +27,11 @@
 #                    pam-auth-update --enable localauth localauth-reset-lockout)
 #   PAM_MODULE       the built module (default .build/pam/pam_localauth.so: make pam)
 #   BINARIES         directory holding the built localauthd and localauthctl
+#   FPRINTD          yes: also install what replaces fprintd (docs/FPRINTD.md,
+#                    the localauth-fprintd package): the drop-in that runs
+#                    localauthd.service with --fprintd, net.reactivated.Fprint's
+#                    activation file, bus policy, interfaces and polkit actions.
+#                    These take over fprintd's own files: not beside fprintd.
 #   MANIFEST         $DATADIR/localauth/install-manifest; empty: write none
 #                    (the .deb has dpkg's own file list)
 #
@@ -64,8 +69,10 @@ PAMCONFIGDIR="${PAMCONFIGDIR:-/usr/share/pam-configs}"
 PAM_MODULE="${PAM_MODULE:-$REPO/.build/pam/pam_localauth.so}"
 BINARIES="${BINARIES:-$REPO/.build/release}"
 MANIFEST="${MANIFEST-$DATADIR/localauth/install-manifest}"
+FPRINTD="${FPRINTD:-no}"
 
 die() { echo "install.sh: $*" >&2; exit 1; }
+case "$FPRINTD" in yes|no) ;; *) die "FPRINTD must be yes or no: $FPRINTD" ;; esac
 
 for v in PREFIX BINDIR LIBEXECDIR DATADIR MANDIR DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR UNITDIR USERUNITDIR AUTOSTARTDIR PAMDIR PAMCONFIGDIR; do
     case "${!v}" in /*) ;; *) die "$v must be an absolute path: ${!v}" ;; esac
@@ -93,6 +100,15 @@ files() {
 0644 $REPO/pam/pam-config $PAMCONFIGDIR/localauth
 0644 $REPO/pam/pam-config-reset-lockout $PAMCONFIGDIR/localauth-reset-lockout
 0644 $REPO/pam/pam_localauth.8 $MANDIR/man8/pam_localauth.8
+EOF
+    [ "$FPRINTD" = yes ] || return 0
+    cat <<EOF
+0644 $REPO/packaging/fprintd/fprintd.conf.in $UNITDIR/localauthd.service.d/fprintd.conf
+0644 $REPO/packaging/fprintd/net.reactivated.Fprint.service.in $DBUS_SERVICEDIR/net.reactivated.Fprint.service
+0644 $REPO/dbus/net.reactivated.Fprint.conf $DBUS_POLICYDIR/net.reactivated.Fprint.conf
+0644 $REPO/dbus/net.reactivated.Fprint.Manager.xml $DBUS_IFACEDIR/net.reactivated.Fprint.Manager.xml
+0644 $REPO/dbus/net.reactivated.Fprint.Device.xml $DBUS_IFACEDIR/net.reactivated.Fprint.Device.xml
+0644 $REPO/polkit/net.reactivated.fprint.device.policy $POLKIT_ACTIONDIR/net.reactivated.fprint.device.policy
 EOF
 }
 

@@ -10,13 +10,16 @@
 # "preflight: ok biometry-type=1"; before the finger is enrolled each must
 # print the service's BiometryNotEnrolled (-7).
 #
-# The packages stay installed: removing localauthd would take the polkit
-# action files that running test rigs use (/usr/share/polkit-1/actions) with
-# it. `apt-get purge localauthd localauth-prompt libpam-localauth
-# liblocalauth-1-0 liblocalauth-dev gir1.2-localauth-1.0 localauth-tools`
-# when no rig runs, then `scripts/rig.sh start` puts the action files back.
+# Then the package that replaces fprintd (docs/FPRINTD.md): with dpkg's
+# resolver (apt), localauth-fprintd goes in next to libpam-fprintd, which
+# depends on fprintd (= its version): our Provides must satisfy it, fprintd
+# itself must go (Conflicts) and its files become ours (Replaces).
 #
-# The rig part runs under the shared rig lock (/tmp/localauth-rig.lock).
+# At the end (also on failure) every one of our packages is purged again and
+# fprintd and libpam-fprintd are put back if they were installed before;
+# the project's action files that rigs copy into /usr/share/polkit-1/actions
+# are put back too. All of it runs under the shared rig lock
+# (/tmp/localauth-rig.lock): installing and purging change the action files.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,30 +30,51 @@ die() { echo "test-packages: $*" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || die "must run as root (apt, the rig)"
 ls "$DEBS"/*.deb >/dev/null 2>&1 || die "no packages in $DEBS (make deb)"
 
-echo "test-packages: installing $(ls "$DEBS"/*.deb | wc -l) packages"
-# confold: a conffile left by an earlier `make install` on this machine stays as it is.
-DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends --reinstall \
-    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "$DEBS"/*.deb >/dev/null
-for package in localauthd localauth-prompt libpam-localauth liblocalauth-1-0 liblocalauth-dev gir1.2-localauth-1.0 localauth-tools; do
-    [ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" = installed ] || die "$package is not installed"
+OURS="localauthd localauth-prompt libpam-localauth liblocalauth-1-0 liblocalauth-dev gir1.2-localauth-1.0 localauth-tools"
+status() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || true; }
+APT="env DEBIAN_FRONTEND=noninteractive apt-get -y -qq --no-install-recommends"
+# What to put back at the end: fprintd's packages as they are now.
+RESTORE=""
+for package in fprintd libpam-fprintd; do
+    [ "$(status "$package")" != installed ] || RESTORE="$RESTORE $package"
 done
-
-WORK="$(mktemp -d /tmp/localauth-package-test.XXXXXX)"
-chmod 0755 "$WORK"
-# C and Vala, against the installed development files only.
-cc -Wall -Werror -o "$WORK/unlock-c" "$EXAMPLES/c/unlock.c" $(pkg-config --cflags --libs liblocalauth-1)
-valac --pkg liblocalauth-1 --directory "$WORK" -o "$WORK/unlock-vala" "$EXAMPLES/vala/unlock.vala" >/dev/null
 
 exec 9>/tmp/localauth-rig.lock
 flock 9
+WORK="$(mktemp -d /tmp/localauth-package-test.XXXXXX)"
+chmod 0755 "$WORK"
 RIG="$WORK/rig"
 SERVICE=""
 cleanup() {
     [ -z "$SERVICE" ] || { kill "$SERVICE" 2>/dev/null || true; wait "$SERVICE" 2>/dev/null || true; }
     "$REPO/scripts/rig.sh" stop "$RIG" >/dev/null 2>&1 || true
     rm -rf "$WORK"
+    echo "test-packages: purging our packages${RESTORE:+, putting back$RESTORE}"
+    # shellcheck disable=SC2086
+    $APT purge localauth-fprintd $OURS >/dev/null 2>&1 || true
+    # shellcheck disable=SC2086
+    [ -z "$RESTORE" ] || $APT install $RESTORE >/dev/null || echo "test-packages: could not reinstall$RESTORE" >&2
+    install -m 0644 "$REPO/polkit/org.example.LocalAuth.policy" "$REPO/polkit/org.example.LocalAuth.rights.policy" \
+        /usr/share/polkit-1/actions/
+    for package in localauth-fprintd $OURS; do
+        [ "$(status "$package")" != installed ] || echo "test-packages: $package is still installed" >&2
+    done
 }
 trap cleanup EXIT
+
+# Every package but the one that replaces fprintd (that one comes last).
+# confold: a conffile left by an earlier `make install` on this machine stays as it is.
+DEFAULT_DEBS=()
+for package in $OURS; do DEFAULT_DEBS+=("$(ls "$DEBS/${package}_"*.deb)"); done
+echo "test-packages: installing ${#DEFAULT_DEBS[@]} packages"
+$APT install --reinstall -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold "${DEFAULT_DEBS[@]}" >/dev/null
+for package in $OURS; do
+    [ "$(status "$package")" = installed ] || die "$package is not installed"
+done
+
+# C and Vala, against the installed development files only.
+cc -Wall -Werror -o "$WORK/unlock-c" "$EXAMPLES/c/unlock.c" $(pkg-config --cflags --libs liblocalauth-1)
+valac --pkg liblocalauth-1 --directory "$WORK" -o "$WORK/unlock-vala" "$EXAMPLES/vala/unlock.vala" >/dev/null
 "$REPO/scripts/rig.sh" start "$RIG" >/dev/null
 set -a; . "$RIG/env"; set +a
 export FP_DRIVERS_WHITELIST=virtual_device FP_VIRTUAL_DEVICE="$WORK/vfp.sock"
@@ -104,3 +128,34 @@ preflights "preflight: ok biometry-type=1"
 /usr/bin/python3 -c 'import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import LocalAuth; print("import: LocalAuth", LocalAuth.Context().props.biometry_type.value_nick)' \
     | sed 's/^/test-packages: python /'
 echo "test-packages: all preflights passed against the installed packages"
+kill "$SERVICE"; wait "$SERVICE" || true; SERVICE=""
+
+# The package that replaces fprintd, next to libpam-fprintd.
+$APT install libpam-fprintd >/dev/null
+$APT install "$(ls "$DEBS"/localauth-fprintd_*.deb)" >"$WORK/fprintd-swap.log" 2>&1 ||
+    { cat "$WORK/fprintd-swap.log"; die "apt refused localauth-fprintd"; }
+[ "$(status localauth-fprintd)" = installed ] || die "localauth-fprintd is not installed"
+[ "$(status libpam-fprintd)" = installed ] || die "libpam-fprintd went with fprintd: Provides: fprintd did not satisfy it"
+[ "$(status fprintd)" != installed ] || die "fprintd is still installed next to localauth-fprintd"
+for file in /usr/share/polkit-1/actions/net.reactivated.fprint.device.policy \
+            /usr/share/dbus-1/system-services/net.reactivated.Fprint.service \
+            /usr/share/dbus-1/system.d/net.reactivated.Fprint.conf \
+            /lib/systemd/system/localauthd.service.d/fprintd.conf; do
+    owner="$(dpkg-query -S "$file" | cut -d: -f1)"
+    [ "$owner" = localauth-fprintd ] || die "$file belongs to '$owner', not localauth-fprintd"
+done
+grep -qx "ExecStart=/usr/libexec/localauthd --fprintd" /lib/systemd/system/localauthd.service.d/fprintd.conf ||
+    die "the installed drop-in does not run localauthd --fprintd"
+apt-get check -qq || die "apt-get check fails with localauth-fprintd"
+[ -z "$(dpkg --audit)" ] || { dpkg --audit; die "dpkg --audit is not clean"; }
+echo "test-packages: localauth-fprintd replaced fprintd; libpam-fprintd stays (Provides: $(dpkg-query -W -f='${Provides}' localauth-fprintd))"
+
+# And back, as docs/FPRINTD.md says: installing fprintd takes localauth-fprintd
+# away (Conflicts), libpam-fprintd stays, fprintd's files are fprintd's again.
+$APT install fprintd >"$WORK/fprintd-back.log" 2>&1 || { cat "$WORK/fprintd-back.log"; die "apt refused fprintd back"; }
+[ "$(status localauth-fprintd)" != installed ] || die "localauth-fprintd stayed next to fprintd"
+[ "$(status libpam-fprintd)" = installed ] || die "libpam-fprintd went away on the way back"
+[ "$(dpkg-query -S /usr/share/polkit-1/actions/net.reactivated.fprint.device.policy | cut -d: -f1)" = fprintd ] ||
+    die "fprintd's polkit actions are not fprintd's again"
+[ ! -e /lib/systemd/system/localauthd.service.d/fprintd.conf ] || die "the drop-in stayed after localauth-fprintd went"
+echo "test-packages: installing fprintd again removed localauth-fprintd; localauthd stays, without --fprintd"

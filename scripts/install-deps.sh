@@ -27,6 +27,7 @@ PACKAGES=(
     python3                  # virtual sensor commands (scripts/rig.sh vfp)
     python3-dbus             # tests and benchmarks driving fprintd from one connection
     python3-gi               # the security tests' hostile polkit agent and callers (GLib main loop)
+    python3-numpy            # Tests/Helpers/synthetic-fingerprint.py: fingerprint images for virtual_image
     openssl                  # the crypto unit tests check signatures, ECDH and ECIES against the openssl tool
     # the TPM tests (Tests/LocalAuthTPMTests): a real software TPM 2.0, started and killed by each test
     swtpm                    # /usr/bin/swtpm socket: the TPM, on two free ports of 127.0.0.1

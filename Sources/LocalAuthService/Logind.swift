@@ -3,7 +3,9 @@ import Glibc
 
 /// logind and UPower, as the service follows them: suspend and resume
 /// (`PrepareForSleep`, with a delay inhibitor held while awake), the lid
-/// (logind's `LidClosed`, UPower's `LidIsClosed`). Callers' sessions are
+/// (logind's `LidClosed`, UPower's `LidIsClosed`), sessions' `Active`/`State`
+/// changing (a user switch: EnvironmentChanged subscribers are judged again).
+/// Callers' sessions are
 /// Callers/Presence.swift's. Every signal is believed only from the current owner of
 /// its well-known name (`followOwner` + sender-checked `subscribe`).
 ///

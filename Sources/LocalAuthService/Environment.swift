@@ -9,10 +9,13 @@ import LocalAuthShared
 // and UPower are Logind.swift.
 
 /// A connection that asked for EnvironmentChanged, and what it was last told.
+/// Its presence is judged again whenever a logind session becomes active or
+/// inactive (a user switch), so `biometry-usable` follows the person at the reader.
 struct EnvironmentSubscriber {
     let uid: UInt32
     let app: String
-    let presence: EnvironmentRules.Presence
+    let caller: CallerRecord
+    var presence: EnvironmentRules.Presence
     var last: [String: DBusValue]
 }
 
@@ -130,6 +133,7 @@ extension LocalAuthService {
     func startFollowingLogind() async {
         logind.onSleep = { [weak self] sleeping in self?.prepareForSleep(sleeping) }
         logind.onLidChange = { [weak self] in self?.lidChanged() }
+        logind.onSessionChange = { [weak self] in self?.sessionsChanged() }
         await logind.start()
     }
 
@@ -204,14 +208,35 @@ extension LocalAuthService {
             }
         }
         let state = environmentState(uid: request.uid, app: app, presence: presence)
-        environmentSubscribers[request.sender] = EnvironmentSubscriber(uid: request.uid, app: app, presence: presence,
-                                                                       last: state)
+        environmentSubscribers[request.sender] = EnvironmentSubscriber(uid: request.uid, app: app, caller: request.caller,
+                                                                       presence: presence, last: state)
         return [.dictionary(state)]
     }
 
     func unsubscribeEnvironment(_ request: Request) throws(DBusError) -> [DBusValue] {
         environmentSubscribers[request.sender] = nil
         return []
+    }
+
+    /// A logind session became active or inactive: each subscriber's presence
+    /// is judged again (its session's properties, read now), then whoever's
+    /// state changed hears it. A later change supersedes an earlier judgment
+    /// still under way, so an old answer never overwrites a newer one.
+    func sessionsChanged() {
+        guard !environmentSubscribers.isEmpty else { return }
+        presenceGeneration &+= 1
+        let generation = presenceGeneration
+        let subscribers = environmentSubscribers.map { ($0.key, $0.value.caller) }
+        Task { @ServiceActor [weak self] in
+            var judged: [(String, EnvironmentRules.Presence)] = []
+            for (sender, caller) in subscribers {
+                guard let self else { return }
+                judged.append((sender, await self.callers.presence(caller)))
+            }
+            guard let self, generation == self.presenceGeneration else { return }
+            for (sender, presence) in judged { self.environmentSubscribers[sender]?.presence = presence }
+            self.environmentMayHaveChanged()
+        }
     }
 
     /// Something may have changed (a call ended, a reader came or went, the

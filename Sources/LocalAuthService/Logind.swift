@@ -3,7 +3,9 @@ import Glibc
 
 /// logind and UPower, as the service follows them: suspend and resume
 /// (`PrepareForSleep`, with a delay inhibitor held while awake), the lid
-/// (logind's `LidClosed`, UPower's `LidIsClosed`). Callers' sessions are
+/// (logind's `LidClosed`, UPower's `LidIsClosed`), sessions' `Active`/`State`
+/// changing (a user switch: EnvironmentChanged subscribers are judged again).
+/// Callers' sessions are
 /// Callers/Presence.swift's. Every signal is believed only from the current owner of
 /// its well-known name (`followOwner` + sender-checked `subscribe`).
 ///
@@ -31,6 +33,8 @@ final class Logind {
     var onSleep: (@ServiceActor (Bool) -> Void)?
     /// The lid opened or closed.
     var onLidChange: (@ServiceActor () -> Void)?
+    /// A session's `Active` or `State` changed (a user switch, a logout).
+    var onSessionChange: (@ServiceActor () -> Void)?
 
     init(bus: BusConnection) { self.bus = bus }
 
@@ -54,6 +58,12 @@ final class Logind {
             try await bus.subscribe(sender: Self.upower, interface: Self.properties, member: "PropertiesChanged",
                                     path: Self.upowerPath.rawValue) { [weak self] message in
                 ServiceActor.assumeIsolated { self?.propertiesChanged(message, upower: true) }
+            }
+            // Sessions' objects (any path under /org/freedesktop/login1/session):
+            // logind signals `Active` when the seat switches users.
+            try await bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
+                                    extraMatch: ",arg0='\(Self.session)'") { [weak self] message in
+                ServiceActor.assumeIsolated { self?.sessionChanged(message) }
             }
         } catch {
             Log.warning("cannot follow logind and UPower: \(error)")
@@ -98,6 +108,20 @@ final class Logind {
         guard before != lidClosed else { return }
         Log.info("the lid is now \(lidClosed ? "closed" : "open")")
         onLidChange?()
+    }
+
+    /// A session became active or inactive (or closing): who is at the
+    /// reader may have changed. Believed only from logind's current owner.
+    private func sessionChanged(_ message: Message) {
+        guard message.sender == bus.owner(of: Self.name), message.path?.hasPrefix(Self.path.rawValue + "/session/") == true
+        else { return }
+        let arguments = message.arguments
+        guard arguments.count >= 2, arguments[0].string == Self.session else { return }
+        let changed = arguments[1].stringKeyedDictionary ?? [:]
+        let invalidated = arguments.count >= 3 ? arguments[2].stringArray ?? [] : []
+        guard changed["Active"] != nil || changed["State"] != nil
+              || invalidated.contains("Active") || invalidated.contains("State") else { return }
+        onSessionChange?()
     }
 
     // MARK: The sleep inhibitor

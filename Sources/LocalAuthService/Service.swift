@@ -46,6 +46,8 @@ public final class LocalAuthService {
     var asleep: Bool { !sleepCycle.offersReaders }
     /// Connections subscribed to EnvironmentChanged (Environment.swift).
     var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
+    /// Counts logind's session changes: the newest judgment of subscribers' presence wins.
+    var presenceGeneration: UInt64 = 0
     /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
     var fprintd: FprintdServer?
 

@@ -224,6 +224,56 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(errorName(daemon), "org.example.LocalAuth.Error.PermissionDenied", daemon.output)
     }
 
+    /// Item 9: at most `maximumAgentsPerUser` (4) prompt agents per uid.
+    /// Reaching it needs one session per agent (one agent per session): uid 0
+    /// logged in five times, an agent in each; the fifth is refused
+    /// LimitExceeded, while another uid still registers.
+    func testTheFifthPromptAgentOfOneUidIsRefusedAndAnotherUidStillRegisters() throws {
+        var agents: [Child] = []
+        defer { for agent in agents { agent.signal(SIGTERM); agent.wait(timeout: 5) } }
+        let helper = try testScript("hold-agent.py")
+        func agent(_ session: String, uid: UInt32) throws -> String {
+            let output = rig.directory + "/agent-\(session)-\(UInt32.random(in: 0...UInt32.max)).out"
+            let setpriv = uid == 0 ? [] : ["/usr/bin/setpriv"] + Self.dropTo(uid)
+            let program = setpriv.first ?? "/usr/bin/python3"
+            let arguments = Array(setpriv.dropFirst()) + (uid == 0 ? [] : ["/usr/bin/python3"]) + [helper, rig.address]
+            agents.append(try start(in: "/user.slice/user-\(uid).slice/session-\(session).scope", program, arguments,
+                                    output: output))
+            try waitUntil("agent in \(session) answered") { readText(output).contains("registered") || readText(output).contains("refused") }
+            return readText(output).trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        for index in 1...4 {
+            try desktop(["session", "a\(index)", "0", "root", "seat0", index == 1 ? "true" : "false", index == 1 ? "active" : "online"])
+            XCTAssertEqual(try agent("a\(index)", uid: 0), "registered", "agent \(index)")
+        }
+        try desktop(["session", "a5", "0", "root", "seat0", "false", "online"])
+        XCTAssertEqual(try agent("a5", uid: 0), "refused org.example.LocalAuth.Error.LimitExceeded", service.log)
+        try desktop(["session", "b1", "65534", "nobody", "seat1", "true", "active"])
+        XCTAssertEqual(try agent("b1", uid: 65534), "registered", service.log)
+    }
+
+    // MARK: EnvironmentChanged follows the session (item 2)
+
+    /// A subscriber's `biometry-usable` follows its session: switched away
+    /// from (logind's PropertiesChanged for `Active`), it hears not usable;
+    /// switched back, usable again (it kept the presence it subscribed with).
+    func testASubscriberHearsBiometryUnusableWhenItsSessionIsSwitchedAwayAndUsableWhenBack() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let heard = rig.directory + "/environment-\(UInt32.random(in: 0...UInt32.max)).out"
+        let listener = try start(in: "/user.slice/user-0.slice/session-c1.scope", "/usr/bin/python3",
+                                 [try testScript("mock-world.py"), rig.address, "listen", heard], output: heard + ".log")
+        defer { listener.signal(SIGTERM); listener.wait(timeout: 5) }
+        try waitForText("subscribed", in: heard)
+        try desktop(["session", "c2", "65534", "nobody", "seat0", "true", "active", "display"])
+        try desktop(["set", "c1", "false", "online"])
+        try waitForText("biometry-usable=False", in: heard)
+        try desktop(["set", "c1", "true", "active"])
+        try waitForText("biometry-usable=True", in: heard)
+        let lines = readText(heard).split(separator: "\n")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("changed") }.count, 2, readText(heard))
+    }
+
     // MARK: Sandboxes (item 5)
 
     /// The attack: an unprivileged host program names its own scope

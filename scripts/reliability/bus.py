@@ -13,7 +13,7 @@ from gi.repository import Gio, GLib  # noqa: E402
 from contract import PATH, SERVICE  # noqa: E402
 
 IFACE = SERVICE
-NAMED = ("org.example.LocalAuth.Error.", "org.freedesktop.DBus.Error.")
+NAMED = ("org.example.LocalAuth.Error.", "net.reactivated.Fprint.Error.", "org.freedesktop.DBus.Error.")
 # Named, but what the bus says when nobody answered: never acceptable.
 UNANSWERED = ("org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
               "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.ServiceUnknown",
@@ -26,7 +26,7 @@ def connect(address):
 
 
 def message(call):
-    msg = Gio.DBusMessage.new_method_call(SERVICE, call.path, call.interface, call.member)
+    msg = Gio.DBusMessage.new_method_call(call.destination, call.path, call.interface, call.member)
     if call.signature:
         msg.set_body(GLib.Variant("(%s)" % call.signature, tuple(call.values)))
     if call.fds:

@@ -18,8 +18,10 @@ SERVICE = "org.example.LocalAuth"
 PATH = "/org/example/LocalAuth"
 
 Method = namedtuple("Method", "interface name in_args")          # in_args: [(name, signature)]
-Call = namedtuple("Call", "label path interface member signature values fds no_reply destination",
-                  defaults=(SERVICE,))
+# alone: sent only when nothing else is unanswered, and nothing follows until
+# it is answered (a sequence whose order matters).
+Call = namedtuple("Call", "label path interface member signature values fds no_reply destination alone",
+                  defaults=(SERVICE, False))
 
 FPRINT = "net.reactivated.Fprint"
 FPRINT_MANAGER = "/net/reactivated/Fprint/Manager"
@@ -206,6 +208,22 @@ def generate(xml_path, seed=0, service=SERVICE, path=PATH, order=None):
     return calls
 
 
+def fprintd_states(device):
+    """Right calls in an order a client would not use: claim, start an
+    enrollment, then verify, delete, stop the wrong operation, release in the
+    middle of an enrollment, claim again and leave an enrollment running into
+    the odd calls that follow (no finger is ever put on the reader)."""
+    interface = FPRINT + ".Device"
+    steps = [("Claim", "s", [""]), ("EnrollStart", "s", ["left-thumb"]), ("VerifyStart", "s", ["any"]),
+             ("EnrollStart", "s", ["left-thumb"]), ("DeleteEnrolledFinger", "s", ["left-thumb"]),
+             ("DeleteEnrolledFingers2", "", []), ("ListEnrolledFingers", "s", [""]), ("VerifyStop", "", []),
+             ("EnrollStop", "", []), ("VerifyStart", "s", ["right-index-finger"]),
+             ("EnrollStart", "s", ["right-little-finger"]), ("Release", "", []), ("EnrollStop", "", []),
+             ("Claim", "s", [""]), ("EnrollStart", "s", ["left-thumb"])]
+    return [Call("Device.%s in sequence #%d" % (member, n), device, interface, member, signature, values, 0, False,
+                 FPRINT, True) for n, (member, signature, values) in enumerate(steps)]
+
+
 def generate_fprintd(manager_xml, device_xml, devices, seed=0):
     """The same generator over fprintd's two interfaces, as localauthd
     --fprintd serves them: the Manager object, every Device object the
@@ -214,6 +232,7 @@ def generate_fprintd(manager_xml, device_xml, devices, seed=0):
     device claimed by the sending connection (when Claim("") was allowed)."""
     calls = generate(manager_xml, seed, service=FPRINT, path=FPRINT_MANAGER)
     for device in devices:
+        calls += fprintd_states(device)
         calls += generate(device_xml, seed, service=FPRINT, path=device,
                           order=["Claim", "ListEnrolledFingers", "DeleteEnrolledFinger", "DeleteEnrolledFingers",
                                  "DeleteEnrolledFingers2", "VerifyStart", "VerifyStop", "EnrollStart",

@@ -904,6 +904,7 @@ def fprintd_malformed(ctx):
         sent = answered = by_service = 0
         bad = []
         outcomes = {}
+        by_member = {}
         batches = [(0, "yes", False), (0, "no", False), (NOBODY, "yes", False), (NOBODY, "no", False),
                    (0, "yes", True), (NOBODY, "yes", True)]
         for batch, (uid, answer, claimed) in enumerate(batches):
@@ -927,6 +928,7 @@ def fprintd_malformed(ctx):
             answered += sum(n for o, n in result["outcomes"].items() if o != "no-reply-sent" and bus.is_named(o))
             by_service += result["by_service"]
             bad += [[uid, answer, claimed] + b for b in result["bad"]]
+            by_member["uid %d polkit %s%s" % (uid, answer, " claimed" if claimed else "")] = result["by_member"]
             for o, n in result["outcomes"].items():
                 outcomes[o] = outcomes.get(o, 0) + n
             what = "uid %d polkit %s%s" % (uid, answer, ", claimed by another connection" if claimed else "")
@@ -950,7 +952,7 @@ def fprintd_malformed(ctx):
     no_reply = outcomes.get("no-reply-sent", 0)
     row.figures = {"generated": generated, "devices": devices, "sent": sent, "no_reply_sent": no_reply,
                    "answered": answered, "answered_by_service": by_service, "outcomes": outcomes, "bad": bad[:20],
-                   "before": before, "after": after}
+                   "device_outcomes": by_member, "before": before, "after": after}
     row.check("calls sent (generated from fprintd's XML)", sent >= (400 if ctx.short else 3000), sent,
               ">= %d" % (400 if ctx.short else 3000))
     row.check("answered with a named error or a reply", answered == sent - no_reply, answered, sent - no_reply)

@@ -70,8 +70,18 @@ def fprintd_malformed(xml_dir, seed, start, count):
     connection.close_sync(None)
     calls = contract.generate_fprintd(os.path.join(xml_dir, "net.reactivated.Fprint.Manager.xml"),
                                       os.path.join(xml_dir, "net.reactivated.Fprint.Device.xml"), devices, int(seed))
-    result = summarize(calls, bus.run_calls(ADDRESS, [calls[(int(start) + k) % len(calls)] for k in range(int(count))]))
+    chosen = [calls[(int(start) + k) % len(calls)] for k in range(int(count))]
+    results = bus.run_calls(ADDRESS, chosen)
+    result = summarize(calls, results)
     result["devices"] = devices
+    # What each Device method answered on the real device: shows which
+    # states (claimed by us, by another, free) the calls met.
+    by_member = {}
+    for call, (_, outcome, _, _) in zip(chosen, results):
+        if call.path in devices and call.interface == "net.reactivated.Fprint.Device":
+            counts = by_member.setdefault(call.member, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
+    result["by_member"] = by_member
     return result
 
 

@@ -13,7 +13,7 @@ from gi.repository import Gio, GLib  # noqa: E402
 from contract import PATH, SERVICE  # noqa: E402
 
 IFACE = SERVICE
-NAMED = ("org.example.LocalAuth.Error.", "org.freedesktop.DBus.Error.")
+NAMED = ("org.example.LocalAuth.Error.", "net.reactivated.Fprint.Error.", "org.freedesktop.DBus.Error.")
 # Named, but what the bus says when nobody answered: never acceptable.
 UNANSWERED = ("org.freedesktop.DBus.Error.NoReply", "org.freedesktop.DBus.Error.Timeout",
               "org.freedesktop.DBus.Error.TimedOut", "org.freedesktop.DBus.Error.ServiceUnknown",
@@ -26,7 +26,7 @@ def connect(address):
 
 
 def message(call):
-    msg = Gio.DBusMessage.new_method_call(SERVICE, call.path, call.interface, call.member)
+    msg = Gio.DBusMessage.new_method_call(call.destination, call.path, call.interface, call.member)
     if call.signature:
         msg.set_body(GLib.Variant("(%s)" % call.signature, tuple(call.values)))
     if call.fds:
@@ -63,9 +63,12 @@ def run_calls(address, calls, window=6, timeout_ms=30000):
     results = [None] * len(calls)
     pending = [0]
     index = [0]
+    serial = [False]   # a call sent alone is unanswered
 
     def start_next():
         while pending[0] < window and index[0] < len(calls):
+            if serial[0] or (calls[index[0]].alone and pending[0] > 0):
+                return
             k = index[0]
             index[0] += 1
             call = calls[k]
@@ -80,11 +83,14 @@ def run_calls(address, calls, window=6, timeout_ms=30000):
                 continue
             started = time.monotonic()
             pending[0] += 1
+            serial[0] = call.alone
 
             def done(conn, result, k=k, started=started):
                 outcome, by_service, _ = outcome_of(conn, result)
                 results[k] = (calls[k].label, outcome, by_service, time.monotonic() - started)
                 pending[0] -= 1
+                if calls[k].alone:
+                    serial[0] = False
                 start_next()
 
             connection.send_message_with_reply(msg, Gio.DBusSendMessageFlags.NONE, timeout_ms, None, done)

@@ -18,7 +18,14 @@ SERVICE = "org.example.LocalAuth"
 PATH = "/org/example/LocalAuth"
 
 Method = namedtuple("Method", "interface name in_args")          # in_args: [(name, signature)]
-Call = namedtuple("Call", "label path interface member signature values fds no_reply")
+# alone: sent only when nothing else is unanswered, and nothing follows until
+# it is answered (a sequence whose order matters).
+Call = namedtuple("Call", "label path interface member signature values fds no_reply destination alone",
+                  defaults=(SERVICE, False))
+
+FPRINT = "net.reactivated.Fprint"
+FPRINT_MANAGER = "/net/reactivated/Fprint/Manager"
+FPRINT_DEVICE_PREFIX = "/net/reactivated/Fprint/Device/"
 
 
 def methods(xml_path):
@@ -127,15 +134,22 @@ def same_type_values(signature, rng):
 
 # ---------------------------------------------------------------- the generator
 
-def generate(xml_path, seed=0):
-    """Every hostile call derived from the contract, in a fixed order."""
+def generate(xml_path, seed=0, service=SERVICE, path=PATH, order=None):
+    """Every hostile call derived from the contract, in a fixed order.
+    service, path: where the contract's object lives; order: method names
+    to send first (the rest keep the contract's order), e.g. fprintd's Claim
+    first so that the calls after it meet a device this connection holds."""
     rng = random.Random(seed)
     calls = []
+    PATH = path  # noqa: N806 (this contract's object, below)
 
-    def add(label, member, signature, values, interface=SERVICE, path=PATH, fds=0, no_reply=False):
-        calls.append(Call(label, path, interface, member, signature, values, fds, no_reply))
+    def add(label, member, signature, values, interface=service, path=path, fds=0, no_reply=False):
+        calls.append(Call(label, path, interface, member, signature, values, fds, no_reply, service))
 
-    for method in methods(xml_path):
+    ordered = methods(xml_path)
+    if order:
+        ordered.sort(key=lambda m: order.index(m.name) if m.name in order else len(order))
+    for method in ordered:
         m, i = method.name, method.interface
         sig = "".join(s for _, s in method.in_args)
         base = [baseline(s) for _, s in method.in_args]
@@ -178,8 +192,9 @@ def generate(xml_path, seed=0):
         add("%s lower case" % tag, m.lower(), sig, base, interface=i)
         add("%s suffixed" % tag, m + "X", sig, base, interface=i)
     # members that are not in the contract, and properties
+    first_interface = ordered[0].interface if ordered else service
     for member in ["Nope", "Evaluate", "Introspect", "Get", "Release", "Claim", "VerifyStart", "Exit", "Quit"]:
-        add("unknown member %s" % member, member, "", [])
+        add("unknown member %s" % member, member, "", [], interface=first_interface)
     for interface, name in property_names(xml_path):
         for set_sig, set_values in [("ssv", [interface, name, GLib.Variant("u", 2)]),
                                     ("ssv", [interface, name, GLib.Variant("s", "x")])]:
@@ -190,4 +205,43 @@ def generate(xml_path, seed=0):
             interface="org.freedesktop.DBus.Properties")
     add("Introspect a child path", "Introspect", "", [], interface="org.freedesktop.DBus.Introspectable",
         path=PATH + "/child")
+    return calls
+
+
+def fprintd_states(device):
+    """Right calls in an order a client would not use: claim, start an
+    enrollment, then verify, delete, stop the wrong operation, release in the
+    middle of an enrollment, claim again and leave an enrollment running into
+    the odd calls that follow (no finger is ever put on the reader)."""
+    interface = FPRINT + ".Device"
+    steps = [("Claim", "s", [""]), ("EnrollStart", "s", ["left-thumb"]), ("VerifyStart", "s", ["any"]),
+             ("EnrollStart", "s", ["left-thumb"]), ("DeleteEnrolledFinger", "s", ["left-thumb"]),
+             ("DeleteEnrolledFingers2", "", []), ("ListEnrolledFingers", "s", [""]), ("VerifyStop", "", []),
+             ("EnrollStop", "", []), ("VerifyStart", "s", ["right-index-finger"]),
+             ("EnrollStart", "s", ["right-little-finger"]), ("Release", "", []), ("EnrollStop", "", []),
+             ("Claim", "s", [""]), ("EnrollStart", "s", ["left-thumb"])]
+    return [Call("Device.%s in sequence #%d" % (member, n), device, interface, member, signature, values, 0, False,
+                 FPRINT, True) for n, (member, signature, values) in enumerate(steps)]
+
+
+def generate_fprintd(manager_xml, device_xml, devices, seed=0):
+    """The same generator over fprintd's two interfaces, as localauthd
+    --fprintd serves them: the Manager object, every Device object the
+    service listed (GetDevices), and Device calls on paths it never made.
+    On each device Claim comes first and Release last, so most calls meet a
+    device claimed by the sending connection (when Claim("") was allowed)."""
+    calls = generate(manager_xml, seed, service=FPRINT, path=FPRINT_MANAGER)
+    for device in devices:
+        calls += fprintd_states(device)
+        calls += generate(device_xml, seed, service=FPRINT, path=device,
+                          order=["Claim", "ListEnrolledFingers", "DeleteEnrolledFinger", "DeleteEnrolledFingers",
+                                 "DeleteEnrolledFingers2", "VerifyStart", "VerifyStop", "EnrollStart",
+                                 "EnrollStop", "Release"])
+    for method in methods(device_xml):
+        base = [baseline(s) for _, s in method.in_args]
+        sig = "".join(s for _, s in method.in_args)
+        for unknown in [FPRINT_DEVICE_PREFIX + "999", FPRINT_DEVICE_PREFIX + "4294967296", FPRINT_DEVICE_PREFIX + "00",
+                        FPRINT_DEVICE_PREFIX.rstrip("/"), FPRINT_MANAGER]:
+            calls.append(Call("Device.%s on %s" % (method.name, unknown), unknown, method.interface, method.name,
+                              sig, base, 0, False, FPRINT))
     return calls

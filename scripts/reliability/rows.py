@@ -866,5 +866,104 @@ def cross_user(ctx):
     return row
 
 
-ROWS = {"malformed": malformed, "concurrency": concurrency, "vanishing": vanishing, "faults": faults,
+FPRINTD_ACTIONS = ["net.reactivated.fprint.device.verify", "net.reactivated.fprint.device.enroll",
+                   "net.reactivated.fprint.device.setusername"]
+
+
+def fprintd_malformed(ctx):
+    """The malformed row's generator over fprintd's Manager and Device
+    interfaces, on `localauthd --fprintd`: as root and as nobody, polkit yes
+    and no, and with the device claimed by another connection."""
+    row = Row("fprintd-malformed")
+    svc = ctx.service(extra=["--fprintd", "--scan-timeout", "1"])
+    deadline = time.monotonic() + 10
+    while not ctx.rig.has_owner(contract.FPRINT):
+        if time.monotonic() > deadline:
+            raise RuntimeError("localauthd --fprintd does not own %s: %s" % (contract.FPRINT, svc.log()[-2000:]))
+        time.sleep(0.02)
+
+    def polkit(answer):
+        ctx.rig.polkit_all(answer)
+        for action in FPRINTD_ACTIONS:
+            ctx.rig.polkit(action, answer)
+
+    def alive():
+        return svc.alive() and ctx.rig.has_owner(contract.FPRINT)
+
+    xml_dir = os.path.dirname(harness.XML)
+    try:
+        polkit("yes")
+        probe = harness.worker(ctx.rig, 0, ["fprintd-malformed", xml_dir, ctx.seed, 0, 0])
+        generated, devices = probe["generated"], probe["devices"]
+        if not devices:
+            raise RuntimeError("GetDevices listed no device: %s" % svc.log()[-2000:])
+        per_batch = 100 if ctx.short else generated
+        # Warm-up, as in the malformed row: only growth after it counts.
+        harness.worker(ctx.rig, 0, ["fprintd-malformed", xml_dir, ctx.seed, 0, per_batch])
+        before = svc.stats()
+        sent = answered = by_service = 0
+        bad = []
+        outcomes = {}
+        by_member = {}
+        batches = [(0, "yes", False), (0, "no", False), (NOBODY, "yes", False), (NOBODY, "no", False),
+                   (0, "yes", True), (NOBODY, "yes", True)]
+        for batch, (uid, answer, claimed) in enumerate(batches):
+            polkit(answer)
+            holder = None
+            if claimed:   # root's other connection holds the first device through the batch
+                holder = harness.start_worker(ctx.rig, 0, ["fprintd-claim", devices[0]])
+                ready = select.select([holder.stdout], [], [], 15)[0] and "ready" in holder.stdout.readline()
+                if not ready:
+                    holder.kill()
+                    raise RuntimeError("the holder could not claim %s: %s" % (devices[0], holder.stderr.read()[-500:]))
+            start = (batch * 457) if ctx.short else 0
+            try:
+                result = harness.worker(ctx.rig, uid, ["fprintd-malformed", xml_dir, ctx.seed, start, per_batch])
+            finally:
+                if holder is not None:
+                    held = holder.poll() is None
+                    holder.kill()
+                    holder.wait()
+            sent += result["sent"]
+            answered += sum(n for o, n in result["outcomes"].items() if o != "no-reply-sent" and bus.is_named(o))
+            by_service += result["by_service"]
+            bad += [[uid, answer, claimed] + b for b in result["bad"]]
+            by_member["uid %d polkit %s%s" % (uid, answer, " claimed" if claimed else "")] = result["by_member"]
+            for o, n in result["outcomes"].items():
+                outcomes[o] = outcomes.get(o, 0) + n
+            what = "uid %d polkit %s%s" % (uid, answer, ", claimed by another connection" if claimed else "")
+            if claimed:
+                row.check("the other connection's claim held through the batch (%s)" % what, held, held, True)
+            row.check("service alive after batch %s" % what, alive(), alive(), True)
+        after = svc.stats()
+        # Nothing stuck: the device is free again (the holder left the bus),
+        # root claims and releases it, and no print was stored.
+        polkit("yes")
+        client = ctx.client()
+        claim = client.connection.call_sync(contract.FPRINT, devices[0], "net.reactivated.Fprint.Device", "Claim",
+                                            GLib.Variant("(s)", ("",)), None, 0, 10000, None) is not None
+        client.connection.call_sync(contract.FPRINT, devices[0], "net.reactivated.Fprint.Device", "Release",
+                                    None, None, 0, 10000, None)
+        client.close()
+        store = os.path.join(os.path.dirname(svc.state.rstrip("/")), "fprintd-store")
+        stored = [os.path.join(d, f) for d, _, files in os.walk(store) for f in files]
+    finally:
+        polkit("default")
+    no_reply = outcomes.get("no-reply-sent", 0)
+    row.figures = {"generated": generated, "devices": devices, "sent": sent, "no_reply_sent": no_reply,
+                   "answered": answered, "answered_by_service": by_service, "outcomes": outcomes, "bad": bad[:20],
+                   "device_outcomes": by_member, "before": before, "after": after}
+    row.check("calls sent (generated from fprintd's XML)", sent >= (400 if ctx.short else 3000), sent,
+              ">= %d" % (400 if ctx.short else 3000))
+    row.check("answered with a named error or a reply", answered == sent - no_reply, answered, sent - no_reply)
+    row.check("timeouts, NoReply or unnamed errors", not bad, len(bad), 0)
+    row.check("device claimable again afterwards, no print stored", claim and not stored,
+              "claim %s, %d files" % (claim, len(stored)), "claim True, 0 files")
+    row.check("fds before/after", after["fds"] <= before["fds"], "%d/%d" % (before["fds"], after["fds"]), "no growth")
+    row.check("RSS growth (kB)", after["rss_kb"] - before["rss_kb"] <= 4096, after["rss_kb"] - before["rss_kb"],
+              "<= 4096")
+    return row
+
+
+ROWS = {"malformed": malformed, "fprintd-malformed": fprintd_malformed, "concurrency": concurrency, "vanishing": vanishing, "faults": faults,
         "storage": storage, "soak": soak, "cross-user": cross_user}

@@ -3,6 +3,10 @@
 bus (DBUS_SYSTEM_BUS_ADDRESS). Prints one JSON object.
 
     worker.py malformed XML SEED START COUNT   calls START.. of the generated list (cyclic)
+    worker.py fprintd-malformed DIR SEED START COUNT   the same over fprintd's Manager and Device
+                                               XML in DIR (devices from GetDevices)
+    worker.py fprintd-claim DEVICE             claims DEVICE (as this uid), prints ready,
+                                               holds it until killed
     worker.py concurrent N MEMBER SIG JSON     N connections, one call each, all at once
     worker.py call MEMBER SIG JSON [SECONDS]   one call; with SECONDS, also counts the
                                                EvaluationStatus/EnrollStatus signals this
@@ -38,7 +42,10 @@ def arguments(signature, values):
 def malformed(xml, seed, start, count):
     calls = contract.generate(xml, int(seed))
     chosen = [calls[(int(start) + k) % len(calls)] for k in range(int(count))]
-    results = bus.run_calls(ADDRESS, chosen)
+    return summarize(calls, bus.run_calls(ADDRESS, chosen))
+
+
+def summarize(calls, results):
     outcomes = {}
     bad = []
     by_service = 0
@@ -49,6 +56,43 @@ def malformed(xml, seed, start, count):
             bad.append([label, outcome])
     return {"sent": len(results), "outcomes": outcomes, "bad": bad, "by_service": by_service,
             "generated": len(calls)}
+
+
+def fprintd_devices(connection):
+    reply = connection.call_sync(contract.FPRINT, contract.FPRINT_MANAGER, "net.reactivated.Fprint.Manager",
+                                 "GetDevices", None, GLib.VariantType("(ao)"), Gio.DBusCallFlags.NONE, 10000, None)
+    return list(reply.unpack()[0])
+
+
+def fprintd_malformed(xml_dir, seed, start, count):
+    connection = bus.connect(ADDRESS)
+    devices = fprintd_devices(connection)
+    connection.close_sync(None)
+    calls = contract.generate_fprintd(os.path.join(xml_dir, "net.reactivated.Fprint.Manager.xml"),
+                                      os.path.join(xml_dir, "net.reactivated.Fprint.Device.xml"), devices, int(seed))
+    chosen = [calls[(int(start) + k) % len(calls)] for k in range(int(count))]
+    results = bus.run_calls(ADDRESS, chosen)
+    result = summarize(calls, results)
+    result["devices"] = devices
+    # What each Device method answered on the real device: shows which
+    # states (claimed by us, by another, free) the calls met.
+    by_member = {}
+    for call, (_, outcome, _, _) in zip(chosen, results):
+        if call.path in devices and call.interface == "net.reactivated.Fprint.Device":
+            counts = by_member.setdefault(call.member, {})
+            counts[outcome] = counts.get(outcome, 0) + 1
+    result["by_member"] = by_member
+    return result
+
+
+def fprintd_claim(device):
+    connection = bus.connect(ADDRESS)
+    connection.call_sync(contract.FPRINT, device, "net.reactivated.Fprint.Device", "Claim", GLib.Variant("(s)", ("",)),
+                         None, Gio.DBusCallFlags.NONE, 10000, None)
+    print(json.dumps({"ready": True}), flush=True)
+    context = GLib.MainContext.default()
+    while True:
+        context.iteration(True)
 
 
 def concurrent(n, member, signature, values):
@@ -122,6 +166,10 @@ def main():
     mode = sys.argv[1]
     if mode == "malformed":
         result = malformed(*sys.argv[2:6])
+    elif mode == "fprintd-malformed":
+        result = fprintd_malformed(*sys.argv[2:6])
+    elif mode == "fprintd-claim":
+        result = fprintd_claim(sys.argv[2])
     elif mode == "concurrent":
         result = concurrent(*sys.argv[2:6])
     elif mode == "call":

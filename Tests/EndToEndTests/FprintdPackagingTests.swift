@@ -25,18 +25,8 @@ func mergedServiceSettings(_ text: String) -> [String: [String]] {
     return merged
 }
 
-final class FprintdPackagingTests: XCTestCase, @unchecked Sendable {
-    var scratch: String!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        scratch = try scratchDirectory("fprintd-package")
-    }
-
-    override func tearDown() {
-        if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
-        super.tearDown()
-    }
+final class FprintdPackagingTests: ScratchDirectoryTestCase, @unchecked Sendable {
+    override class var scratchName: String { "fprintd-package" }
 
     /// FPRINTD=yes adds exactly localauth-fprintd's files (debian/localauth-fprintd.install)
     /// to the default installation; the activation file starts localauthd.service.

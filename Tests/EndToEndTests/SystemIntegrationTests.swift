@@ -18,6 +18,23 @@ func scratchDirectory(_ name: String) throws -> String {
     return path
 }
 
+/// A test case with a scratch directory of its own (`scratchName`), made
+/// before each test and removed after it.
+class ScratchDirectoryTestCase: XCTestCase, @unchecked Sendable {
+    class var scratchName: String { "scratch" }
+    var scratch: String!
+
+    override func setUpWithError() throws {
+        try super.setUpWithError()
+        scratch = try scratchDirectory(Self.scratchName)
+    }
+
+    override func tearDown() {
+        if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
+        super.tearDown()
+    }
+}
+
 /// `make TARGET` in this checkout, installing this test build's binaries.
 @discardableResult
 func make(_ target: String, _ variables: [String: String]) throws -> Outcome {
@@ -84,18 +101,8 @@ func keys(_ text: String) -> [String: [String]] {
 
 /// Installation, the installed files, and on-demand life through D-Bus
 /// activation. Needs no rig: the activation test runs its own bus.
-final class InstallationTests: XCTestCase, @unchecked Sendable {
-    var scratch: String!
-
-    override func setUpWithError() throws {
-        try super.setUpWithError()
-        scratch = try scratchDirectory("install")
-    }
-
-    override func tearDown() {
-        if let scratch { try? FileManager.default.removeItem(atPath: scratch) }
-        super.tearDown()
-    }
+final class InstallationTests: ScratchDirectoryTestCase, @unchecked Sendable {
+    override class var scratchName: String { "install" }
 
     func testInstallWritesExactlyTheExpectedFilesAndUninstallRemovesThem() throws {
         for (prefix, unitDirectory) in [("/usr", "/lib/systemd/system"), ("/usr/local", "/usr/local/lib/systemd/system")] {

@@ -66,7 +66,7 @@ let package = Package(
         .testTarget(name: "LocalAuthSharedTests", dependencies: ["LocalAuthShared"]),
         .testTarget(name: "LocalAuthenticationTests", dependencies: ["LocalAuthentication"]),
         // The service's pure parts (the print file format), without a bus.
-        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared", "LocalAuthRights",
+        .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared", "LocalAuthRights", "DBusCore",
                                                                 "LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),

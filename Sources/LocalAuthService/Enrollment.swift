@@ -13,7 +13,7 @@ extension LocalAuthService {
         var replace = false
     }
 
-    static func printOptions(_ value: DBusValue) throws(DBusError) -> PrintOptions {
+    nonisolated static func printOptions(_ value: DBusValue) throws(ServiceError) -> PrintOptions {
         guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
         var options = PrintOptions()
         for (key, value) in entries {
@@ -34,7 +34,7 @@ extension LocalAuthService {
 
     // MARK: Enrollment
 
-    static func finger(_ value: DBusValue) throws(DBusError) -> FingerName {
+    static func finger(_ value: DBusValue) throws(ServiceError) -> FingerName {
         guard let name = value.string, let finger = FingerName(rawValue: name) else {
             throw ServiceErrors.invalidArgs("unknown finger \(ServiceErrors.echo(value.string ?? "?")); use one of "
                 + FingerName.allCases.map(\.rawValue).joined(separator: ", "))
@@ -43,23 +43,23 @@ extension LocalAuthService {
     }
 
     /// Enroll(s finger): the caller's own finger, never replacing.
-    func enroll(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func enroll(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await enroll(request, finger: try Self.finger(request.arguments[0]), replace: false)
     }
 
     /// EnrollWithOptions(s finger, a{sv} options): `user`, `replace`.
-    func enrollWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func enrollWithOptions(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let finger = try Self.finger(request.arguments[0])
         let options = try Self.printOptions(request.arguments[1])
         return try await enroll(request, finger: finger, replace: options.replace)
     }
 
-    private func enroll(_ request: Request, finger: FingerName, replace: Bool) async throws(DBusError) -> [DBusValue] {
+    private func enroll(_ request: Request, finger: FingerName, replace: Bool) async throws(ServiceError) -> [DBusValue] {
         let uid = request.target
         guard let reader = reader(for: uid) else { throw noReaderError }
         if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
         guard !queue.isEnrolling(request.sender) else {
-            throw ServiceErrors.named(LocalAuthServiceError.busy, "this caller is already enrolling")
+            throw ServiceError(.busy, "this caller is already enrolling")
         }
         // The call's own cancellable: a vanish, or SIGTERM, at any moment since
         // the call arrived ends the enrollment, and a print is never stored
@@ -94,10 +94,10 @@ extension LocalAuthService {
         let timer = ScanTimer(seconds: configuration.scanTimeout, cancellable: cancellable)
         defer { timer.stop() }
         emitEnrollStatus(sender, .placeFinger, 0, stages)
-        do throws(DBusError) {
+        do throws(ServiceError) {
             try await refuseDuplicateOnChip(device, except: (uid, finger), cancellable: cancellable)
         } catch {
-            emitEnrollStatus(sender, error.name.rawValue == LocalAuthServiceError.duplicatePrint ? .duplicate : .failed, 0, stages)
+            emitEnrollStatus(sender, error.kind == .duplicatePrint ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             throw error
         }
@@ -113,7 +113,7 @@ extension LocalAuthService {
             timer.stop()
             // Someone else may have enrolled this finger meanwhile.
             if !replace {
-                do throws(DBusError) {
+                do throws(ServiceError) {
                     try refuseEnrolled(finger, uid: uid, reader: reader)
                 } catch {
                     emitEnrollStatus(sender, .failed, stages, stages)
@@ -127,13 +127,13 @@ extension LocalAuthService {
                 stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
             } catch {
                 emitEnrollStatus(sender, .failed, stages, stages)
-                throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not store the print: \(error)")
+                throw ServiceError(.storageFailed, "could not store the print: \(error)")
             }
             emitEnrollStatus(sender, .completed, stages, stages)
             Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
                      + (request.target != request.uid ? ", asked by uid \(request.uid)" : ""))
             return []
-        } catch let error as DBusError {
+        } catch let error as ServiceError {
             throw error
         } catch {
             guard let failure = error as? GLibError else {
@@ -152,9 +152,9 @@ extension LocalAuthService {
     }
 
     /// AlreadyEnrolled if `finger` of `uid` is offered on `reader`, from either source.
-    private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Readers.Identity) throws(DBusError) {
+    private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Readers.Identity) throws(ServiceError) {
         guard let existing = prints.prints(of: uid, for: reader).first(where: { $0.finger == finger }) else { return }
-        throw ServiceErrors.named(LocalAuthServiceError.alreadyEnrolled,
+        throw ServiceError(.alreadyEnrolled,
             "\(finger.rawValue) is already enrolled on \(reader)"
             + (existing.source == .fprintd ? " (with fprintd)" : "") + "; ask to replace it to enroll it again")
     }
@@ -169,13 +169,13 @@ extension LocalAuthService {
     // MARK: Listing
 
     /// ListEnrolledFingers(): the caller's fingers that the reader serving them offers.
-    func listEnrolledFingers(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func listEnrolledFingers(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard let reader = reader(for: request.uid) else { throw noReaderError }
         return [.strings(prints.prints(of: request.uid, for: reader).map(\.finger.rawValue))]
     }
 
     /// ListEnrolledPrints(a{sv}): every print of the user, each source and reader.
-    func listEnrolledPrints(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func listEnrolledPrints(_ request: Request) throws(ServiceError) -> [DBusValue] {
         let uid = request.target
         let inUse = reader(for: uid).map { Set(prints.prints(of: uid, for: $0).map(\.path)) } ?? []
         let rows = prints.allPrints(of: uid).map { stored -> DBusValue in
@@ -195,16 +195,16 @@ extension LocalAuthService {
 
     // MARK: Deleting (our store only; fprintd's is read-only)
 
-    func deleteEnrolledFinger(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFinger(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingerWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingerWithOptions(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[1])
         return try await deleteFinger(try Self.finger(request.arguments[0]), uid: request.target, record: request.record)
     }
 
-    private func deleteFinger(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+    private func deleteFinger(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(ServiceError) -> [DBusValue] {
         // The print on the chip first (Readers/ChipPrints.swift): its file
         // goes only once its slot is free.
         try await deleteFromChips(finger, uid: uid, record: record)
@@ -212,35 +212,35 @@ extension LocalAuthService {
         do {
             deleted = try prints.delete(finger, uid: uid)
         } catch {
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not delete: \(error)")
+            throw ServiceError(.storageFailed, "could not delete: \(error)")
         }
         guard deleted else {
             if prints.allPrints(of: uid).contains(where: { $0.finger == finger && $0.source == .fprintd }) {
-                throw ServiceErrors.named(LocalAuthServiceError.readOnly,
+                throw ServiceError(.readOnly,
                     "\(finger.rawValue) was enrolled with fprintd, whose store localauthd only reads; remove it with fprintd-delete")
             }
-            throw ServiceErrors.named(LocalAuthServiceError.notEnrolled, "\(finger.rawValue) is not enrolled")
+            throw ServiceError(.notEnrolled, "\(finger.rawValue) is not enrolled")
         }
         Log.info("deleted \(finger.rawValue) of uid \(uid)")
         return []
     }
 
-    func deleteEnrolledFingers(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingers(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await deleteAll(uid: request.target, record: request.record)
     }
 
-    func deleteEnrolledFingersWithOptions(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingersWithOptions(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try Self.printOptions(request.arguments[0])
         return try await deleteAll(uid: request.target, record: request.record)
     }
 
-    private func deleteAll(uid: UInt32, record: CallRecord) async throws(DBusError) -> [DBusValue] {
+    private func deleteAll(uid: UInt32, record: CallRecord) async throws(ServiceError) -> [DBusValue] {
         for finger in FingerName.allCases { try await deleteFromChips(finger, uid: uid, record: record) }
         do {
             let count = try prints.deleteAll(uid: uid)
             Log.info("deleted \(count) print(s) of uid \(uid)")
         } catch {
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not delete: \(error)")
+            throw ServiceError(.storageFailed, "could not delete: \(error)")
         }
         return []
     }

@@ -103,7 +103,7 @@ extension LocalAuthService {
 
     /// Why there is no reader for a user: preflight and policy 1 answer it
     /// at once (BiometryNotAvailable), policy 2 takes the password alone.
-    var noReaderError: DBusError {
+    var noReaderError: ServiceError {
         if asleep { return ServiceErrors.la(.biometryNotAvailable, "the system is going to sleep") }
         if logind.lidClosed, !readers.builtIn.isEmpty {
             return ServiceErrors.la(.biometryNotAvailable,
@@ -113,7 +113,7 @@ extension LocalAuthService {
     }
 
     /// `--require-password-after`: the error while biometrics wait for the password.
-    func passwordNeeded(_ uid: UInt32) -> DBusError? {
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? {
         let requirement = configuration.passwordRequirement
         guard requirement.isActive else { return nil }
         return EnvironmentRules.passwordNeeded(requirement, stored: passwords.stored(uid), bootID: PasswordStore.bootID,
@@ -184,7 +184,7 @@ extension LocalAuthService {
         ]
     }
 
-    func getEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func getEnvironment(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let app = callers.identity(request.caller).stateKey
         let presence = await presence(of: request)
         try request.record.checkNotEnded()
@@ -193,7 +193,7 @@ extension LocalAuthService {
 
     /// SubscribeEnvironment: this connection hears EnvironmentChanged for its
     /// own uid until it unsubscribes or leaves the bus. Returns the state now.
-    func subscribeEnvironment(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func subscribeEnvironment(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let app = callers.identity(request.caller).stateKey
         let presence = await presence(of: request)
         try request.record.checkNotEnded()
@@ -213,7 +213,7 @@ extension LocalAuthService {
         return [.dictionary(state)]
     }
 
-    func unsubscribeEnvironment(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func unsubscribeEnvironment(_ request: Request) throws(ServiceError) -> [DBusValue] {
         environmentSubscribers[request.sender] = nil
         return []
     }

@@ -72,17 +72,17 @@ enum EnvironmentRules {
     }
 
     /// Why biometrics are not offered to such a caller; nil: they may be.
-    static func refusal(_ presence: Presence) -> DBusError? {
+    static func refusal(_ presence: Presence) -> ServiceError? {
         switch presence {
         case .local, .unknown: return nil
         case .remote:
-            return ServiceErrors.named(LocalAuthServiceError.notAtTheReader,
+            return ServiceError(.notAtTheReader,
                                        "the caller's session is remote: nobody there can touch the fingerprint reader")
         case .noSeat:
-            return ServiceErrors.named(LocalAuthServiceError.notAtTheReader,
+            return ServiceError(.notAtTheReader,
                                        "the caller has no session on a seat: nobody there can touch the fingerprint reader")
         case .inactive:
-            return ServiceErrors.named(LocalAuthServiceError.notAtTheReader,
+            return ServiceError(.notAtTheReader,
                                        "the caller's session is not the active one on its seat: someone else is at the reader")
         }
     }
@@ -151,7 +151,7 @@ enum EnvironmentRules {
     /// A damaged or unreadable record fails closed; a record from the future
     /// (the clock went back) counts only from now on.
     static func passwordNeeded(_ requirement: PasswordRequirement, stored: Stored, bootID: String?,
-                               now: Int64) -> DBusError? {
+                               now: Int64) -> ServiceError? {
         guard requirement.isActive else { return nil }
         let record: PasswordRecord
         switch stored {
@@ -168,7 +168,7 @@ enum EnvironmentRules {
     /// Apple's answer when biometry needs the passcode first is
     /// biometryLockout ("passcode is required to unlock biometry"); policy 2's
     /// password lifts it, as it lifts a lockout.
-    static func passwordNeededError(_ requirement: PasswordRequirement) -> DBusError {
+    static func passwordNeededError(_ requirement: PasswordRequirement) -> ServiceError {
         let why = requirement.sinceBoot && requirement.within == nil
             ? "since the computer started"
             : "within the last \(formatted(requirement.within ?? 0))\(requirement.sinceBoot ? " and since the computer started" : "")"

@@ -18,7 +18,7 @@ final class Evaluation {
         case systemSleeping     // logind's PrepareForSleep: SystemCancel
         case lidClosed          // the lid closed over the built-in reader: SystemCancel
 
-        var error: DBusError {
+        var error: ServiceError {
             switch self {
             case .appCancelled: ServiceErrors.la(.appCancel, "the app cancelled the evaluation")
             case .userCancelled: ServiceErrors.la(.userCancel, "the user cancelled the evaluation")
@@ -97,32 +97,4 @@ final class Evaluation {
 
     /// Why the fingerprint part ended early, if it did.
     var biometricInterruption: Interruption? { interruption ?? biometricStop }
-}
-
-/// The contract's errors as `DBusError`s.
-enum ServiceErrors {
-    static func la(_ code: LocalAuthErrorCode, _ message: String) -> DBusError {
-        DBusError(DBusError.Name(rawValue: code.dbusName), message)
-    }
-    static func named(_ name: String, _ message: String) -> DBusError {
-        DBusError(DBusError.Name(rawValue: name), message)
-    }
-    static func invalidArgs(_ message: String) -> DBusError { DBusError(.invalidArgs, message) }
-    static func limit(_ message: String) -> DBusError { named(LocalAuthServiceError.limitExceeded, message) }
-
-    /// A caller's argument as it may appear in an error message: at most
-    /// `echoedArgumentBytes`, so a 1 MiB argument never becomes a 1 MiB reply.
-    static func echo(_ argument: String) -> String {
-        guard argument.utf8.count > ServiceLimits.echoedArgumentBytes else { return argument }
-        var kept = ""
-        for character in argument {
-            guard kept.utf8.count + String(character).utf8.count <= ServiceLimits.echoedArgumentBytes else { break }
-            kept.append(character)
-        }
-        return kept + "… (\(argument.utf8.count) bytes)"
-    }
-    static func permissionDenied(_ message: String) -> DBusError {
-        named(LocalAuthServiceError.permissionDenied, message)
-    }
-    static let noReader = la(.biometryNotAvailable, "no fingerprint reader is available")
 }

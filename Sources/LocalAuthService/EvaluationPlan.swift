@@ -8,7 +8,7 @@ enum EvaluationPlan: Equatable {
     /// A recent fingerprint match stands in for a new scan: true at once.
     case reuse
     /// The call fails at once with this error.
-    case fail(DBusError)
+    case fail(ServiceError)
     /// Wait for the person: the fingerprint (if usable), the password (policy 2).
     case run(fingerprint: Bool, password: Bool)
 
@@ -24,7 +24,7 @@ enum EvaluationPlan: Equatable {
     ///   - enrolledSet: the user's usable prints now (`LocalAuthService.enrolledSet`).
     ///   - hasPassword: whether the account has a password; it matters only
     ///     when the fingerprint cannot be used (the caller may skip the lookup).
-    static func decide(policy: PolicyValue, biometrics: DBusError?, enrolledSet: [[UInt8]], hasPassword: Bool,
+    static func decide(policy: PolicyValue, biometrics: ServiceError?, enrolledSet: [[UInt8]], hasPassword: Bool,
                        interactionNotAllowed: Bool, reuseDuration: Double, lastMatch: LastMatch?,
                        now: ContinuousClock.Instant) -> EvaluationPlan {
         // Both policies accept a fingerprint, so a recent fingerprint match

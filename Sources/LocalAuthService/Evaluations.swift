@@ -8,7 +8,7 @@ import LocalAuthShared
 extension LocalAuthService {
     // MARK: Preflight
 
-    static func policy(_ value: DBusValue?) throws(DBusError) -> PolicyValue {
+    static func policy(_ value: DBusValue?) throws(ServiceError) -> PolicyValue {
         guard let raw = value?.uint32, let policy = PolicyValue(rawValue: raw) else {
             throw ServiceErrors.invalidArgs("unknown policy \(value?.uint32.map(String.init) ?? "?"); "
                 + "1 is deviceOwnerAuthenticationWithBiometrics, 2 deviceOwnerAuthentication")
@@ -17,7 +17,7 @@ extension LocalAuthService {
     }
 
     /// The user's prints on the current reader, or why biometrics cannot be used.
-    func usablePrints(for uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
+    func usablePrints(for uid: UInt32) throws(ServiceError) -> [PrintStore.StoredPrint] {
         guard let identity = reader(for: uid) else { throw noReaderError }
         if lockout.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
@@ -33,7 +33,7 @@ extension LocalAuthService {
     /// Why biometrics cannot be used by this caller now, or nil: a remote or
     /// seatless session first (EnvironmentRules.refusal), then the reader,
     /// lockout and prints (`usablePrints`).
-    func biometricsRefusal(_ request: Request) async -> DBusError? {
+    func biometricsRefusal(_ request: Request) async -> ServiceError? {
         let presence = await presence(of: request)
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
@@ -44,7 +44,7 @@ extension LocalAuthService {
         }
     }
 
-    func canEvaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func canEvaluatePolicy(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let policy = try Self.policy(request.arguments[0])
         let refusal = await biometricsRefusal(request)
         try request.record.checkNotEnded()
@@ -71,7 +71,7 @@ extension LocalAuthService {
         var cancelTitle: String?
     }
 
-    static func evaluationOptions(_ value: DBusValue) throws(DBusError) -> EvaluationOptions {
+    static func evaluationOptions(_ value: DBusValue) throws(ServiceError) -> EvaluationOptions {
         guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
         var options = EvaluationOptions()
         for (key, value) in entries {
@@ -108,7 +108,7 @@ extension LocalAuthService {
         return options
     }
 
-    func evaluatePolicy(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func evaluatePolicy(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let arguments = request.arguments
         let policy = try Self.policy(arguments[0])
         guard let reason = arguments[1].string, !reason.trimmed.isEmpty else {
@@ -126,14 +126,14 @@ extension LocalAuthService {
     /// AuthorizeRight with its right's policy: Rights.swift): returns once the
     /// person is verified, or throws why not.
     func evaluate(_ request: Request, policy: PolicyValue, reason: String,
-                  options: EvaluationOptions) async throws(DBusError) {
+                  options: EvaluationOptions) async throws(ServiceError) {
         let uid = request.uid
         let presence = await presence(of: request)
         try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
-        let biometrics: DBusError?
+        let biometrics: ServiceError?
         var enrolledSet: [[UInt8]] = []
-        do throws(DBusError) {
+        do throws(ServiceError) {
             if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
             enrolledSet = Self.enrolledSet(try usablePrints(for: uid))
             try refuseWhileCooling(uid)
@@ -164,7 +164,7 @@ extension LocalAuthService {
         // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
         await promptEvaluationStarted(evaluation, record: request.record, policy: policy)
         let way: Way
-        do throws(DBusError) {
+        do throws(ServiceError) {
             switch policy {
             case .deviceOwnerAuthenticationWithBiometrics:
                 way = try await fingerprint(evaluation)
@@ -189,7 +189,7 @@ extension LocalAuthService {
     }
 
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
-    func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Way {
+    func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
         evaluation.ticket.reader = reader(for: evaluation.uid)
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { evaluation.stopBiometrics(.queueTimedOut) }
         let acquired = await queue.acquire(evaluation.ticket)
@@ -222,7 +222,7 @@ extension LocalAuthService {
     }
 
     /// Holds the reader: scans until a match, too many failures, or an interruption.
-    func scan(_ evaluation: Evaluation, on device: Readers.Reader) async throws(DBusError) -> Bool {
+    func scan(_ evaluation: Evaluation, on device: Readers.Reader) async throws(ServiceError) -> Bool {
         if let interruption = evaluation.biometricInterruption { throw interruption.error }
         var failures = 0
         var scans = 0
@@ -267,7 +267,7 @@ extension LocalAuthService {
                 do {
                     lockedOut = try lockout.recordFailure(evaluation.uid)
                 } catch {
-                    throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
+                    throw ServiceError(.storageFailed,
                                               "the failed attempt could not be recorded; try again later")
                 }
                 let reader = gallery.first.map { "\(PrintCodec.driver(of: $0))/\(PrintCodec.deviceID(of: $0))" } ?? "?"
@@ -308,7 +308,7 @@ extension LocalAuthService {
         return failures >= attemptsPerEvaluation ? .failed : .scanAgain
     }
 
-    func scanError(_ error: GLibError, _ evaluation: Evaluation, _ device: Readers.Reader) -> DBusError {
+    func scanError(_ error: GLibError, _ evaluation: Evaluation, _ device: Readers.Reader) -> ServiceError {
         if let interruption = evaluation.biometricInterruption { return interruption.error }
         if let unusable = readerUnusable(error, device) { return unusable }
         Log.warning("scan failed: \(error)")
@@ -326,22 +326,22 @@ extension LocalAuthService {
     /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for
     /// a finger keep timing out on a warm reader waits before the next one.
     /// The password of policy 2 is never held back.
-    func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
+    func refuseWhileCooling(_ uid: UInt32) throws(ServiceError) {
         let warm = reader(for: uid).map(readers.isWarm) ?? false
         let remaining = fairness.remaining(uid, at: .now, readerWarm: warm)
         guard remaining > 0 else { return }
-        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
+        throw ServiceError(.readerCoolingDown,
                                   "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
     }
 
-    func cancel(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func cancel(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard let id = request.arguments[0].string else { throw ServiceErrors.invalidArgs("request id must be a string") }
         registry.end(requestID: id, of: request.sender, .appCancelled)
         return []
     }
 
     /// EndEvaluation: the app ends an evaluation as the person's cancel or fallback.
-    func endEvaluation(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func endEvaluation(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard let id = request.arguments[0].string, let reason = request.arguments[1].string else {
             throw ServiceErrors.invalidArgs("EndEvaluation takes (ss)")
         }
@@ -359,7 +359,7 @@ extension LocalAuthService {
     }
 
     /// ResetLockout: an administrator lifts a user's biometry lockout.
-    func resetLockout(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func resetLockout(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard let name = request.arguments[0].string else { throw ServiceErrors.invalidArgs("ResetLockout takes (s)") }
         let uid: UInt32
         if name.isEmpty {
@@ -373,7 +373,7 @@ extension LocalAuthService {
         do {
             try lockout.reset(uid)
         } catch {
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "could not save the lockout count")
+            throw ServiceError(.storageFailed, "could not save the lockout count")
         }
         Log.info("biometry lockout of uid \(uid) reset by uid \(request.uid)")
         return []

@@ -10,7 +10,7 @@ extension LocalAuthService {
     /// agent) are offered at the same time; the first to succeed wins, so nobody
     /// waits for a fingerprint timeout to type a password. The evaluation fails
     /// only when both ways have failed.
-    func fingerprintOrPassword(_ evaluation: Evaluation, biometrics: Bool) async throws(DBusError) -> Way {
+    func fingerprintOrPassword(_ evaluation: Evaluation, biometrics: Bool) async throws(ServiceError) -> Way {
         let outcome = await firstSuccess(evaluation, biometrics: biometrics)
         switch outcome {
         case .success(.password):
@@ -27,7 +27,7 @@ extension LocalAuthService {
     }
 
     /// Runs the ways of policy 2 at once; the first success, or the failures.
-    func firstSuccess(_ evaluation: Evaluation, biometrics: Bool) async -> Result<Way, DBusError> {
+    func firstSuccess(_ evaluation: Evaluation, biometrics: Bool) async -> Result<Way, ServiceError> {
         // A task group: both ways run as children on the service's actor (the
         // loop); the first success cancels the other way's C operation (its
         // GCancellable), and the group returns once both have ended.
@@ -42,7 +42,7 @@ extension LocalAuthService {
                 let failure = await self.password(evaluation)
                 return WayOutcome(way: .password, failure: failure)
             }
-            var failures: [Way: DBusError] = [:]
+            var failures: [Way: ServiceError] = [:]
             while let outcome = await group.next() {
                 ServiceActor.assertOnLoop()
                 guard let failure = outcome.failure else {
@@ -60,8 +60,8 @@ extension LocalAuthService {
     }
 
     /// Policy 2's fingerprint way; nil on success.
-    func fingerprintFailure(_ evaluation: Evaluation) async -> DBusError? {
-        do throws(DBusError) {
+    func fingerprintFailure(_ evaluation: Evaluation) async -> ServiceError? {
+        do throws(ServiceError) {
             _ = try await fingerprint(evaluation)
             return nil
         } catch {
@@ -70,7 +70,7 @@ extension LocalAuthService {
     }
 
     /// Policy 2's password, asked by the caller's polkit agent; nil on success.
-    func password(_ evaluation: Evaluation) async -> DBusError? {
+    func password(_ evaluation: Evaluation) async -> ServiceError? {
         guard Accounts.hasPassword(uid: evaluation.uid) else {
             return ServiceErrors.la(.passcodeNotSet, "the account has no password")
         }
@@ -102,5 +102,5 @@ enum Way: Sendable { case fingerprint, password }
 /// How one way of policy 2 ended: nil failure is success.
 struct WayOutcome: Sendable {
     let way: Way
-    let failure: DBusError?
+    let failure: ServiceError?
 }

@@ -86,16 +86,16 @@ extension LocalAuthService {
     }
 
     /// The evaluation ended (`error` nil: success): the sheet closes.
-    func promptEvaluationEnded(_ evaluation: Evaluation, error: DBusError?) {
+    func promptEvaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
         guard let sheet = promptAgents.sheetOfEvaluation.removeValue(forKey: ObjectIdentifier(evaluation)) else { return }
         promptAgents.sheets[sheet.id] = nil
         guard let agent = sheet.agent.flatMap({ promptAgents.agents[$0] }) else { return }
         let outcome: LocalAuthPrompt.Outcome
-        switch error.flatMap({ LocalAuthErrorCode(dbusName: $0.name.rawValue) }) {
-        case nil where error == nil: outcome = .success
-        case .authenticationFailed?: outcome = .failed
-        case .biometryLockout?: outcome = .lockedOut
-        default: outcome = error?.name.rawValue == LocalAuthServiceError.storageFailed ? .failed : .cancelled
+        switch error?.kind {
+        case nil: outcome = .success
+        case .la(.authenticationFailed)?, .storageFailed?: outcome = .failed
+        case .la(.biometryLockout)?: outcome = .lockedOut
+        default: outcome = .cancelled
         }
         sendToAgent(agent, LocalAuthPrompt.AgentMethod.closePrompt, [.string(sheet.id), .string(outcome.rawValue)])
     }
@@ -112,7 +112,7 @@ extension LocalAuthService {
 
     /// RegisterPromptAgent(o): the caller shows sheets for its own uid and
     /// logind session. Registering again from the same connection is not an error.
-    func registerPromptAgent(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func registerPromptAgent(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         guard case .objectPath(let path) = request.arguments[0] else {
             throw ServiceErrors.invalidArgs("RegisterPromptAgent takes (o)")
         }
@@ -136,7 +136,7 @@ extension LocalAuthService {
         }
         if let other = promptAgents.agents.values.first(where: { $0.sender != request.sender && $0.uid == request.uid
                                                                    && $0.session == session }) {
-            throw ServiceErrors.named(LocalAuthPrompt.agentExistsError,
+            throw ServiceError(.promptAgentExists,
                                       "a prompt agent (\(other.sender)) is already registered for this session")
         }
         let agent = Agent(sender: request.sender, path: path, uid: request.uid, session: session)
@@ -153,7 +153,7 @@ extension LocalAuthService {
     typealias Agent = PromptAgents.Agent
 
     /// UnregisterPromptAgent(o): the caller's own registration only.
-    func unregisterPromptAgent(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func unregisterPromptAgent(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard case .objectPath(let path) = request.arguments[0] else {
             throw ServiceErrors.invalidArgs("UnregisterPromptAgent takes (o)")
         }
@@ -165,7 +165,7 @@ extension LocalAuthService {
     /// only from the agent that shows that sheet (same uid and session as
     /// the caller, checked when it was shown). Anything else is
     /// PermissionDenied, without saying whether the id exists.
-    func promptAnswer(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func promptAnswer(_ request: Request) throws(ServiceError) -> [DBusValue] {
         guard let id = request.arguments[0].string, let text = request.arguments[1].string else {
             throw ServiceErrors.invalidArgs("PromptAnswer takes (ss)")
         }

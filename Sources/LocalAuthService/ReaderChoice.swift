@@ -54,7 +54,7 @@ extension LocalAuthService {
     /// Made only of what is on disk, so it is the same across restarts.
     /// Per app, as Apple's: keyed with the caller's identity (its proven
     /// sandbox's app id, else its executable; `CallerIdentity.stateKey`).
-    func domainState(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func domainState(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let app = callers.identity(request.caller).stateKey
         guard let reader = reader(for: request.uid) else { throw noReaderError }
         return [.bytes(EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: request.uid, reader: reader),

@@ -16,42 +16,42 @@ import LocalAuthShared
 extension LocalAuthService {
     // MARK: Arguments
 
-    static func rightsOptions(_ value: DBusValue) throws(DBusError) -> [String: DBusValue] {
+    static func rightsOptions(_ value: DBusValue) throws(ServiceError) -> [String: DBusValue] {
         guard let options = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
         return options
     }
 
-    static func text(_ value: DBusValue, _ what: String) throws(DBusError) -> String {
+    static func text(_ value: DBusValue, _ what: String) throws(ServiceError) -> String {
         guard let text = value.string else { throw ServiceErrors.invalidArgs("\(what) must be a string") }
         return text
     }
 
     /// A RightsError as the contract's error: limits by name, damage as StorageFailed (logged).
-    static func rightsError(_ error: RightsError) -> DBusError {
+    static func rightsError(_ error: RightsError) -> ServiceError {
         switch error.code {
-        case .notFound: return ServiceErrors.named(LocalAuthRightsError.rightNotFound, "no right has that identifier")
+        case .notFound: return ServiceError(.rightNotFound, "no right has that identifier")
         case .identifierTooLong, .appIDTooLong, .secretTooLarge, .tooManyRights, .tooManyApps, .tooMuchData:
             return ServiceErrors.limit(error.message)
         case .invalidName: return ServiceErrors.invalidArgs(error.message)
         default:
             Log.error("rights: \(error)")
-            return ServiceErrors.named(LocalAuthServiceError.storageFailed, "the right could not be used (\(error.code))")
+            return ServiceError(.storageFailed, "the right could not be used (\(error.code))")
         }
     }
 
-    static func cryptoError(_ error: CryptoError) -> DBusError {
+    static func cryptoError(_ error: CryptoError) -> ServiceError {
         switch error.code {
         case .invalidKey, .invalidInput, .unsupportedAlgorithm, .authenticationFailure:
             return ServiceErrors.invalidArgs(error.message)
         default:
-            return DBusError(.failed, "the key operation failed: \(error.code)")
+            return ServiceError(.failed, "the key operation failed: \(error.code)")
         }
     }
 
     /// The app a rights call is for (Callers/AppIdentity.swift): the caller's
     /// proven sandbox, else the `app-id` option, once the caller's uid is
     /// known to own its rights (Rights/RightsAccount.swift).
-    func rightsApp(_ request: Request, _ options: [String: DBusValue]) async throws(DBusError) -> String {
+    func rightsApp(_ request: Request, _ options: [String: DBusValue]) async throws(ServiceError) -> String {
         _ = try await rights.openStorage()
         ServiceActor.assertOnLoop()
         try request.record.checkNotEnded()
@@ -64,7 +64,7 @@ extension LocalAuthService {
         return try AppIdentity.appID(callers.identity(request.caller).app, declared: declared)
     }
 
-    func rightOwner(_ request: Request, identifier: String, options: [String: DBusValue]) async throws(DBusError) -> RightOwner {
+    func rightOwner(_ request: Request, identifier: String, options: [String: DBusValue]) async throws(ServiceError) -> RightOwner {
         let app = try await rightsApp(request, options)
         do throws(RightsError) {
             return try RightOwner(uid: request.uid, appID: app, identifier: identifier)
@@ -73,7 +73,7 @@ extension LocalAuthService {
         }
     }
 
-    func loadRight(_ owner: RightOwner) throws(DBusError) -> RightRecord {
+    func loadRight(_ owner: RightOwner) throws(ServiceError) -> RightRecord {
         if let record = rights.cached(owner) { return record }
         let storage = try rights.storage()
         do throws(RightsError) {
@@ -86,7 +86,7 @@ extension LocalAuthService {
     }
 
     /// The digest of the user's enrolled set now: the domain state.
-    func currentSetDigest(_ uid: UInt32) throws(DBusError) -> [UInt8] {
+    func currentSetDigest(_ uid: UInt32) throws(ServiceError) -> [UInt8] {
         guard let reader = reader(for: uid) else { throw ServiceErrors.noReader }
         guard !prints.prints(of: uid, for: reader).isEmpty else {
             throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
@@ -96,13 +96,13 @@ extension LocalAuthService {
 
     /// The policy that authorizes a right; a `.biometryCurrentSet` right
     /// whose enrolled set changed is dead (RightInvalidated).
-    func rightPolicy(_ requirement: RightRequirement, uid: UInt32) throws(DBusError) -> PolicyValue {
+    func rightPolicy(_ requirement: RightRequirement, uid: UInt32) throws(ServiceError) -> PolicyValue {
         switch requirement {
         case .default, .biometryOrPassword: return .deviceOwnerAuthentication
         case .biometry: return .deviceOwnerAuthenticationWithBiometrics
         case .biometryCurrentSet(let digest):
             guard try currentSetDigest(uid) == digest else {
-                throw ServiceErrors.named(LocalAuthRightsError.rightInvalidated,
+                throw ServiceError(.rightInvalidated,
                                           "the enrolled fingerprints changed since this right was saved; it cannot be used again")
             }
             return .deviceOwnerAuthenticationWithBiometrics
@@ -121,7 +121,7 @@ extension LocalAuthService {
     // MARK: The store
 
     /// SaveRight(identifier, requirement, options{app-id, secret}) → public key.
-    func saveRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func saveRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let arguments = request.arguments
         let identifier = try Self.text(arguments[0], "the identifier")
         let name = try Self.text(arguments[1], "the requirement")
@@ -162,7 +162,7 @@ extension LocalAuthService {
 
     /// A new right's keys: with a TPM, made in it, through the TPM lane.
     func makeRight(owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
-                   storage: RightStorage) async throws(DBusError) -> RightRecord {
+                   storage: RightStorage) async throws(ServiceError) -> RightRecord {
         let protector = storage.protector, created = Int64(time(nil))
         let make = { @Sendable () throws(RightsError) -> RightRecord in
             try RightRecord.create(owner: owner, requirement: requirement, secret: secret, created: created, protector: protector)
@@ -174,7 +174,7 @@ extension LocalAuthService {
     }
 
     /// RemoveRight(identifier, options).
-    func removeRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func removeRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let identifier = try Self.text(request.arguments[0], "the identifier")
         let owner = try await rightOwner(request, identifier: identifier, options: try Self.rightsOptions(request.arguments[1]))
         let storage = try rights.storage()
@@ -190,7 +190,7 @@ extension LocalAuthService {
     }
 
     /// RemoveAllRights(options) → how many.
-    func removeAllRights(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func removeAllRights(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let app = try await rightsApp(request, try Self.rightsOptions(request.arguments[0]))
         let storage = try rights.storage()
         let removed: Int
@@ -206,7 +206,7 @@ extension LocalAuthService {
     }
 
     /// ListRights(options) → one a{sv} per right of the caller's app.
-    func listRights(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func listRights(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let app = try await rightsApp(request, try Self.rightsOptions(request.arguments[0]))
         let storage = try rights.storage()
         let listing: RightListing
@@ -228,7 +228,7 @@ extension LocalAuthService {
     }
 
     /// GetPublicKey(identifier, options) → 04 ‖ X ‖ Y.
-    func getPublicKey(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func getPublicKey(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let identifier = try Self.text(request.arguments[0], "the identifier")
         let owner = try await rightOwner(request, identifier: identifier, options: try Self.rightsOptions(request.arguments[1]))
         return [.bytes(try loadRight(owner).publicKey.x963Representation)]
@@ -238,7 +238,7 @@ extension LocalAuthService {
 
     /// CanAuthorizeRight(identifier, options): the right exists, is not dead,
     /// and its requirement can be evaluated now.
-    func canAuthorizeRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func canAuthorizeRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let identifier = try Self.text(request.arguments[0], "the identifier")
         let owner = try await rightOwner(request, identifier: identifier, options: try Self.rightsOptions(request.arguments[1]))
         let policy = try rightPolicy(loadRight(owner).requirement, uid: request.uid)
@@ -255,7 +255,7 @@ extension LocalAuthService {
 
     /// AuthorizeRight(identifier, localized_reason, options) → handle: a real
     /// evaluation with the right's requirement.
-    func authorizeRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func authorizeRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let arguments = request.arguments
         let identifier = try Self.text(arguments[0], "the identifier")
         let reason = try Self.text(arguments[1], "the localized reason")
@@ -275,7 +275,7 @@ extension LocalAuthService {
         // Re-read after the await: the right may be gone or replaced, the enrolled set changed.
         let after = try loadRight(owner)
         guard after.publicKey == before.publicKey else {
-            throw ServiceErrors.named(LocalAuthRightsError.rightNotFound, "the right was replaced during the authorization")
+            throw ServiceError(.rightNotFound, "the right was replaced during the authorization")
         }
         _ = try rightPolicy(after.requirement, uid: request.uid)
         let handle = try rights.authorize(RightAuthorization(
@@ -286,7 +286,7 @@ extension LocalAuthService {
     }
 
     /// Deauthorize(handle): the caller's own handle ends; anything else is ignored.
-    func deauthorize(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func deauthorize(_ request: Request) throws(ServiceError) -> [DBusValue] {
         let handle = try Self.text(request.arguments[0], "the handle")
         if let authorization = rights.authorizations[handle], authorization.sender == request.sender {
             rights.drop(handle)
@@ -295,30 +295,30 @@ extension LocalAuthService {
     }
 
     /// The right behind a handle of this caller, if it is still authorized.
-    func authorizedRight(_ request: Request) throws(DBusError) -> RightRecord {
+    func authorizedRight(_ request: Request) throws(ServiceError) -> RightRecord {
         let handle = try Self.text(request.arguments[0], "the handle")
-        let notAuthorized = ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the right is not authorized")
+        let notAuthorized = ServiceError(.notAuthorized, "the right is not authorized")
         guard let authorization = rights.authorizations[handle], authorization.sender == request.sender,
               authorization.uid == request.uid else { throw notAuthorized }
         try checkRightsAccount(request.uid)
         guard authorization.expires > .now else {
             rights.drop(handle)
-            throw ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the authorization expired; authorize the right again")
+            throw ServiceError(.notAuthorized, "the authorization expired; authorize the right again")
         }
         let record: RightRecord
-        do throws(DBusError) {
+        do throws(ServiceError) {
             record = try loadRight(authorization.owner)
-        } catch where error.name.rawValue == LocalAuthRightsError.rightNotFound {
+        } catch where error.kind == .rightNotFound {
             rights.drop(handle)
-            throw ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the right was removed")
+            throw ServiceError(.notAuthorized, "the right was removed")
         }
         guard record.publicKey == authorization.publicKey else {
             rights.drop(handle)
-            throw ServiceErrors.named(LocalAuthRightsError.notAuthorized, "the right was replaced")
+            throw ServiceError(.notAuthorized, "the right was replaced")
         }
-        do throws(DBusError) {
+        do throws(ServiceError) {
             _ = try rightPolicy(record.requirement, uid: request.uid)
-        } catch where error.name.rawValue == LocalAuthRightsError.rightInvalidated {
+        } catch where error.kind == .rightInvalidated {
             rights.drop(handle)
             throw error
         }

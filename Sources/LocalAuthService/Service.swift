@@ -20,7 +20,7 @@ import LocalAuthShared
 /// Readers.swift (libfprint), Authorizer.swift (polkit). docs/DESIGN.md
 /// follows a call through them.
 @ServiceActor
-public final class LocalAuthService {
+public final class LocalAuthService: CallRouterHost {
     let configuration: Configuration
     let bus: BusConnection
     let readers = Readers()
@@ -51,8 +51,11 @@ public final class LocalAuthService {
     /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
     var fprintd: FprintdServer?
 
-    /// Every call in flight, from arrival to answer (Requests.swift).
+    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
     let registry = CallRegistry()
+    /// The wire: bounds, typed arguments, polkit, the method table (Bus/).
+    private(set) lazy var router = CallRouter(host: self, registry: registry, callers: callers, authorizer: authorizer,
+                                              methods: Self.methods, interfaceXML: Self.interfaceXML)
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
@@ -65,7 +68,7 @@ public final class LocalAuthService {
     /// task has ended.
     private let work = WorkQueue<Work>()
     enum Work: Sendable {
-        case call(IncomingCall, MethodSpec, CallRecord)
+        case call(RoutedCall)
         case reader(Readers.Work)
         /// The sleep cycle's actions, run in order (SleepCoordinator).
         case sleepCycle(@Sendable @ServiceActor () async -> Void)
@@ -121,7 +124,7 @@ public final class LocalAuthService {
         service.readers.start()
         service.prepareStoreAndReaders()
         bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
-            ServiceActor.assumeIsolated { service.receive(call) }
+            ServiceActor.assumeIsolated { service.router.receive(call) }
         }
         // A caller that leaves the bus cancels what it started. Only the bus
         // driver can say so: the subscription checks the sender of every
@@ -165,8 +168,8 @@ public final class LocalAuthService {
         await withDiscardingTaskGroup { group in
             while let item = await work.next() {
                 switch item {
-                case .call(let call, let spec, let record):
-                    group.addImmediateTask { @ServiceActor in await self.serve(call, spec, record) }
+                case .call(let routed):
+                    group.addImmediateTask { @ServiceActor in await self.router.serve(routed, on: self) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
                 case .sleepCycle(let actions):
@@ -244,110 +247,6 @@ public final class LocalAuthService {
         }
     }
 
-    // MARK: Receiving calls
-
-    func receive(_ call: IncomingCall) {
-        lastActivity = .now
-        // Bounds first, before anything is decoded or kept (docs/SECURITY.md).
-        // A refused call is dropped here, and with it any fds it carried.
-        if call.message.carriesFileDescriptors {
-            call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors"))
-            return
-        }
-        // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
-        let bodyLimit = call.member == LocalAuthRightsBus.Method.saveRight
-            ? RightsServiceLimits.saveRightBodyBytes : ServiceLimits.maximumBodyBytes
-        if call.message.approximateBodySize > bodyLimit {
-            call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes"))
-            return
-        }
-        switch call.interface {
-        case LocalAuthBus.interface?, nil:
-            guard let spec = Self.methods[call.member] else {
-                call.fail(DBusError(.unknownMethod, "\(LocalAuthBus.interface) has no method \(call.member)"))
-                return
-            }
-            guard call.signature == spec.signature else {
-                call.fail(DBusError(.invalidArgs,
-                    "\(call.member) takes (\(spec.signature)), not (\(call.signature))"))
-                return
-            }
-            guard !stopping else {
-                call.fail(ServiceErrors.la(.systemCancel, "the authentication service is stopping"))
-                return
-            }
-            // Registered now, before anything awaits: from here on a vanish,
-            // Cancel or SIGTERM ends it wherever it waits.
-            let arguments = call.arguments
-            let record = CallRecord(sender: call.sender,
-                                    requestID: Self.requestID(of: call.member, arguments),
-                                    arguments: arguments, call: call)
-            do throws(DBusError) {
-                try registry.register(record)
-            } catch {
-                call.fail(error)
-                return
-            }
-            // Served by a task of the service's task group (`serveUntilStopped`).
-            work.yield(.call(call, spec, record))
-        case "org.freedesktop.DBus.Introspectable":
-            if call.member == "Introspect", call.signature.isEmpty {
-                call.reply([.string(Self.interfaceXML)])
-            } else {
-                call.fail(DBusError(.unknownMethod, "Introspectable has no method \(call.member)(\(call.signature))"))
-            }
-        case "org.freedesktop.DBus.Properties":
-            properties(call)
-        default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "")"))
-        }
-    }
-
-    func serve(_ call: IncomingCall, _ spec: MethodSpec, _ record: CallRecord) async {
-        defer {
-            registry.remove(record)
-            lastActivity = .now
-            // Enrolled, deleted, locked out, the password given: subscribers hear it.
-            environmentMayHaveChanged()
-        }
-        do throws(DBusError) {
-            let caller = try await callers.record(for: record.sender)
-            ServiceActor.assertOnLoop()
-            try record.checkNotEnded()
-            try registry.admit(record, uid: caller.uid)
-            // polkit first (the action may depend on a `user` option): Enrollment.swift.
-            let request = try await authorize(call, spec, caller: caller, record: record)
-            ServiceActor.assertOnLoop()
-            try record.checkNotEnded()
-            let answer = try await spec.handler(self, request)
-            guard !record.abandoned else { return }
-            call.reply(answer)
-        } catch {
-            // A call a stuck shutdown answered already is not answered twice.
-            guard !record.abandoned else { return }
-            call.fail(record.interruption?.error ?? error)
-        }
-    }
-
-    /// EvaluatePolicy's request id, read leniently at arrival (the options
-    /// are validated in full later): it names the call for an early Cancel.
-    static func requestID(of member: String, _ arguments: [DBusValue]) -> String? {
-        switch member {
-        case LocalAuthBus.Method.evaluatePolicy: requestID(in: arguments[2])
-        case LocalAuthBus.Method.verifyUser: requestID(in: arguments[1])
-        case LocalAuthRightsBus.Method.authorizeRight: requestID(in: arguments[2])
-        default: nil
-        }
-    }
-
-    static func requestID(in options: DBusValue) -> String? {
-        guard case .array(_, let entries) = options else { return nil }
-        for case .dictEntry(.string(LocalAuthBus.Option.requestID), .variant(.string(let id))) in entries {
-            return id
-        }
-        return nil
-    }
-
     func nameOwnerChanged(_ message: Message) {
         // The subscription already checked this; a forged "caller left" would
         // cancel someone else's evaluation, so it is checked again here.
@@ -362,30 +261,18 @@ public final class LocalAuthService {
         fprintd?.senderVanished(name)
     }
 
-    // MARK: Properties
+    // MARK: The router's host
 
-    private var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
+    var isStopping: Bool { stopping }
 
-    func properties(_ call: IncomingCall) {
-        let arguments = call.arguments
-        switch (call.member, call.signature) {
-        case ("Get", "ss"):
-            guard arguments[0].string == LocalAuthBus.interface else {
-                return call.fail(DBusError(.unknownInterface, "no interface \(arguments[0].string ?? "")"))
-            }
-            guard arguments[1].string == LocalAuthBus.Property.biometryType else {
-                return call.fail(DBusError(.unknownProperty, "no property \(arguments[1].string ?? "")"))
-            }
-            call.reply([.variant(.uint32(biometryType.rawValue))])
-        case ("GetAll", "s"):
-            guard arguments[0].string == LocalAuthBus.interface || arguments[0].string == "" else {
-                return call.reply([.dictionary([:])])
-            }
-            call.reply([.dictionary([LocalAuthBus.Property.biometryType: .uint32(biometryType.rawValue)])])
-        case ("Set", "ssv"):
-            call.fail(DBusError(.propertyReadOnly, "\(arguments[1].string ?? "") is read-only"))
-        default:
-            call.fail(DBusError(.unknownMethod, "Properties has no method \(call.member)(\(call.signature))"))
-        }
+    var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
+
+    func noteActivity() { lastActivity = .now }
+
+    func schedule(_ call: RoutedCall) { work.yield(.call(call)) }
+
+    func callEnded() {
+        // Enrolled, deleted, locked out, the password given: subscribers hear it.
+        environmentMayHaveChanged()
     }
 }

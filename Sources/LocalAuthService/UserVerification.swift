@@ -8,7 +8,7 @@ import LocalAuthShared
 // loop, lockout, remote-session, lid, sleep and password-after-boot rules.
 extension LocalAuthService {
     /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root caller.
-    func verifyUser(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func verifyUser(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         // polkit always authorizes root (before any rule runs), so the
         // action cannot turn VerifyUser off; `--no-verify-user` can. Only
         // root may ask at all: a user who could name another user would
@@ -45,7 +45,7 @@ extension LocalAuthService {
     }
 
     /// The `user` argument: an existing account's name.
-    static func verifiedUser(_ value: DBusValue) throws(DBusError) -> (name: String, uid: UInt32) {
+    static func verifiedUser(_ value: DBusValue) throws(ServiceError) -> (name: String, uid: UInt32) {
         guard let name = value.string, !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else {
             throw ServiceErrors.invalidArgs("user must be an account name of 1 to \(LocalAuthBus.maximumTextLength) bytes")
         }

@@ -11,8 +11,8 @@ final class EnvironmentRulesTests: XCTestCase {
     private let inside = Readers.Identity(driver: "goodixmoc", deviceID: "0")
     private let outside = Readers.Identity(driver: "synaptics", deviceID: "1")
 
-    private func suffix(_ error: DBusError?) -> String? {
-        error.map { String($0.name.rawValue.split(separator: ".").last ?? "") }
+    private func suffix(_ error: ServiceError?) -> String? {
+        error.map { String($0.kind.contractName.split(separator: ".").last ?? "") }
     }
 
     func testTheKernelsRemovableAttributePlacesAReaderAndOverridesWin() {

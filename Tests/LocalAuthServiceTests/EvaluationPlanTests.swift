@@ -9,9 +9,9 @@ import XCTest
 final class EvaluationPlanTests: XCTestCase {
     private let set = [Array("right-index-finger localauth stamp-1".utf8)]
     private let now = ContinuousClock.now
-    private let notEnrolled = DBusError(DBusError.Name(rawValue: LocalAuthErrorCode.biometryNotEnrolled.dbusName), "none")
+    private let notEnrolled = ServiceError(.la(.biometryNotEnrolled), "none")
 
-    private func plan(_ policy: PolicyValue, biometrics: DBusError? = nil, hasPassword: Bool = true,
+    private func plan(_ policy: PolicyValue, biometrics: ServiceError? = nil, hasPassword: Bool = true,
                       interactionNotAllowed: Bool = false, reuse: Double = 0,
                       last: EvaluationPlan.LastMatch? = nil, enrolledSet: [[UInt8]]? = nil) -> EvaluationPlan {
         EvaluationPlan.decide(policy: policy, biometrics: biometrics, enrolledSet: enrolledSet ?? set,
@@ -21,7 +21,7 @@ final class EvaluationPlanTests: XCTestCase {
 
     private func code(_ plan: EvaluationPlan) -> String? {
         guard case .fail(let error) = plan else { return nil }
-        return String(error.name.rawValue.split(separator: ".").last ?? "")
+        return String(error.kind.contractName.split(separator: ".").last ?? "")
     }
 
     func testPolicyOneNeedsUsableBiometrics() {

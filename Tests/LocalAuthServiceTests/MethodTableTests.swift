@@ -1,3 +1,4 @@
+import DBusCore
 import Foundation
 @testable import LocalAuthService
 import LocalAuthShared
@@ -64,11 +65,38 @@ final class MethodTableTests: XCTestCase {
             } else {
                 XCTAssertTrue(polkit.hasPrefix(" none"), "\(name): the contract should say polkit: none")
             }
-            if spec.userOptions != nil {
+            // A row whose arguments can name another user (a `user` option)
+            // needs manage for it, and the contract must say so.
+            if let sample = Self.sampleArguments(spec.signature, user: "someone-else"),
+               let decoded = try? spec.decode(sample), decoded.namedUser == "someone-else" {
                 XCTAssertTrue(polkit.contains(PolkitAction.manage.rawValue), "\(name): another user's prints need manage")
                 XCTAssertEqual(Array(spec.signature.suffix(5)), Array("a{sv}"), name)
             }
         }
+    }
+
+    /// A plausible body for `signature`, whose options name `user`.
+    static func sampleArguments(_ signature: String, user: String) -> [DBusValue]? {
+        var values: [DBusValue] = []
+        var rest = Substring(signature)
+        while !rest.isEmpty {
+            if rest.hasPrefix("a{sv}") {
+                values.append(.dictionary([LocalAuthBus.PrintOption.user: .string(user)]))
+                rest = rest.dropFirst(5)
+            } else if rest.hasPrefix("ay") {
+                values.append(.bytes([1]))
+                rest = rest.dropFirst(2)
+            } else {
+                switch rest.first {
+                case "s": values.append(.string("right-index-finger"))
+                case "u": values.append(.uint32(1))
+                case "o": values.append(.objectPath("/sample"))
+                default: return nil
+                }
+                rest = rest.dropFirst()
+            }
+        }
+        return values
     }
 
     /// Not only methods: the signals, option keys, statuses and error names the

@@ -20,12 +20,12 @@ final class OptionParsingTests: XCTestCase {
         XCTAssertEqual(try LocalAuthService.policy(.uint32(2)), .deviceOwnerAuthentication)
         for bad in [DBusValue.uint32(0), .uint32(3), .uint32(.max), .string("1")] {
             XCTAssertThrowsError(try LocalAuthService.policy(bad)) {
-                XCTAssertEqual(($0 as? DBusError)?.name, .invalidArgs)
+                XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }
         XCTAssertEqual(try LocalAuthService.finger(.string("left-thumb")), .leftThumb)
         XCTAssertThrowsError(try LocalAuthService.finger(.string(String(repeating: "x", count: 5000)))) {
-            XCTAssertLessThan(($0 as? DBusError)?.message.utf8.count ?? .max, 500, "the name is not echoed in full")
+            XCTAssertLessThan(($0 as? ServiceError)?.message.utf8.count ?? .max, 500, "the name is not echoed in full")
         }
     }
 
@@ -54,7 +54,7 @@ final class OptionParsingTests: XCTestCase {
         ]
         for entries in wrong {
             XCTAssertThrowsError(try LocalAuthService.evaluationOptions(.dictionary(entries)), "\(entries)") {
-                XCTAssertEqual(($0 as? DBusError)?.name, .invalidArgs)
+                XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }
     }

@@ -70,7 +70,7 @@ final class RightsRulesTests: XCTestCase {
         XCTAssertEqual(decide(cgroup: snap, ownMounts: false, label: "snap.vault.vault (enforce)"), .sandboxed("snap:vault"))
         XCTAssertEqual(decide(cgroup: snap, ownMounts: false, label: "unconfined"), .unprovenSandbox("snap:vault"))
         XCTAssertThrowsError(try AppIdentity.appID(.unprovenSandbox("flatpak:org.example.Vault"), declared: nil)) { error in
-            XCTAssertEqual((error as? DBusError)?.name.rawValue, LocalAuthServiceError.unprovenSandbox)
+            XCTAssertEqual((error as? ServiceError)?.kind, .unprovenSandbox)
         }
     }
 
@@ -92,7 +92,7 @@ final class RightsRulesTests: XCTestCase {
         XCTAssertThrowsError(try AppIdentity.appID(.host, declared: ""))
         for identity in [AppIdentity.unreadable, .unknownSandbox] {
             XCTAssertThrowsError(try AppIdentity.appID(identity, declared: "org.example.Host")) { error in
-                XCTAssertEqual((error as? DBusError)?.name.rawValue, LocalAuthServiceError.permissionDenied)
+                XCTAssertEqual((error as? ServiceError)?.kind, .permissionDenied)
             }
         }
     }

@@ -171,7 +171,7 @@ final class SecurityRulesTests: XCTestCase {
             try registry.register(CallRecord(sender: ":1.5", requestID: "r\(index)"))
         }
         XCTAssertThrowsError(try registry.register(CallRecord(sender: ":1.5", requestID: nil))) {
-            XCTAssertEqual(($0 as? DBusError)?.name.rawValue, LocalAuthServiceError.limitExceeded)
+            XCTAssertEqual(($0 as? ServiceError)?.kind, .limitExceeded)
         }
         // One uid over several connections.
         var admitted = 0

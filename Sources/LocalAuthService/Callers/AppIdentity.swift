@@ -118,7 +118,7 @@ enum AppIdentity: Equatable, Sendable {
 
     /// The app id a call is for: the sandbox's, or the caller's `app-id`
     /// option (required outside a sandbox; no ":" there, at most 256 bytes).
-    static func appID(_ identity: AppIdentity, declared: String?) throws(DBusError) -> String {
+    static func appID(_ identity: AppIdentity, declared: String?) throws(ServiceError) -> String {
         switch identity {
         case .sandboxed(let id): return id
         case .unreadable:
@@ -126,7 +126,7 @@ enum AppIdentity: Equatable, Sendable {
         case .unknownSandbox:
             throw ServiceErrors.permissionDenied("the caller runs in a sandbox whose app id the service cannot read")
         case .unprovenSandbox(let id):
-            throw ServiceErrors.named(LocalAuthServiceError.unprovenSandbox,
+            throw ServiceError(.unprovenSandbox,
                                       "the caller's cgroup names the sandbox \(id), but its sandbox does not prove it")
         case .host:
             guard let declared, !declared.isEmpty else {

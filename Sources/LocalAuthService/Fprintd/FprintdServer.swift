@@ -124,7 +124,7 @@ final class FprintdServer {
     /// rule, and SIGTERM ends it wherever it waits.
     private func register(_ call: IncomingCall) -> CallRecord? {
         let record = CallRecord(sender: call.sender, requestID: nil, arguments: call.arguments, call: call)
-        do throws(DBusError) {
+        do throws(ServiceError) {
             try service.registry.register(record)
         } catch {
             call.fail(DBusError(.limitsExceeded, error.message))
@@ -160,7 +160,11 @@ final class FprintdServer {
                     } catch {
                         throw FprintdBus.Error.internal("Could not get connection unix user ID: \(error.message)")
                     }
-                    try service.registry.admit(record, uid: caller.uid)
+                    do throws(ServiceError) {
+                        try service.registry.admit(record, uid: caller.uid)
+                    } catch {
+                        throw error.dbusError
+                    }
                     call.reply(try await device.serve(call, spec, caller: caller, record: record))
                 } catch {
                     call.fail(error)

@@ -17,7 +17,31 @@ extension LocalAuthService {
     /// the device opened (retrying while another program holds it, within
     /// the scan timeout), and given back afterwards (closed after the linger).
     func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                       _ body: (Readers.Reader) async throws(DBusError) -> T) async throws(DBusError) -> T {
+                       _ body: (Readers.Reader) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
+        try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
+    }
+
+    /// `withReader` for a body that speaks another contract's errors (fprintd's):
+    /// `failedToOpen` says the queue's and the opening's errors in its words.
+    func withReader<T, Failure: Error>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+                                       _ body: (Readers.Reader) async throws(Failure) -> T,
+                                       failedToOpen: (ServiceError) -> Failure) async throws(Failure) -> T {
+        let device: Readers.Reader
+        do throws(ServiceError) {
+            device = try await openForMaintenance(identity, for: record, uid: uid)
+        } catch {
+            throw failedToOpen(error)
+        }
+        defer {
+            readers.relinquish(device)
+            queue.release()
+        }
+        return try await body(device)
+    }
+
+    /// A turn in the reader queue, then the reader opened; the caller gives back both.
+    private func openForMaintenance(_ identity: Readers.Identity, for record: CallRecord,
+                                    uid: UInt32) async throws(ServiceError) -> Readers.Reader {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
         ticket.reader = identity
         ticket.interrupt = { reason in record.interrupt(reason) }
@@ -25,12 +49,14 @@ extension LocalAuthService {
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()
         guard acquired else { throw record.interruption?.error ?? Evaluation.Interruption.queueTimedOut.error }
-        defer { queue.release() }
-        try record.checkNotEnded()
-        let device = try await openReader(identity, cancellable: record.cancellable,
-                                          interruption: { record.interruption }, busy: {})
-        defer { readers.relinquish(device) }
-        return try await body(device)
+        do throws(ServiceError) {
+            try record.checkNotEnded()
+            return try await openReader(identity, cancellable: record.cancellable,
+                                        interruption: { record.interruption }, busy: {})
+        } catch {
+            queue.release()
+            throw error
+        }
     }
 
     // MARK: Deleting and replacing
@@ -38,25 +64,25 @@ extension LocalAuthService {
     /// Before the files of `finger` of `uid` go: their prints leave the chips
     /// that hold them. A chip that cannot be reached fails the delete, and
     /// the files stay (a file never goes while its slot stays taken).
-    func deleteFromChips(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(DBusError) {
+    func deleteFromChips(_ finger: FingerName, uid: UInt32, record: CallRecord) async throws(ServiceError) {
         let onChips = prints.allPrints(of: uid).filter {
             $0.finger == finger && prints.isOurs($0) && readers.usable($0.reader)?.storesPrints == true
         }
         for stored in onChips {
-            try await withReader(stored.reader, for: record, uid: uid) { device throws(DBusError) in
+            try await withReader(stored.reader, for: record, uid: uid) { device throws(ServiceError) in
                 try await deleteFromChip(stored, on: device)
             }
         }
     }
 
     /// Deletes one enrolled print from the chip of `device` (held).
-    func deleteFromChip(_ stored: PrintStore.StoredPrint, on device: Readers.Reader) async throws(DBusError) {
+    func deleteFromChip(_ stored: PrintStore.StoredPrint, on device: Readers.Reader) async throws(ServiceError) {
         do {
             try await readers.deleteFromChip(stored.print, on: device)
             Log.info("deleted \(stored.finger.rawValue) from the chip of \(device.identity)")
         } catch {
             if let unusable = readerUnusable(error, device) { throw unusable }
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
+            throw ServiceError(.storageFailed,
                                       "could not delete the print on the reader's chip: \(error.message)")
         }
     }
@@ -71,7 +97,7 @@ extension LocalAuthService {
     /// (FP_DEVICE_ERROR_DATA_DUPLICATE), as are all on a reader that checks
     /// duplicates itself (FP_DEVICE_FEATURE_DUPLICATES_CHECK).
     func refuseDuplicateOnChip(_ device: Readers.Reader, except replaced: (uid: UInt32, finger: FingerName),
-                               cancellable: Cancellable) async throws(DBusError) {
+                               cancellable: Cancellable) async throws(ServiceError) {
         guard device.storesPrints, !device.checksDuplicates else { return }
         let replacedPaths = Set(prints.allPrints(of: replaced.uid).filter { $0.finger == replaced.finger }.map(\.path))
         let gallery = prints.everyPrint(on: device.identity).filter { !replacedPaths.contains($0.path) }.map(\.print)
@@ -97,9 +123,9 @@ extension LocalAuthService {
         }
     }
 
-    static let duplicateError = ServiceErrors.named(LocalAuthServiceError.duplicatePrint,
+    static let duplicateError = ServiceError(.duplicatePrint,
         "this finger is already enrolled on the fingerprint reader; enroll another finger")
-    static let chipFullError = ServiceErrors.named(LocalAuthServiceError.readerStorageFull,
+    static let chipFullError = ServiceError(.readerStorageFull,
         "the fingerprint reader's memory is full; delete an enrolled finger, or ask an administrator "
         + "to remove the prints no account owns (localauthctl reader-prints --clean)")
 
@@ -108,7 +134,7 @@ extension LocalAuthService {
     /// ListReaderPrints(a{sv}) → aa{sv}: every print on the chip of each
     /// reader that keeps prints, and whether an enrolled record owns it.
     /// Says whose only by "owned": an administrator's tool, never a user's.
-    func listReaderPrints(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func listReaderPrints(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         var rows: [DBusValue] = []
         for identity in readers.usableReaders where readers.usable(identity)?.storesPrints == true {
             let owners = prints.everyPrint(on: identity)
@@ -128,18 +154,18 @@ extension LocalAuthService {
     /// RemoveOrphanPrints(a{sv}) → u: deletes from each chip the prints no
     /// enrolled record owns (left by a crash, another system, an old
     /// install); how many went. A print a record owns is never touched.
-    func removeOrphanPrints(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func removeOrphanPrints(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         var removed: UInt32 = 0
         for identity in readers.usableReaders where readers.usable(identity)?.storesPrints == true {
             let owners = prints.everyPrint(on: identity)
-            removed += try await withReader(identity, for: request.record, uid: request.uid) { device throws(DBusError) in
+            removed += try await withReader(identity, for: request.record, uid: request.uid) { device throws(ServiceError) in
                 var count: UInt32 = 0
                 for print in try await listChip(device) where !owners.contains(where: { Readers.same($0.print, print) }) {
                     do throws(GLibError) {
                         try await readers.deleteFromChip(print, on: device)
                         count += 1
                     } catch {
-                        throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
+                        throw ServiceError(.storageFailed,
                                                   "could not delete a print on the chip: \(error.message)")
                     }
                 }
@@ -150,11 +176,11 @@ extension LocalAuthService {
         return [.uint32(removed)]
     }
 
-    private func chipContents(_ identity: Readers.Identity, record: CallRecord, uid: UInt32) async throws(DBusError) -> [GObjectRef] {
-        try await withReader(identity, for: record, uid: uid) { device throws(DBusError) in try await listChip(device) }
+    private func chipContents(_ identity: Readers.Identity, record: CallRecord, uid: UInt32) async throws(ServiceError) -> [GObjectRef] {
+        try await withReader(identity, for: record, uid: uid) { device throws(ServiceError) in try await listChip(device) }
     }
 
-    private func listChip(_ device: Readers.Reader) async throws(DBusError) -> [GObjectRef] {
+    private func listChip(_ device: Readers.Reader) async throws(ServiceError) -> [GObjectRef] {
         do {
             return try await readers.chipPrints(on: device)
         } catch {

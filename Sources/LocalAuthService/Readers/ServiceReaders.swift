@@ -10,7 +10,7 @@ extension LocalAuthService {
     /// errors a caller gets when it cannot (Readers.acquire).
     func openReader(_ identity: Readers.Identity, cancellable: Cancellable,
                     interruption: @ServiceActor () -> Evaluation.Interruption?,
-                    busy: @ServiceActor () -> Void) async throws(DBusError) -> Readers.Reader {
+                    busy: @ServiceActor () -> Void) async throws(ServiceError) -> Readers.Reader {
         let deadline = ContinuousClock.now + .milliseconds(Int(configuration.scanTimeout * 1000))
         do {
             return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
@@ -21,7 +21,7 @@ extension LocalAuthService {
             case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
             case .suspended: throw Evaluation.Interruption.systemSleeping.error
             case .heldByAnotherProgram(let why):
-                throw ServiceErrors.named(LocalAuthServiceError.readerInUse,
+                throw ServiceError(.readerInUse,
                     "the fingerprint reader is in use by another program (\(why)); try again when it is free")
             }
         }
@@ -29,7 +29,7 @@ extension LocalAuthService {
 
     /// The reader's errors that mean it cannot be used now, for an
     /// evaluation and an enrollment alike (a removed reader is forgotten at once).
-    func readerUnusable(_ error: GLibError, _ device: Readers.Reader) -> DBusError? {
+    func readerUnusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? {
         if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
             readers.forget(device)
             return Evaluation.Interruption.readerRemoved.error

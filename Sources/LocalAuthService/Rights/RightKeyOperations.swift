@@ -8,7 +8,7 @@ import LocalAuthShared
 // (`authorizedRight`, Rights.swift).
 extension LocalAuthService {
     /// The right's private key, wherever it lives (software, or the TPM).
-    func privateKey(_ record: RightRecord) throws(DBusError) -> any RightPrivateKey {
+    func privateKey(_ record: RightRecord) throws(ServiceError) -> any RightPrivateKey {
         let protector = try rights.storage().protector
         do throws(RightsError) {
             return try record.openPrivateKey(using: protector)
@@ -19,26 +19,26 @@ extension LocalAuthService {
 
     /// A key operation's failure: bad input from the caller is InvalidArgs;
     /// a TPM that does not answer, or anything else, is logged.
-    static func keyOperationError(_ error: RightsError) -> DBusError {
+    static func keyOperationError(_ error: RightsError) -> ServiceError {
         switch error.code {
         case .authenticationFailed, .malformed: return ServiceErrors.invalidArgs("the key operation failed: \(error.message)")
         default:
             Log.error("rights: key operation: \(error)")
-            return DBusError(.failed, "the key operation failed (\(error.code))")
+            return ServiceError(.failed, "the key operation failed (\(error.code))")
         }
     }
 
     /// Runs a private key's operation: a TPM key's in the TPM lane (off the
     /// loop, within the time limit), a software key's here.
     func keyOperation<R: Sendable>(_ key: any RightPrivateKey, _ what: String,
-                                   _ body: @escaping @Sendable (any RightPrivateKey) throws(RightsError) -> R) async throws(DBusError) -> R {
+                                   _ body: @escaping @Sendable (any RightPrivateKey) throws(RightsError) -> R) async throws(ServiceError) -> R {
         guard key.backendName == TPMKeyProtector.name else {
             do throws(RightsError) { return try body(key) } catch { throw Self.keyOperationError(error) }
         }
         return try await rights.tpm.run(what) { () throws(RightsError) in try body(key) }
     }
 
-    static func algorithm(_ value: DBusValue) throws(DBusError) -> KeyAlgorithm {
+    static func algorithm(_ value: DBusValue) throws(ServiceError) -> KeyAlgorithm {
         let name = try text(value, "the algorithm")
         guard let algorithm = KeyAlgorithm(rawValue: name) else {
             throw ServiceErrors.invalidArgs("unknown algorithm \(ServiceErrors.echo(name))")
@@ -46,7 +46,7 @@ extension LocalAuthService {
         return algorithm
     }
 
-    static func input(_ value: DBusValue) throws(DBusError) -> [UInt8] {
+    static func input(_ value: DBusValue) throws(ServiceError) -> [UInt8] {
         guard let bytes = value.byteArray else { throw ServiceErrors.invalidArgs("the data must be ay") }
         guard bytes.count <= RightsServiceLimits.keyOperationInputBytes else {
             throw ServiceErrors.limit("the data is larger than \(RightsServiceLimits.keyOperationInputBytes) bytes")
@@ -57,7 +57,7 @@ extension LocalAuthService {
     // MARK: Using an authorized right
 
     /// LoadSecret(handle) → the secret.
-    func loadSecret(_ request: Request) throws(DBusError) -> [DBusValue] {
+    func loadSecret(_ request: Request) throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let secret: [UInt8]?
         let protector = try rights.storage().protector
@@ -66,12 +66,12 @@ extension LocalAuthService {
         } catch {
             throw Self.rightsError(error)
         }
-        guard let secret else { throw ServiceErrors.named(LocalAuthRightsError.noSecret, "the right was saved without a secret") }
+        guard let secret else { throw ServiceError(.noSecret, "the right was saved without a secret") }
         return [.bytes(secret)]
     }
 
     /// Sign(handle, algorithm, data) → signature.
-    func signWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func signWithRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
@@ -90,7 +90,7 @@ extension LocalAuthService {
     }
 
     /// Decrypt(handle, algorithm, data) → plaintext.
-    func decryptWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func decryptWithRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         let data = try Self.input(request.arguments[2])
@@ -100,7 +100,7 @@ extension LocalAuthService {
     }
 
     /// ExchangeKeys(handle, algorithm, public_key, parameters) → shared secret.
-    func exchangeKeysWithRight(_ request: Request) async throws(DBusError) -> [DBusValue] {
+    func exchangeKeysWithRight(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(request)
         let algorithm = try Self.algorithm(request.arguments[1])
         guard let peerBytes = request.arguments[2].byteArray else { throw ServiceErrors.invalidArgs("the public key must be ay") }

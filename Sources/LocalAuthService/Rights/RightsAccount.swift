@@ -14,7 +14,7 @@ import LocalAuthShared
 extension LocalAuthService {
     /// Refuses the rights calls of `uid` if its rights belong to another
     /// account; `saving` records the account if nothing is recorded yet.
-    func checkRightsAccount(_ uid: UInt32, saving: Bool = false) throws(DBusError) {
+    func checkRightsAccount(_ uid: UInt32, saving: Bool = false) throws(ServiceError) {
         let storage = try rights.storage()
         // As the print store does: a uid without an account is its number.
         let account = Users.name(of: uid) ?? String(uid)
@@ -22,7 +22,7 @@ extension LocalAuthService {
             try storage.checkAccount(uid: uid, account: account, saving: saving)
         } catch where error.code == .accountChanged {
             Log.warning("rights: refused to uid \(uid): \(error.message)")
-            throw ServiceErrors.named(LocalAuthRightsError.accountChanged,
+            throw ServiceError(.accountChanged,
                                       "the rights kept for uid \(uid) belong to a deleted account, not to "
                                       + "\(RightOwner.loggable(account)); they cannot be used (an administrator removes them)")
         } catch {

@@ -63,47 +63,47 @@ final class RightsState {
     /// The storage, once opened (`openStorage`). The software backend opens
     /// here at once; a TPM backend is opened only by `openStorage`, off the
     /// loop (unsealing the machine key is a TPM command).
-    func storage() throws(DBusError) -> RightStorage {
+    func storage() throws(ServiceError) -> RightStorage {
         if let cachedStorage { return cachedStorage }
         guard !usesTPM else {
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store is not open yet")
+            throw ServiceError(.storageFailed, "the rights store is not open yet")
         }
         return try open { () throws(RightsError) in try keyBackend.openProtector(stateDirectory: stateDirectory) }
     }
 
     /// Opens the storage on first use; with a TPM, in the TPM lane.
-    func openStorage() async throws(DBusError) -> RightStorage {
+    func openStorage() async throws(ServiceError) -> RightStorage {
         if let cachedStorage { return cachedStorage }
         guard usesTPM else { return try storage() }
         let backend = keyBackend, directory = stateDirectory
         let protector: any KeyProtector
-        do throws(DBusError) {
+        do throws(ServiceError) {
             protector = try await tpm.run("opening the rights store") { () throws(RightsError) in
                 try backend.openProtector(stateDirectory: directory)
             }
-        } catch where error.name.rawValue == LocalAuthRightsError.tpmNotResponding {
+        } catch where error.kind == .tpmNotResponding {
             throw error
         } catch {
             Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error.message)")
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store cannot be opened")
+            throw ServiceError(.storageFailed, "the rights store cannot be opened")
         }
         if let cachedStorage { return cachedStorage }
         return try open { () throws(RightsError) in protector }
     }
 
-    private func open(_ protector: () throws(RightsError) -> any KeyProtector) throws(DBusError) -> RightStorage {
+    private func open(_ protector: () throws(RightsError) -> any KeyProtector) throws(ServiceError) -> RightStorage {
         do throws(RightsError) {
             let storage = RightStorage(stateDirectory: stateDirectory, protector: try protector())
             cachedStorage = storage
             return storage
         } catch {
             Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error)")
-            throw ServiceErrors.named(LocalAuthServiceError.storageFailed, "the rights store cannot be opened")
+            throw ServiceError(.storageFailed, "the rights store cannot be opened")
         }
     }
 
     /// A new handle for `authorization`, within the limits.
-    func authorize(_ authorization: RightAuthorization) throws(DBusError) -> String {
+    func authorize(_ authorization: RightAuthorization) throws(ServiceError) -> String {
         let now = ContinuousClock.now
         authorizations = authorizations.filter { $0.value.expires > now }
         let mine = authorizations.filter { $0.value.sender == authorization.sender }
@@ -123,7 +123,7 @@ final class RightsState {
         do {
             handle = Hex.encode(try SecureRandom.bytes(16))
         } catch {
-            throw DBusError(.failed, "no random bytes for a handle")
+            throw ServiceError(.failed, "no random bytes for a handle")
         }
         authorizations[handle] = authorization
         return handle

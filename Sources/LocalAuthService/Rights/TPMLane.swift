@@ -30,7 +30,7 @@ final class TPMLane {
     }
 
     /// Runs `body` (which talks to the TPM) off the loop, within the time limit.
-    func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(RightsError) -> R) async throws(DBusError) -> R {
+    func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(RightsError) -> R) async throws(ServiceError) -> R {
         guard !busy else { throw Self.notResponding("an earlier TPM command has not returned") }
         busy = true
         command &+= 1
@@ -67,14 +67,14 @@ final class TPMLane {
         }
     }
 
-    static func notResponding(_ why: String) -> DBusError {
-        ServiceErrors.named(LocalAuthRightsError.tpmNotResponding, "\(why); try again later")
+    static func notResponding(_ why: String) -> ServiceError {
+        ServiceError(.tpmNotResponding, "\(why); try again later")
     }
 }
 
 extension LocalAuthService {
     /// A TPM failure as the caller's error: unavailable and the rest as RightsError maps them.
-    static func tpmError(_ error: RightsError) -> DBusError {
+    static func tpmError(_ error: RightsError) -> ServiceError {
         switch error.code {
         case .authenticationFailed, .malformed: keyOperationError(error)
         default: rightsError(error)

@@ -5,7 +5,7 @@ import LocalAuthShared
 // May the caller do this: the polkit check of each method before anything
 // happens. Who the caller is comes from its record (Callers/), from the bus,
 // never from an argument.
-extension LocalAuthService {
+extension CallRouter {
     /// Checks the method's polkit action before anything happens, and says
     /// whose prints the call is about. A `user` option naming someone other
     /// than the caller needs `manage` instead of the method's own action, and
@@ -16,13 +16,12 @@ extension LocalAuthService {
     /// agent answered Cancelled: a person's Cancel, or a program that
     /// registered an agent for itself and cancels at once), an error, a
     /// timeout, polkit unreachable, the call ended meanwhile: all are no.
-    func authorize(_ call: IncomingCall, _ spec: MethodSpec, caller: CallerRecord,
-                   record: CallRecord) async throws(DBusError) -> Request {
+    func authorize(_ call: IncomingCall, _ spec: MethodSpec, _ arguments: any CallArguments, caller: CallerRecord,
+                   record: CallRecord) async throws(ServiceError) -> Request {
         let uid = caller.uid
         var action = spec.action
         var otherUser: String?
-        if let index = spec.userOptions, let name = try Self.printOptions(record.arguments[index]).user,
-           name != Users.name(of: uid) {
+        if let name = arguments.namedUser, name != Users.name(of: uid) {
             otherUser = name
             action = .manage
         }

@@ -56,7 +56,7 @@ final class CallRecord {
     }
 
     /// Throws the interruption's error if the call has ended: after every await.
-    func checkNotEnded() throws(DBusError) {
+    func checkNotEnded() throws(ServiceError) {
         if let interruption { throw interruption.error }
     }
 }
@@ -85,7 +85,7 @@ final class CallRegistry {
 
     /// Registers a call that just arrived, unless its connection or everyone
     /// together already has too many calls in flight.
-    func register(_ record: CallRecord) throws(DBusError) {
+    func register(_ record: CallRecord) throws(ServiceError) {
         guard count < ServiceLimits.callsInTotal else {
             throw ServiceErrors.limit("the service has \(ServiceLimits.callsInTotal) calls in flight; try again shortly")
         }
@@ -105,7 +105,7 @@ final class CallRegistry {
     }
 
     /// Once the caller's uid is known: refuses a call past the per-user limit.
-    func admit(_ record: CallRecord, uid: UInt32) throws(DBusError) {
+    func admit(_ record: CallRecord, uid: UInt32) throws(ServiceError) {
         guard record.uid == nil else { return }
         guard uid == 0 || perUser[uid, default: 0] < ServiceLimits.callsPerUser else {
             throw ServiceErrors.limit("uid \(uid) has \(ServiceLimits.callsPerUser) calls in flight")
@@ -138,11 +138,11 @@ final class CallRegistry {
 
     /// The last resort of a shutdown: every call still registered is
     /// answered with `error` and forgotten, whatever it still waits for.
-    func abandonAll(answering error: DBusError) -> Int {
+    func abandonAll(answering error: ServiceError) -> Int {
         var abandoned = 0
         for caller in callers.values {
             for call in caller.calls {
-                call.call?.fail(error)
+                call.call?.fail(error.dbusError)
                 call.abandoned = true
                 call.caller = nil
                 abandoned += 1

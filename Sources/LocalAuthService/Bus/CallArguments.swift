@@ -1,0 +1,45 @@
+import DBusCore
+import LocalAuthShared
+
+/// The arguments of one method of org.example.LocalAuth, decoded from the
+/// call's body once, at arrival, and validated in full (options included)
+/// before anything else happens: before the caller is looked up, before
+/// polkit is asked, before the call is registered. A handler receives them
+/// typed (`Call<Arguments>`) and never reads the body again.
+protocol CallArguments: Sendable {
+    /// Decodes and validates; a bad argument is a named error (InvalidArgs)
+    /// and nothing has happened yet.
+    init(_ arguments: [DBusValue]) throws(ServiceError)
+    /// A `user` option naming whose prints the call is about: a user other
+    /// than the caller needs org.example.LocalAuth.manage (Authorization.swift).
+    var namedUser: String? { get }
+    /// The `request-id` the call carries (EvaluatePolicy, VerifyUser,
+    /// AuthorizeRight): a Cancel sent right after the call finds it even
+    /// before polkit answered.
+    var requestID: String? { get }
+}
+
+extension CallArguments {
+    var namedUser: String? { nil }
+    var requestID: String? { nil }
+}
+
+/// A method that takes nothing.
+struct NoArguments: CallArguments {
+    init(_ arguments: [DBusValue]) throws(ServiceError) {}
+}
+
+/// One call on its way to its handler: who calls (`request`) and what it
+/// asks, typed.
+@ServiceActor
+struct Call<Arguments: CallArguments> {
+    let request: Request
+    let arguments: Arguments
+
+    var uid: UInt32 { request.uid }
+    var sender: String { request.sender }
+    var caller: CallerRecord { request.caller }
+    var record: CallRecord { request.record }
+    /// Whose prints: the caller, or the user a `user` option named once `manage` was granted.
+    var target: UInt32 { request.target }
+}

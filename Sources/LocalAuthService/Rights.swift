@@ -244,9 +244,9 @@ extension LocalAuthService {
         let policy = try rightPolicy(loadRight(owner).requirement, uid: request.uid)
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
-            _ = try usablePrints(for: request.uid)
+            _ = try evaluator.usablePrints(for: request.uid)
         case .deviceOwnerAuthentication:
-            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+            if (try? evaluator.usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -263,13 +263,13 @@ extension LocalAuthService {
             throw ServiceErrors.invalidArgs("the localized reason must be 1 to \(LocalAuthBus.maximumTextLength) bytes")
         }
         let options = try Self.rightsOptions(arguments[2])
-        var evaluationOptions = try Self.evaluationOptions(arguments[2])
+        var evaluationOptions = try EvaluationOptions(arguments[2])
         // A right is released only for a new verification, never a reused match.
         evaluationOptions.reuseDuration = 0
         let owner = try await rightOwner(request, identifier: identifier, options: options)
         let before = try loadRight(owner)
         let policy = try rightPolicy(before.requirement, uid: request.uid)
-        try await evaluate(request, policy: policy, reason: reason, options: evaluationOptions)
+        try await evaluator.evaluate(request, policy: policy, reason: reason, options: evaluationOptions)
         ServiceActor.assertOnLoop()
         try request.record.checkNotEnded()
         // Re-read after the await: the right may be gone or replaced, the enrolled set changed.

@@ -162,6 +162,7 @@ final class EvaluatorTests: XCTestCase {
             rig.clock.advance(by: 29)
             XCTAssertTrue(rig.reader.waiting, "not before the scan timeout")
             rig.clock.advance(by: 1)
+            try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
             XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
             XCTAssertFalse(rig.reader.isOpen)
@@ -186,6 +187,7 @@ final class EvaluatorTests: XCTestCase {
             let pending = rig.evaluate()
             try await rig.waitUntil { rig.reader.waiting }
             rig.clock.advance(by: 30)
+            try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
             XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
         }
@@ -205,6 +207,7 @@ final class EvaluatorTests: XCTestCase {
         rig.clock.advance(by: ServiceLimits.readerQueueWait - 1)
         XCTAssertEqual(rig.queue.waitingCount, 1, "not before readerQueueWait")
         rig.clock.advance(by: 1)
+        try await rig.waitUntil { rig.finished == 1 }
         let error = await pending.value
         XCTAssertEqual(error, Evaluation.Interruption.queueTimedOut.error)
         XCTAssertEqual(rig.queue.waitingCount, 0, "out of the line")
@@ -337,6 +340,8 @@ final class EvaluatorRig {
     let registry = CallRegistry()
     let state: String
     let evaluator: Evaluator
+    /// Evaluations started by `evaluate` that have ended.
+    private(set) var finished = 0
 
     init(attempts: Int = 3) throws {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("evaluator-\(UUID().uuidString)").path
@@ -372,7 +377,10 @@ final class EvaluatorRig {
         options.requestID = requestID
         options.reuseDuration = reuse
         return Task { @ServiceActor in
-            defer { self.registry.remove(caller.record) }
+            defer {
+                self.registry.remove(caller.record)
+                self.finished += 1
+            }
             do throws(DBusError) {
                 try await self.evaluator.evaluate(caller, policy: policy, reason: "Unlock the test", options: options)
                 return nil
@@ -401,5 +409,6 @@ final class EvaluatorRig {
             try await Task.sleep(for: .milliseconds(1))
         }
         XCTFail("waited a second", line: line)
+        throw CancellationError()   // the test stops here rather than await what never comes
     }
 }

@@ -39,6 +39,7 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     static let removed = GLibError(domain: 7, code: 1, message: "the device was removed")
     static let cancelled = GLibError(domain: 8, code: 19, message: "Operation was cancelled")
+    static let nobodyCame = GLibError(domain: 9, code: 0, message: "the fake reader waited two seconds")
     static let noReader = ServiceErrors.la(.biometryNotAvailable, "no fingerprint reader is available")
 
     var isOpen: Bool { opens > releases }
@@ -63,11 +64,15 @@ final class FakeReader: EvaluationReaders, ReaderSession {
         galleries.append(gallery.map(\.finger))
         waiting = true
         defer { waiting = false }
+        var waited = 0
         while script.isEmpty {
             if cancellable.isCancelled {
                 cancelledScans += 1
                 throw Self.cancelled
             }
+            // A real reader waits for ever; a test must not hang.
+            waited += 1
+            guard waited < 2000 else { throw Self.nobodyCame }
             try? await Task.sleep(for: .milliseconds(1))
         }
         switch script.removeFirst() {
@@ -137,11 +142,15 @@ final class FakeOwnerPassword: OwnerPassword {
         lastDetails = details
         waiting = true
         defer { waiting = false }
+        var waited = 0
         while verdict == nil {
             if cancellable.isCancelled {
                 cancelled = true
                 return .denied("the check was cancelled")
             }
+            // polkit's agent may wait for ever; a test must not hang.
+            waited += 1
+            guard waited < 2000 else { return .denied("the fake password check waited two seconds") }
             try? await Task.sleep(for: .milliseconds(1))
         }
         return verdict!

@@ -8,7 +8,7 @@ import LocalAuthShared
 // LAPersistedRight. A right's secret and private key stay in the service,
 // sealed at rest (LocalAuthRights); the secret leaves only as the answer to
 // LoadSecret of an authorized caller, the private key never. Authorizing a
-// right is a real evaluation (Evaluations.swift, OwnerPolicy.swift) and gives
+// right is a real evaluation (Evaluation/: the Evaluator) and gives
 // the caller a handle that only its own bus connection can use, until
 // Deauthorize, the caller leaving the bus, the right removed or replaced, or
 // `RightsServiceLimits.authorizationSeconds`.

@@ -323,92 +323,48 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertEqual(rig.reader.scans, 0)
         XCTAssertEqual(rig.observers.statuses, [])
     }
+
+    // MARK: VerifyUser
+
+    @ServiceActor
+    func testVerifyUserIsForRootAndScansTheNamedUserOnlyAtTheReader() async throws {
+        let rig = try EvaluatorRig()
+        rig.prints.enroll(.rightIndex, for: 0)
+        let arguments = try VerifyUserArguments([.string("root"), .dictionary([:])])
+        XCTAssertEqual(arguments.uid, 0)
+        XCTAssertThrowsError(try VerifyUserArguments([.string(""), .dictionary([:])]))
+
+        // A user naming root is refused before anything else.
+        let user = rig.caller(requestID: "su-1")
+        await XCTAssertThrowsDBusError(LocalAuthServiceError.permissionDenied) { () async throws(DBusError) in
+            try await rig.evaluator.verify(arguments, for: user)
+        }
+        // Root in a session switched away from: someone else is at the reader.
+        let root = rig.caller(requestID: "su-2", uid: 0)
+        rig.environment.presence = .inactive
+        await XCTAssertThrowsDBusError(LocalAuthServiceError.notAtTheReader) { () async throws(DBusError) in
+            try await rig.evaluator.verify(arguments, for: root)
+        }
+        XCTAssertEqual(rig.reader.opens, 0)
+
+        rig.environment.presence = .local
+        rig.reader.script = [.noMatch, .match(0)]
+        try await rig.evaluator.verify(arguments, for: root)
+        XCTAssertEqual(rig.reader.scans, 2)
+        XCTAssertEqual(rig.evaluator.failedMatches(of: 0), 0, "root's own lockout, reset by the match")
+        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the caller's is not the user's")
+        XCTAssertFalse(rig.reader.isOpen)
+    }
 }
 
-/// One Evaluator over fakes, with a scratch state directory.
+/// Asserts that `body` throws a DBusError named `name`.
 @ServiceActor
-final class EvaluatorRig {
-    let uid: UInt32 = 1000
-    let sender = ":1.42"
-    let reader = FakeReader()
-    let prints = FakePrints()
-    let environment = FakeEnvironment()
-    let password = FakeOwnerPassword()
-    let observers = FakeObservers()
-    let clock = FakeClock()
-    let queue = SensorQueue()
-    let registry = CallRegistry()
-    let state: String
-    let evaluator: Evaluator
-    /// Evaluations started by `evaluate` that have ended.
-    private(set) var finished = 0
-
-    init(attempts: Int = 3) throws {
-        state = FileManager.default.temporaryDirectory.appendingPathComponent("evaluator-\(UUID().uuidString)").path
-        try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
-        let configuration = Configuration(stateDirectory: state, scanTimeout: 30, attemptsPerEvaluation: attempts)
-        evaluator = Evaluator(configuration: configuration, queue: queue, registry: registry,
-                              seams: EvaluatorSeams(readers: reader, prints: prints, environment: environment,
-                                                    ownerPassword: password, observers: observers, clock: clock))
-    }
-
-    deinit { try? FileManager.default.removeItem(atPath: state) }
-
-    var lockoutFile: String? { try? String(contentsOfFile: state + "/lockout/\(uid)", encoding: .utf8) }
-
-    var queueIsFree: Bool {
-        if case .free = queue.state { return true }
-        return false
-    }
-
-    /// A call registered as the service registers one, for Cancel to find.
-    func caller(requestID: String) -> Evaluator.Caller {
-        let record = CallRecord(sender: sender, requestID: requestID)
-        try? registry.register(record)
-        return Evaluator.Caller(connection: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
-                                record: record)
-    }
-
-    /// Starts an evaluation; its value is the error it ended with, nil for true.
-    func evaluate(_ policy: PolicyValue = .deviceOwnerAuthenticationWithBiometrics, reuse: Double = 0,
-                  requestID: String = "r") -> Task<DBusError?, Never> {
-        let caller = caller(requestID: requestID)
-        var options = EvaluationOptions()
-        options.requestID = requestID
-        options.reuseDuration = reuse
-        return Task { @ServiceActor in
-            defer {
-                self.registry.remove(caller.record)
-                self.finished += 1
-            }
-            do throws(DBusError) {
-                try await self.evaluator.evaluate(caller, policy: policy, reason: "Unlock the test", options: options)
-                return nil
-            } catch {
-                return error
-            }
-        }
-    }
-
-    func assertPreflight(_ policy: PolicyValue, fails code: LocalAuthErrorCode?, name: String? = nil,
-                         line: UInt = #line) async {
-        let caller = caller(requestID: "preflight")
-        defer { registry.remove(caller.record) }
-        do throws(DBusError) {
-            try await evaluator.canEvaluate(policy, caller)
-            XCTAssertNil(code ?? name.map { _ in .authenticationFailed }, "preflight passed", line: line)
-        } catch {
-            XCTAssertEqual(error.name.rawValue, name ?? code?.dbusName, line: line)
-        }
-    }
-
-    /// Waits (at most a second) until `condition` holds.
-    func waitUntil(_ condition: @ServiceActor () -> Bool, line: UInt = #line) async throws {
-        for _ in 0..<1000 {
-            if condition() { return }
-            try await Task.sleep(for: .milliseconds(1))
-        }
-        XCTFail("waited a second", line: line)
-        throw CancellationError()   // the test stops here rather than await what never comes
+func XCTAssertThrowsDBusError(_ name: String, line: UInt = #line,
+                              _ body: @ServiceActor () async throws(DBusError) -> Void) async {
+    do throws(DBusError) {
+        try await body()
+        XCTFail("no error; expected \(name)", line: line)
+    } catch {
+        XCTAssertEqual(error.name.rawValue, name, line: line)
     }
 }

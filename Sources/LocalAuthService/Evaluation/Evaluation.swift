@@ -56,7 +56,7 @@ final class Evaluation {
     let passwordCancellable = Cancellable()
     let ticket: SensorQueue.Ticket
     /// The user's enrolled set the matching scan was compared with
-    /// (`LocalAuthService.enrolledSet`): what a reuse is tied to.
+    /// (`Evaluator.enrolledSet`): what a reuse is tied to.
     var matchedSet: [[UInt8]]?
     /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?

@@ -25,15 +25,17 @@ final class Evaluator {
     let observers: any EvaluationObservers
     let clock: any EvaluationClock
 
+    // The state evaluations leave behind: private, so that only the methods
+    // below (and no other file, component or fake) change it.
     /// Consecutive failed matches of each user, on disk (Storage.swift).
-    let lockout: LockoutStore
+    private let lockout: LockoutStore
     /// The finger each user matched with last: a verify-only reader tries it first.
-    let lastFinger: LastFingerStore
+    private let lastFinger: LastFingerStore
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
-    var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
+    private var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (Readers/ReaderFairness.swift).
-    var fairness = ReaderFairness()
+    private var fairness = ReaderFairness()
 
     init(configuration: Configuration, queue: SensorQueue, registry: CallRegistry, seams: EvaluatorSeams) {
         self.configuration = configuration
@@ -256,5 +258,38 @@ final class Evaluator {
     func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool {
         fairness.scanJudged(uid)
         return try lockout.recordFailure(uid)
+    }
+
+    /// The finger `uid` matched with last, if known.
+    func lastMatchedFinger(of uid: UInt32) -> FingerName? { lastFinger.finger(of: uid) }
+
+    /// Policy 2's password was accepted: it unlocks biometrics after a
+    /// lockout (Apple's rule), and counts as the password given
+    /// (`--require-password-after`).
+    func ownerPasswordAccepted(_ uid: UInt32) {
+        try? lockout.reset(uid)   // logged; the count stays (fails closed)
+        environment.passwordGiven(uid)
+    }
+
+    // MARK: Reader fairness
+
+    /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for
+    /// a finger keep timing out on a warm reader waits before the next one.
+    /// The password of policy 2 is never held back.
+    func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
+        let remaining = fairness.remaining(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
+        guard remaining > 0 else { return }
+        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
+                                  "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
+    }
+
+    /// A wait for `uid`'s finger timed out, on a warm reader or not.
+    func waitTimedOut(_ uid: UInt32) {
+        fairness.waitTimedOut(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
+    }
+
+    private func readerIsWarm(for uid: UInt32) -> Bool {
+        guard let reader = readers.reader(for: uid) else { return false }
+        return readers.isWarm(reader)
     }
 }

@@ -4,7 +4,8 @@ import LocalAuthShared
 // The fingerprint way of an evaluation: the wait for the reader queue, the
 // scan timeout, the scan loop with its attempts and the lockout count, and
 // the reader-fairness rule. Every reader, print and clock goes through the
-// Evaluator's seams (EvaluatorSeams.swift).
+// Evaluator's seams (EvaluatorSeams.swift); the state it leaves behind
+// through Evaluator.swift's methods.
 extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(DBusError) -> Way {
@@ -52,7 +53,7 @@ extension Evaluator {
             // person usually uses), each new scan the next of the user's
             // prints, so every enrolled finger gets its turn within one
             // evaluation (docs/SECURITY.md: each no-match counts).
-            let offset = Self.galleryStart(usable.map(\.finger), lastMatched: lastFinger.finger(of: evaluation.uid),
+            let offset = Self.galleryStart(usable.map(\.finger), lastMatched: lastMatchedFinger(of: evaluation.uid),
                                            scansSoFar: scans)
             scans += 1
             let gallery = Array(usable[offset...] + usable[..<offset])
@@ -123,28 +124,6 @@ extension Evaluator {
         if let unusable = session.unusable(error) { return unusable }
         Log.warning("scan failed: \(error)")
         return ServiceErrors.la(.systemCancel, "the fingerprint reader failed: \(error.message)")
-    }
-
-    // MARK: Reader fairness
-
-    /// The reader-fairness rule (ReaderFairness.swift): a user whose waits for
-    /// a finger keep timing out on a warm reader waits before the next one.
-    /// The password of policy 2 is never held back.
-    func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
-        let remaining = fairness.remaining(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
-        guard remaining > 0 else { return }
-        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
-                                  "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
-    }
-
-    /// A wait for `uid`'s finger timed out, on a warm reader or not.
-    func waitTimedOut(_ uid: UInt32) {
-        fairness.waitTimedOut(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
-    }
-
-    private func readerIsWarm(for uid: UInt32) -> Bool {
-        guard let reader = readers.reader(for: uid) else { return false }
-        return readers.isWarm(reader)
     }
 }
 

@@ -14,10 +14,7 @@ extension Evaluator {
         let outcome = await firstSuccess(evaluation, biometrics: biometrics)
         switch outcome {
         case .success(.password):
-            // The account password unlocks biometrics after a lockout (Apple's rule).
-            try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
-            // …and counts as the password given (`--require-password-after`).
-            environment.passwordGiven(evaluation.uid)
+            ownerPasswordAccepted(evaluation.uid)
             return .password
         case .success(.fingerprint):
             return .fingerprint

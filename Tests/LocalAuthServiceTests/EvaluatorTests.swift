@@ -88,14 +88,20 @@ final class EvaluatorTests: XCTestCase {
     func testRetriesTellThePersonWhatToDoAndDoNotCount() async throws {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: rig.uid)
-        rig.reader.script = [.retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger), .retry(.general),
-                             .noMatch, .noMatch, .noMatch]
+        rig.reader.script = [
+            .retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger), .retry(.general),
+            .noMatch, .noMatch, .noMatch,
+        ]
         let error = await rig.evaluate().value
         XCTAssertEqual(error?.name.rawValue, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.scans, 7, "four retries do not use up three attempts")
         XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3, "only the judged scans count")
-        XCTAssertEqual(rig.observers.statuses, [.placeFinger, .swipeTooShort, .fingerNotCentered, .removeAndRetry,
-                                                .retryScan, .noMatch, .noMatch])
+        XCTAssertEqual(
+            rig.observers.statuses,
+            [
+                .placeFinger, .swipeTooShort, .fingerNotCentered, .removeAndRetry,
+                .retryScan, .noMatch, .noMatch,
+            ])
     }
 
     @ServiceActor
@@ -135,7 +141,8 @@ final class EvaluatorTests: XCTestCase {
             try await Task.sleep(for: .milliseconds(5))
             XCTAssertTrue(rig.reader.waiting, "only the caller's own call ends")
 
-            let interruption = arguments.count == 1
+            let interruption =
+                arguments.count == 1
                 ? Evaluation.Interruption.appCancelled : try EndEvaluationArguments(arguments).interruption
             if arguments.count == 1 { XCTAssertEqual(try CancelArguments(arguments).requestID, "r") }
             rig.evaluator.end("r", of: rig.sender, interruption)
@@ -311,8 +318,9 @@ final class EvaluatorTests: XCTestCase {
             rig.environment.presence = presence
             let error = await rig.evaluate().value
             XCTAssertEqual(error?.name.rawValue, LocalAuthServiceError.notAtTheReader, "\(presence)")
-            await rig.assertPreflight(.deviceOwnerAuthenticationWithBiometrics, fails: nil,
-                                      name: LocalAuthServiceError.notAtTheReader)
+            await rig.assertPreflight(
+                .deviceOwnerAuthenticationWithBiometrics, fails: nil,
+                name: LocalAuthServiceError.notAtTheReader)
         }
         // Policy 2 asks the password only.
         rig.password.verdict = .authorized
@@ -359,8 +367,10 @@ final class EvaluatorTests: XCTestCase {
 
 /// Asserts that `body` throws a DBusError named `name`.
 @ServiceActor
-func XCTAssertThrowsDBusError(_ name: String, line: UInt = #line,
-                              _ body: @ServiceActor () async throws(DBusError) -> Void) async {
+func XCTAssertThrowsDBusError(
+    _ name: String, line: UInt = #line,
+    _ body: @ServiceActor () async throws(DBusError) -> Void
+) async {
     do throws(DBusError) {
         try await body()
         XCTFail("no error; expected \(name)", line: line)

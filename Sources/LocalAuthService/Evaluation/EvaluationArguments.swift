@@ -8,8 +8,9 @@ extension PolicyValue {
     /// A policy argument: 1 or 2, anything else is InvalidArgs.
     init(argument value: DBusValue?) throws(DBusError) {
         guard let raw = value?.uint32, let policy = PolicyValue(rawValue: raw) else {
-            throw ServiceErrors.invalidArgs("unknown policy \(value?.uint32.map(String.init) ?? "?"); "
-                + "1 is deviceOwnerAuthenticationWithBiometrics, 2 deviceOwnerAuthentication")
+            throw ServiceErrors.invalidArgs(
+                "unknown policy \(value?.uint32.map(String.init) ?? "?"); "
+                    + "1 is deviceOwnerAuthenticationWithBiometrics, 2 deviceOwnerAuthentication")
         }
         self = policy
     }
@@ -65,7 +66,7 @@ struct EvaluationOptions {
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("interaction-not-allowed must be a boolean") }
                 interactionNotAllowed = flag
             default:
-                continue   // forward compatibility: unknown options are ignored
+                continue  // forward compatibility: unknown options are ignored
             }
         }
     }
@@ -134,8 +135,9 @@ struct EndEvaluationArguments {
         case "user-fallback": interruption = .userFallback
         case "app-cancel": interruption = .appCancelled
         default:
-            throw ServiceErrors.invalidArgs("unknown reason \(ServiceErrors.echo(reason)); "
-                                            + "use user-cancel, user-fallback or app-cancel")
+            throw ServiceErrors.invalidArgs(
+                "unknown reason \(ServiceErrors.echo(reason)); "
+                    + "use user-cancel, user-fallback or app-cancel")
         }
         requestID = id
     }

@@ -130,13 +130,17 @@ final class Evaluator {
     /// The evaluation of a call that asks for one (EvaluatePolicy, and
     /// AuthorizeRight with its right's policy: Rights.swift): returns once the
     /// person is verified, or throws why not.
-    func evaluate(_ request: Request, policy: PolicyValue, reason: String,
-                  options: EvaluationOptions) async throws(DBusError) {
+    func evaluate(
+        _ request: Request, policy: PolicyValue, reason: String,
+        options: EvaluationOptions
+    ) async throws(DBusError) {
         try await evaluate(Caller(request), policy: policy, reason: reason, options: options)
     }
 
-    func evaluate(_ caller: Caller, policy: PolicyValue, reason: String,
-                  options: EvaluationOptions) async throws(DBusError) {
+    func evaluate(
+        _ caller: Caller, policy: PolicyValue, reason: String,
+        options: EvaluationOptions
+    ) async throws(DBusError) {
         let uid = caller.uid
         let presence = await environment.presence(of: caller.connection)
         try caller.record.checkNotEnded()
@@ -162,10 +166,12 @@ final class Evaluator {
         case .run: break
         }
 
-        let evaluation = Evaluation(requestID: options.requestID ?? Posix.randomID(), sender: caller.sender,
-                                    uid: uid, queue: queue,
-                                    prompt: .init(reason: reason, fallbackTitle: options.fallbackTitle,
-                                                  cancelTitle: options.cancelTitle))
+        let evaluation = Evaluation(
+            requestID: options.requestID ?? Posix.randomID(), sender: caller.sender,
+            uid: uid, queue: queue,
+            prompt: .init(
+                reason: reason, fallbackTitle: options.fallbackTitle,
+                cancelTitle: options.cancelTitle))
         // An evaluation whose call already ended (Cancel right after the
         // call, the caller gone) is interrupted here and never touches the reader.
         caller.record.evaluation = evaluation
@@ -249,7 +255,7 @@ final class Evaluator {
     func scanMatched(_ uid: UInt32, finger: FingerName?) {
         if let finger { lastFinger.remember(finger, for: uid) }
         fairness.scanJudged(uid)
-        try? lockout.reset(uid)   // logged; the count stays (fails closed)
+        try? lockout.reset(uid)  // logged; the count stays (fails closed)
     }
 
     /// The reader judged a scan of `uid`'s no match: one more failure in a row
@@ -267,7 +273,7 @@ final class Evaluator {
     /// lockout (Apple's rule), and counts as the password given
     /// (`--require-password-after`).
     func ownerPasswordAccepted(_ uid: UInt32) {
-        try? lockout.reset(uid)   // logged; the count stays (fails closed)
+        try? lockout.reset(uid)  // logged; the count stays (fails closed)
         environment.passwordGiven(uid)
     }
 
@@ -279,8 +285,9 @@ final class Evaluator {
     func refuseWhileCooling(_ uid: UInt32) throws(DBusError) {
         let remaining = fairness.remaining(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
         guard remaining > 0 else { return }
-        throw ServiceErrors.named(LocalAuthServiceError.readerCoolingDown,
-                                  "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
+        throw ServiceErrors.named(
+            LocalAuthServiceError.readerCoolingDown,
+            "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
     }
 
     /// A wait for `uid`'s finger timed out, on a warm reader or not.

@@ -17,9 +17,11 @@ protocol EvaluationReaders: AnyObject {
     /// Opens `reader` for one operation, within the scan timeout; throws the
     /// caller's error when it cannot (`interruption` wins over the reader's).
     /// `busy` hears that another program holds the device.
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> any ReaderSession
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> any ReaderSession
 }
 
 /// One reader, opened for one operation until `release`.
@@ -85,8 +87,10 @@ protocol EvaluationEnvironment: AnyObject {
 @ServiceActor
 protocol OwnerPassword: AnyObject {
     /// polkit's verdict on org.example.LocalAuth.authenticate-owner for `sender`.
-    func check(sender: String, details: [String: String], timeout: Double,
-               cancellable: Cancellable) async -> Authorizer.Decision
+    func check(
+        sender: String, details: [String: String], timeout: Double,
+        cancellable: Cancellable
+    ) async -> Authorizer.Decision
 }
 
 /// Who hears how an evaluation goes: the caller (EvaluationStatus) and the

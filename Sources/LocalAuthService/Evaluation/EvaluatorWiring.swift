@@ -8,7 +8,8 @@ import LocalAuthShared
 /// Readers, prints, presence, passwords, polkit and the prompt, as the service has them.
 @ServiceActor
 final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
-                                    EvaluationObservers {
+    EvaluationObservers
+{
     private unowned let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
@@ -21,9 +22,11 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     func isWarm(_ reader: Readers.Identity) -> Bool { service.readers.isWarm(reader) }
 
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> any ReaderSession {
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> any ReaderSession {
         let device = try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
         return LibfprintReaderSession(service: service, device: device)
     }
@@ -55,10 +58,13 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     // MARK: OwnerPassword
 
-    func check(sender: String, details: [String: String], timeout: Double,
-               cancellable: Cancellable) async -> Authorizer.Decision {
-        await service.authorizer.check(.authenticateOwner, busName: sender, interactive: true, details: details,
-                                       timeout: timeout, cancellable: cancellable)
+    func check(
+        sender: String, details: [String: String], timeout: Double,
+        cancellable: Cancellable
+    ) async -> Authorizer.Decision {
+        await service.authorizer.check(
+            .authenticateOwner, busName: sender, interactive: true, details: details,
+            timeout: timeout, cancellable: cancellable)
     }
 
     // MARK: EvaluationObservers
@@ -72,10 +78,11 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
     }
 
     func status(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
-                              member: LocalAuthBus.Signal.evaluationStatus,
-                              arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
-                              destination: evaluation.sender)
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+            member: LocalAuthBus.Signal.evaluationStatus,
+            arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
+            destination: evaluation.sender)
         service.promptStatus(evaluation, progress)
     }
 }

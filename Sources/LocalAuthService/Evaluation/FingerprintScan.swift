@@ -29,9 +29,10 @@ extension Evaluator {
         defer { timeout.cancel() }
         guard let identity = readers.reader(for: evaluation.uid) else { throw readers.noReaderError }
         evaluation.ticket.reader = identity
-        let session = try await readers.open(identity, cancellable: evaluation.cancellable,
-                                             interruption: { evaluation.biometricInterruption },
-                                             busy: { [weak self] in self?.observers.status(evaluation, .readerBusy) })
+        let session = try await readers.open(
+            identity, cancellable: evaluation.cancellable,
+            interruption: { evaluation.biometricInterruption },
+            busy: { [weak self] in self?.observers.status(evaluation, .readerBusy) })
         defer { session.release() }
         _ = try await scan(evaluation, on: session)
         return .fingerprint
@@ -53,8 +54,9 @@ extension Evaluator {
             // person usually uses), each new scan the next of the user's
             // prints, so every enrolled finger gets its turn within one
             // evaluation (docs/SECURITY.md: each no-match counts).
-            let offset = Self.galleryStart(usable.map(\.finger), lastMatched: lastMatchedFinger(of: evaluation.uid),
-                                           scansSoFar: scans)
+            let offset = Self.galleryStart(
+                usable.map(\.finger), lastMatched: lastMatchedFinger(of: evaluation.uid),
+                scansSoFar: scans)
             scans += 1
             let gallery = Array(usable[offset...] + usable[..<offset])
             let result: ScanOutcome
@@ -77,13 +79,17 @@ extension Evaluator {
                 do {
                     lockedOut = try scanDidNotMatch(evaluation.uid)
                 } catch {
-                    throw ServiceErrors.named(LocalAuthServiceError.storageFailed,
-                                              "the failed attempt could not be recorded; try again later")
+                    throw ServiceErrors.named(
+                        LocalAuthServiceError.storageFailed,
+                        "the failed attempt could not be recorded; try again later")
                 }
-                Log.notice("failed fingerprint match for uid \(evaluation.uid) on \(session.identity) "
-                           + "(\(failedMatches(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
-                switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut,
-                                         attemptsPerEvaluation: configuration.attemptsPerEvaluation) {
+                Log.notice(
+                    "failed fingerprint match for uid \(evaluation.uid) on \(session.identity) "
+                        + "(\(failedMatches(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
+                switch Self.afterNoMatch(
+                    failures: failures, lockedOut: lockedOut,
+                    attemptsPerEvaluation: configuration.attemptsPerEvaluation)
+                {
                 case .lockedOut:
                     Log.warning("biometry locked out for uid \(evaluation.uid) after \(LockoutStore.limit) failed matches")
                     throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")

@@ -26,9 +26,11 @@ final class EvaluatorRig {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("evaluator-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let configuration = Configuration(stateDirectory: state, scanTimeout: 30, attemptsPerEvaluation: attempts)
-        evaluator = Evaluator(configuration: configuration, queue: queue, registry: registry,
-                              seams: EvaluatorSeams(readers: reader, prints: prints, environment: environment,
-                                                    ownerPassword: password, observers: observers, clock: clock))
+        evaluator = Evaluator(
+            configuration: configuration, queue: queue, registry: registry,
+            seams: EvaluatorSeams(
+                readers: reader, prints: prints, environment: environment,
+                ownerPassword: password, observers: observers, clock: clock))
     }
 
     deinit { try? FileManager.default.removeItem(atPath: state) }
@@ -44,14 +46,18 @@ final class EvaluatorRig {
     func caller(requestID: String, uid: UInt32? = nil) -> Evaluator.Caller {
         let record = CallRecord(sender: sender, requestID: requestID)
         try? registry.register(record)
-        return Evaluator.Caller(connection: CallerRecord(sender: sender, uid: uid ?? self.uid, process: nil,
-                                                         securityLabel: nil),
-                                record: record)
+        return Evaluator.Caller(
+            connection: CallerRecord(
+                sender: sender, uid: uid ?? self.uid, process: nil,
+                securityLabel: nil),
+            record: record)
     }
 
     /// Starts an evaluation; its value is the error it ended with, nil for true.
-    func evaluate(_ policy: PolicyValue = .deviceOwnerAuthenticationWithBiometrics, reuse: Double = 0,
-                  requestID: String = "r") -> Task<DBusError?, Never> {
+    func evaluate(
+        _ policy: PolicyValue = .deviceOwnerAuthenticationWithBiometrics, reuse: Double = 0,
+        requestID: String = "r"
+    ) -> Task<DBusError?, Never> {
         let caller = caller(requestID: requestID)
         var options = EvaluationOptions()
         options.requestID = requestID
@@ -70,8 +76,10 @@ final class EvaluatorRig {
         }
     }
 
-    func assertPreflight(_ policy: PolicyValue, fails code: LocalAuthErrorCode?, name: String? = nil,
-                         line: UInt = #line) async {
+    func assertPreflight(
+        _ policy: PolicyValue, fails code: LocalAuthErrorCode?, name: String? = nil,
+        line: UInt = #line
+    ) async {
         let caller = caller(requestID: "preflight")
         defer { registry.remove(caller.record) }
         do throws(DBusError) {
@@ -89,6 +97,6 @@ final class EvaluatorRig {
             try await Task.sleep(for: .milliseconds(1))
         }
         XCTFail("waited a second", line: line)
-        throw CancellationError()   // the test stops here rather than await what never comes
+        throw CancellationError()  // the test stops here rather than await what never comes
     }
 }

@@ -50,9 +50,11 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     func isWarm(_ reader: Readers.Identity) -> Bool { warm }
 
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> any ReaderSession {
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> any ReaderSession {
         if let interruption = interruption() { throw interruption.error }
         opens += 1
         return self
@@ -98,8 +100,10 @@ final class FakePrints: EvaluationPrints {
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { byUser[uid] ?? [] }
 
     func enroll(_ finger: FingerName, for uid: UInt32, stamp: UInt8 = 1) {
-        byUser[uid, default: []].append(EnrolledPrint(finger: finger, source: .localauth, stamp: [stamp],
-                                                      template: FakeTemplate()))
+        byUser[uid, default: []].append(
+            EnrolledPrint(
+                finger: finger, source: .localauth, stamp: [stamp],
+                template: FakeTemplate()))
     }
 }
 
@@ -136,8 +140,10 @@ final class FakeOwnerPassword: OwnerPassword {
     private(set) var cancelled = false
     private(set) var lastDetails: [String: String] = [:]
 
-    func check(sender: String, details: [String: String], timeout: Double,
-               cancellable: Cancellable) async -> Authorizer.Decision {
+    func check(
+        sender: String, details: [String: String], timeout: Double,
+        cancellable: Cancellable
+    ) async -> Authorizer.Decision {
         asked += 1
         lastDetails = details
         waiting = true

@@ -244,9 +244,9 @@ extension LocalAuthService {
         let policy = try rightPolicy(loadRight(owner).requirement, uid: request.uid)
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
-            _ = try evaluator.usablePrints(for: request.uid)
+            try evaluator.checkBiometricsUsable(for: request.uid)
         case .deviceOwnerAuthentication:
-            if (try? evaluator.usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+            if (try? evaluator.checkBiometricsUsable(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }

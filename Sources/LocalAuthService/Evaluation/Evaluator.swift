@@ -71,26 +71,41 @@ final class Evaluator {
 
     /// The user's prints on the reader that serves them, or why biometrics cannot be used.
     func usablePrints(for uid: UInt32) throws(DBusError) -> [EnrolledPrint] {
+        let reader = try readerServing(uid)
+        let stored = prints.prints(of: uid, on: reader)
+        guard !stored.isEmpty else { throw Self.notEnrolled }
+        return stored
+    }
+
+    /// Why biometrics cannot be used by `uid` now, if they cannot: the
+    /// preflights' form of `usablePrints`, which only counts the prints (a
+    /// preflight is the hot path: BENCHMARKS.md).
+    func checkBiometricsUsable(for uid: UInt32) throws(DBusError) {
+        let reader = try readerServing(uid)
+        guard prints.hasPrints(of: uid, on: reader) else { throw Self.notEnrolled }
+    }
+
+    /// The reader that serves `uid`, unless there is none, the user is
+    /// locked out or must give the password first.
+    private func readerServing(_ uid: UInt32) throws(DBusError) -> Readers.Identity {
         guard let identity = readers.reader(for: uid) else { throw readers.noReaderError }
         if lockout.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
         }
         if let needed = environment.passwordNeeded(uid) { throw needed }
-        let stored = prints.prints(of: uid, on: identity)
-        guard !stored.isEmpty else {
-            throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
-        }
-        return stored
+        return identity
     }
+
+    private static let notEnrolled = ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
 
     /// Why biometrics cannot be used by this caller now, or nil: a remote or
     /// seatless session first (EnvironmentRules.refusal), then the reader,
-    /// lockout and prints (`usablePrints`).
+    /// lockout and prints (`checkBiometricsUsable`).
     func biometricsRefusal(_ caller: Caller) async -> DBusError? {
         let presence = await environment.presence(of: caller.connection)
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
-            _ = try usablePrints(for: caller.uid)
+            try checkBiometricsUsable(for: caller.uid)
             return nil
         } catch {
             return error

@@ -66,6 +66,8 @@ protocol PrintTemplate: AnyObject {}
 protocol EvaluationPrints: AnyObject {
     /// The prints `reader` is offered for `uid` (PrintStore.prints(of:for:)).
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint]
+    /// Whether `prints(of:on:)` would give any (the preflight's question, asked without building them).
+    func hasPrints(of uid: UInt32, on reader: Readers.Identity) -> Bool
 }
 
 /// Who is at the reader, and the account's password rules.

@@ -39,6 +39,10 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         }
     }
 
+    func hasPrints(of uid: UInt32, on reader: Readers.Identity) -> Bool {
+        !service.prints.prints(of: uid, for: reader).isEmpty
+    }
+
     // MARK: EvaluationEnvironment
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {

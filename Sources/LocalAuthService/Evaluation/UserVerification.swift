@@ -34,7 +34,7 @@ extension Evaluator {
         let presence = await environment.presence(of: caller.connection)
         try caller.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
-        _ = try usablePrints(for: arguments.uid)
+        try checkBiometricsUsable(for: arguments.uid)
         try refuseWhileCooling(arguments.uid)
 
         let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), sender: caller.sender,

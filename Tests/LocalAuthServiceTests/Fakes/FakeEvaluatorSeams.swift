@@ -99,6 +99,8 @@ final class FakePrints: EvaluationPrints {
 
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { byUser[uid] ?? [] }
 
+    func hasPrints(of uid: UInt32, on reader: Readers.Identity) -> Bool { !(byUser[uid] ?? []).isEmpty }
+
     func enroll(_ finger: FingerName, for uid: UInt32, stamp: UInt8 = 1) {
         byUser[uid, default: []].append(
             EnrolledPrint(

@@ -172,11 +172,11 @@ extension LocalAuthService {
         let enrolled = reader.map { !prints.prints(of: uid, for: $0).isEmpty } ?? false
         let hash = reader.map { EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: uid, reader: $0), app: app) } ?? []
         let inaccessible = asleep || (logind.lidClosed && !readers.builtIn.isEmpty)
-        let usableNow = EnvironmentRules.refusal(presence) == nil && (try? usablePrints(for: uid)) != nil
+        let usableNow = EnvironmentRules.refusal(presence) == nil && (try? evaluator.checkBiometricsUsable(for: uid)) != nil
         return [
             Key.biometryType: .uint32(readers.isPresent ? BiometryKind.touchID.rawValue : BiometryKind.none.rawValue),
             Key.biometryEnrolled: .boolean(enrolled),
-            Key.biometryLockedOut: .boolean(lockout.isLockedOut(uid) || passwordNeeded(uid) != nil),
+            Key.biometryLockedOut: .boolean(evaluator.isLockedOut(uid) || passwordNeeded(uid) != nil),
             Key.biometryStateHash: .bytes(hash),
             Key.builtInSensorInaccessible: .boolean(inaccessible),
             Key.biometryUsable: .boolean(usableNow),

@@ -64,7 +64,7 @@ final class PromptAgents {
 }
 
 extension LocalAuthService {
-    // MARK: Hooks of an evaluation (Evaluations.swift)
+    // MARK: Hooks of an evaluation (Evaluation/EvaluatorWiring.swift)
 
     /// An evaluation starts: its sheet goes to the agent of the caller's
     /// session. Who asks and from which session are looked up here, in the

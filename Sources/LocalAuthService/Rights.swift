@@ -8,7 +8,7 @@ import LocalAuthShared
 // LAPersistedRight. A right's secret and private key stay in the service,
 // sealed at rest (LocalAuthRights); the secret leaves only as the answer to
 // LoadSecret of an authorized caller, the private key never. Authorizing a
-// right is a real evaluation (Evaluations.swift, OwnerPolicy.swift) and gives
+// right is a real evaluation (Evaluation/: the Evaluator) and gives
 // the caller a handle that only its own bus connection can use, until
 // Deauthorize, the caller leaving the bus, the right removed or replaced, or
 // `RightsServiceLimits.authorizationSeconds`.
@@ -244,9 +244,9 @@ extension LocalAuthService {
         let policy = try rightPolicy(loadRight(owner).requirement, uid: request.uid)
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
-            _ = try usablePrints(for: request.uid)
+            try evaluator.checkBiometricsUsable(for: request.uid)
         case .deviceOwnerAuthentication:
-            if (try? usablePrints(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
+            if (try? evaluator.checkBiometricsUsable(for: request.uid)) == nil, !Accounts.hasPassword(uid: request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -263,13 +263,13 @@ extension LocalAuthService {
             throw ServiceErrors.invalidArgs("the localized reason must be 1 to \(LocalAuthBus.maximumTextLength) bytes")
         }
         let options = try Self.rightsOptions(arguments[2])
-        var evaluationOptions = try Self.evaluationOptions(arguments[2])
+        var evaluationOptions = try EvaluationOptions(arguments[2])
         // A right is released only for a new verification, never a reused match.
         evaluationOptions.reuseDuration = 0
         let owner = try await rightOwner(request, identifier: identifier, options: options)
         let before = try loadRight(owner)
         let policy = try rightPolicy(before.requirement, uid: request.uid)
-        try await evaluate(request, policy: policy, reason: reason, options: evaluationOptions)
+        try await evaluator.evaluate(request, policy: policy, reason: reason, options: evaluationOptions)
         ServiceActor.assertOnLoop()
         try request.record.checkNotEnded()
         // Re-read after the await: the right may be gone or replaced, the enrolled set changed.

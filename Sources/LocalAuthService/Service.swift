@@ -14,8 +14,8 @@ import LocalAuthShared
 /// handler, with its registration (Requests.swift) from arrival to answer.
 /// The rest, one concern a file: Callers/ (who calls: one record per
 /// connection, its app and presence), Authorization.swift (may they),
-/// Evaluations.swift (preflight, policy 1, the scan loop, lockout, reuse),
-/// OwnerPolicy.swift (policy 2), Enrollment.swift (enroll, list, delete),
+/// Evaluation/ (preflight, policy 1 and 2, the scan loop, lockout, reuse,
+/// VerifyUser: the Evaluator), Enrollment.swift (enroll, list, delete),
 /// ReaderChoice.swift (which reader serves whom, hotplug, domain state),
 /// Readers.swift (libfprint), Authorizer.swift (polkit). docs/DESIGN.md
 /// follows a call through them.
@@ -27,7 +27,6 @@ public final class LocalAuthService: CallRouterHost {
     let authorizer = Authorizer()
     let queue = SensorQueue()
     let prints: PrintStore
-    let lockout: LockoutStore
     /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
     let promptAgents = PromptAgents()
     /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
@@ -56,13 +55,13 @@ public final class LocalAuthService: CallRouterHost {
     /// The wire: bounds, typed arguments, polkit, the method table (Bus/).
     private(set) lazy var router = CallRouter(host: self, registry: registry, callers: callers, authorizer: authorizer,
                                               methods: Self.methods, interfaceXML: Self.interfaceXML)
-    /// The last fingerprint match of each user, with the enrolled set it was
-    /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
-    var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
-    /// The finger each user matched with last: a verify-only reader tries it first.
-    let lastFinger: LastFingerStore
-    /// Who has kept the warm reader waiting lately (ReaderFairness.swift).
-    var fairness = ReaderFairness()
+    /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
+    private(set) lazy var evaluator: Evaluator = {
+        let wiring = ServiceEvaluatorWiring(self)
+        return Evaluator(configuration: configuration, queue: queue, registry: registry,
+                         seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring,
+                                               ownerPassword: wiring, observers: wiring, clock: EventLoopClock()))
+    }()
     /// The work the task group of `run()` runs: every call, and the readers'
     /// hotplug work. Finished by `stop()`, which ends `run()` once the last
     /// task has ended.
@@ -92,8 +91,6 @@ public final class LocalAuthService: CallRouterHost {
         self.configuration = configuration
         self.bus = bus
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
-        lockout = LockoutStore(stateDirectory: configuration.stateDirectory)
-        lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
         passwords = PasswordStore(stateDirectory: configuration.stateDirectory)

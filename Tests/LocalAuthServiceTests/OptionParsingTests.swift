@@ -16,10 +16,10 @@ final class OptionParsingTests: XCTestCase {
 
     @ServiceActor
     private static func checkPoliciesAndFingers() throws {
-        XCTAssertEqual(try LocalAuthService.policy(.uint32(1)), .deviceOwnerAuthenticationWithBiometrics)
-        XCTAssertEqual(try LocalAuthService.policy(.uint32(2)), .deviceOwnerAuthentication)
+        XCTAssertEqual(try PolicyValue(argument: .uint32(1)), .deviceOwnerAuthenticationWithBiometrics)
+        XCTAssertEqual(try PolicyValue(argument: .uint32(2)), .deviceOwnerAuthentication)
         for bad in [DBusValue.uint32(0), .uint32(3), .uint32(.max), .string("1")] {
-            XCTAssertThrowsError(try LocalAuthService.policy(bad)) {
+            XCTAssertThrowsError(try PolicyValue(argument: bad)) {
                 XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }
@@ -33,7 +33,7 @@ final class OptionParsingTests: XCTestCase {
 
     @ServiceActor
     private static func checkEvaluationOptions() throws {
-        let options = try LocalAuthService.evaluationOptions(.dictionary([
+        let options = try EvaluationOptions(.dictionary([
             LocalAuthBus.Option.requestID: .string("r1"), LocalAuthBus.Option.reuseDuration: .double(1_000),
             LocalAuthBus.Option.interactionNotAllowed: .boolean(true), LocalAuthBus.Option.fallbackTitle: .string(""),
             LocalAuthBus.Option.cancelTitle: .string("Not now"), "future-option": .uint32(1),
@@ -53,7 +53,7 @@ final class OptionParsingTests: XCTestCase {
             [LocalAuthBus.Option.cancelTitle: .string(String(repeating: "x", count: LocalAuthBus.maximumTextLength + 1))],
         ]
         for entries in wrong {
-            XCTAssertThrowsError(try LocalAuthService.evaluationOptions(.dictionary(entries)), "\(entries)") {
+            XCTAssertThrowsError(try EvaluationOptions(.dictionary(entries)), "\(entries)") {
                 XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }

@@ -38,10 +38,10 @@ final class PromptAgentMatchingTests: XCTestCase {
 
     @ServiceActor
     private static func checkAppNameOption() throws {
-        XCTAssertThrowsError(try LocalAuthService.evaluationOptions(.dictionary(["app-name": .uint32(3)])))
-        XCTAssertThrowsError(try LocalAuthService.evaluationOptions(
+        XCTAssertThrowsError(try EvaluationOptions(.dictionary(["app-name": .uint32(3)])))
+        XCTAssertThrowsError(try EvaluationOptions(
             .dictionary(["app-name": .string(String(repeating: "x", count: 1025))])))
-        XCTAssertNoThrow(try LocalAuthService.evaluationOptions(.dictionary(["app-name": .string("Vault")])))
+        XCTAssertNoThrow(try EvaluationOptions(.dictionary(["app-name": .string("Vault")])))
     }
 
     func testTheDeclaredAppNameIsReadFromTheOptions() {

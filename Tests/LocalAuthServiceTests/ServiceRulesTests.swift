@@ -66,12 +66,12 @@ final class ServiceRulesTests: XCTestCase {
     // MARK: What a no-match leads to
 
     func testTheLockoutWinsThenTheEvaluationsAttemptsThenScanAgain() {
-        typealias Next = LocalAuthService.AfterNoMatch
-        XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 1, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
-        XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 2, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
-        XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 3, lockedOut: false, attemptsPerEvaluation: 3), Next.failed)
-        XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 1, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut)
-        XCTAssertEqual(LocalAuthService.afterNoMatch(failures: 3, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut,
+        typealias Next = Evaluator.AfterNoMatch
+        XCTAssertEqual(Evaluator.afterNoMatch(failures: 1, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
+        XCTAssertEqual(Evaluator.afterNoMatch(failures: 2, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
+        XCTAssertEqual(Evaluator.afterNoMatch(failures: 3, lockedOut: false, attemptsPerEvaluation: 3), Next.failed)
+        XCTAssertEqual(Evaluator.afterNoMatch(failures: 1, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut)
+        XCTAssertEqual(Evaluator.afterNoMatch(failures: 3, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut,
                        "the persisted lockout is what the caller hears, not the evaluation's own limit")
     }
 
@@ -79,11 +79,11 @@ final class ServiceRulesTests: XCTestCase {
 
     func testTheLastMatchedFingerIsTriedFirstThenEachInTurn() {
         let fingers: [FingerName] = [.leftIndex, .rightIndex, .rightThumb]
-        XCTAssertEqual((0..<4).map { LocalAuthService.galleryStart(fingers, lastMatched: nil, scansSoFar: $0) }, [0, 1, 2, 0])
-        XCTAssertEqual((0..<4).map { LocalAuthService.galleryStart(fingers, lastMatched: .rightIndex, scansSoFar: $0) },
+        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: nil, scansSoFar: $0) }, [0, 1, 2, 0])
+        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: .rightIndex, scansSoFar: $0) },
                        [1, 2, 0, 1])
-        XCTAssertEqual(LocalAuthService.galleryStart(fingers, lastMatched: .leftThumb, scansSoFar: 0), 0,
+        XCTAssertEqual(Evaluator.galleryStart(fingers, lastMatched: .leftThumb, scansSoFar: 0), 0,
                        "a finger no longer enrolled: from the start")
-        XCTAssertEqual(LocalAuthService.galleryStart([], lastMatched: .rightIndex, scansSoFar: 3), 0)
+        XCTAssertEqual(Evaluator.galleryStart([], lastMatched: .rightIndex, scansSoFar: 3), 0)
     }
 }

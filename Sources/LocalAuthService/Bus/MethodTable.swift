@@ -85,15 +85,15 @@ extension LocalAuthService {
     // Rights' rows are in RightsMethodTable.swift, merged here.
     nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging([
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
-            signature: "u", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.canEvaluatePolicy(request) }),
+            signature: "u", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(request) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(
-            signature: "usa{sv}", action: .evaluate, interactive: false, handler: { service, request throws(ServiceError) in try await service.evaluatePolicy(request) }),
+            signature: "usa{sv}", action: .evaluate, interactive: false, handler: { service, request throws(ServiceError) in try await service.evaluator.evaluatePolicy(request) }),
         LocalAuthBus.Method.cancel: MethodSpec(
-            signature: "s", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.cancel(request) }),
+            signature: "s", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.evaluator.cancel(request) }),
         LocalAuthBus.Method.endEvaluation: MethodSpec(
-            signature: "ss", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.endEvaluation(request) }),
+            signature: "ss", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.evaluator.endEvaluation(request) }),
         LocalAuthBus.Method.resetLockout: MethodSpec(
-            signature: "s", action: .manage, interactive: true, handler: { service, request throws(ServiceError) in try service.resetLockout(request) }),
+            signature: "s", action: .manage, interactive: true, handler: { service, request throws(ServiceError) in try service.evaluator.resetLockout(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.domainState(request) }),
         LocalAuthBus.Method.enroll: MethodSpec(
@@ -135,7 +135,7 @@ extension LocalAuthService {
             handler: { service, request throws(ServiceError) in try service.promptAnswer(request) }),
         LocalAuthBus.Method.verifyUser: MethodSpec(
             signature: "sa{sv}", action: .verifyUser, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.verifyUser(request) }),
+            handler: { service, request throws(ServiceError) in try await service.evaluator.verifyUser(request) }),
         LocalAuthBus.Method.getEnvironment: MethodSpec(
             signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.getEnvironment(request) }),
         LocalAuthBus.Method.subscribeEnvironment: MethodSpec(

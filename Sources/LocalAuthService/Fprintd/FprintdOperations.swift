@@ -252,20 +252,15 @@ extension FprintdDevice {
             }
             switch result {
             case .match(let matched):
-                service.fairness.scanJudged(uid)
-                try? service.lockout.reset(uid)
-                if let finger = gallery.first(where: { $0.print.pointer == matched.pointer })?.finger {
-                    service.lastFinger.remember(finger, for: uid)
-                }
+                service.evaluator.scanMatched(uid, finger: gallery.first(where: { $0.print.pointer == matched.pointer })?.finger)
                 Log.info("fprintd device \(id): uid \(uid) matched")
                 status(.match)
                 return
             case .noMatch:
-                service.fairness.scanJudged(uid)
                 // One lockout for every client (docs/FPRINTD.md): a failed match here counts as one in an app.
-                let lockedOut = (try? service.lockout.recordFailure(uid)) ?? true
+                let lockedOut = (try? service.evaluator.scanDidNotMatch(uid)) ?? true
                 Log.notice("failed fingerprint match for uid \(uid) on \(identity) through fprintd's interface "
-                           + "(\(service.lockout.failures(of: uid)) of \(LockoutStore.limit) in a row)")
+                           + "(\(service.evaluator.failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
                 status(.noMatch)
                 return

@@ -26,7 +26,7 @@ extension LocalAuthService {
         guard reachableReaders.contains(reader) else {
             return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(noReaderError.message)")
         }
-        if lockout.isLockedOut(uid) {
+        if evaluator.isLockedOut(uid) {
             return FprintdBus.Error.permissionDenied("\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
                                                      + "(\(LockoutStore.limit) in a row); use your password")
         }

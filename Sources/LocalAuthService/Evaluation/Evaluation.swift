@@ -1,7 +1,8 @@
 import DBusCore
 import LocalAuthShared
 
-/// One pending EvaluatePolicy call.
+/// One evaluation in progress (EvaluatePolicy, VerifyUser, AuthorizeRight):
+/// what ends it early, and what its prompt shows.
 @ServiceActor
 final class Evaluation {
     /// Why an evaluation ended early, and the error the caller gets for it.
@@ -55,7 +56,7 @@ final class Evaluation {
     let passwordCancellable = Cancellable()
     let ticket: SensorQueue.Ticket
     /// The user's enrolled set the matching scan was compared with
-    /// (`LocalAuthService.enrolledSet`): what a reuse is tied to.
+    /// (`Evaluator.enrolledSet`): what a reuse is tied to.
     var matchedSet: [[UInt8]]?
     /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?

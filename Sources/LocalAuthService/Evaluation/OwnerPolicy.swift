@@ -5,7 +5,7 @@ import LocalAuthShared
 // password, offered at the same time as two children of one task group; the
 // first to succeed wins and cancels the other. The password is asked by the
 // caller's polkit agent and checked by PAM; localauthd never sees it.
-extension LocalAuthService {
+extension Evaluator {
     /// Policy 2: the fingerprint and the account password (through polkit's
     /// agent) are offered at the same time; the first to succeed wins, so nobody
     /// waits for a fingerprint timeout to type a password. The evaluation fails
@@ -14,10 +14,7 @@ extension LocalAuthService {
         let outcome = await firstSuccess(evaluation, biometrics: biometrics)
         switch outcome {
         case .success(.password):
-            // The account password unlocks biometrics after a lockout (Apple's rule).
-            try? lockout.reset(evaluation.uid)   // logged; the count stays (fails closed)
-            // …and counts as the password given (`--require-password-after`).
-            passwords.record(evaluation.uid)
+            ownerPasswordAccepted(evaluation.uid)
             return .password
         case .success(.fingerprint):
             return .fingerprint
@@ -71,21 +68,21 @@ extension LocalAuthService {
 
     /// Policy 2's password, asked by the caller's polkit agent; nil on success.
     func password(_ evaluation: Evaluation) async -> ServiceError? {
-        guard Accounts.hasPassword(uid: evaluation.uid) else {
+        guard environment.hasPassword(evaluation.uid) else {
             return ServiceErrors.la(.passcodeNotSet, "the account has no password")
         }
         // The person's password dialog says who asks and why: the program the
         // service sees (not a name the app chose) and the app's reason.
-        let identity = callers.known(evaluation.sender).map { callers.identity($0) }
+        let identity = environment.identity(of: evaluation.sender)
         let name = identity?.name ?? "An unidentified program"
         let program = identity?.program ?? ""
         let message = "\(name) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"
-        let decision = await authorizer.check(.authenticateOwner, busName: evaluation.sender, interactive: true,
-                                              details: ["polkit.message": message,
-                                                        "org.example.LocalAuth.program": program,
-                                                        "org.example.LocalAuth.reason": evaluation.prompt.reason],
-                                              timeout: configuration.passwordTimeout,
-                                              cancellable: evaluation.passwordCancellable)
+        let decision = await ownerPassword.check(sender: evaluation.sender,
+                                                 details: ["polkit.message": message,
+                                                           "org.example.LocalAuth.program": program,
+                                                           "org.example.LocalAuth.reason": evaluation.prompt.reason],
+                                                 timeout: configuration.passwordTimeout,
+                                                 cancellable: evaluation.passwordCancellable)
         switch decision {
         case .authorized: return nil
         case .dismissed: return ServiceErrors.la(.userCancel, "the user dismissed the password prompt")

@@ -1,0 +1,136 @@
+import DBusCore
+import LocalAuthShared
+
+// The Evaluator's seams served by today's service: wiring only, no
+// decisions (each method calls what the service has). The integrator
+// rewires these when the readers, prompt and environment are components.
+
+/// Readers, prints, presence, passwords, polkit and the prompt, as the service has them.
+@ServiceActor
+final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
+    EvaluationObservers
+{
+    private unowned let service: LocalAuthService
+
+    init(_ service: LocalAuthService) { self.service = service }
+
+    // MARK: EvaluationReaders
+
+    func reader(for uid: UInt32) -> Readers.Identity? { service.reader(for: uid) }
+
+    var noReaderError: ServiceError { service.noReaderError }
+
+    func isWarm(_ reader: Readers.Identity) -> Bool { service.readers.isWarm(reader) }
+
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> any ReaderSession {
+        let device = try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+        return LibfprintReaderSession(service: service, device: device)
+    }
+
+    // MARK: EvaluationPrints
+
+    func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
+        service.prints.prints(of: uid, for: reader).map {
+            EnrolledPrint(finger: $0.finger, source: $0.source, stamp: $0.stamp, template: $0.print)
+        }
+    }
+
+    func hasPrints(of uid: UInt32, on reader: Readers.Identity) -> Bool {
+        !service.prints.prints(of: uid, for: reader).isEmpty
+    }
+
+    // MARK: EvaluationEnvironment
+
+    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+        if let known = service.callers.knownPresence(caller) { return known }
+        return await service.callers.presence(caller)
+    }
+
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? { service.passwordNeeded(uid) }
+
+    func passwordGiven(_ uid: UInt32) { service.passwords.record(uid) }
+
+    func hasPassword(_ uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
+
+    func identity(of sender: String) -> CallerIdentity? {
+        service.callers.known(sender).map { service.callers.identity($0) }
+    }
+
+    // MARK: OwnerPassword
+
+    func check(
+        sender: String, details: [String: String], timeout: Double,
+        cancellable: Cancellable
+    ) async -> Authorizer.Decision {
+        await service.authorizer.check(
+            .authenticateOwner, busName: sender, interactive: true, details: details,
+            timeout: timeout, cancellable: cancellable)
+    }
+
+    // MARK: EvaluationObservers
+
+    func evaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
+        await service.promptEvaluationStarted(evaluation, record: record, policy: policy)
+    }
+
+    func evaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
+        service.promptEvaluationEnded(evaluation, error: error)
+    }
+
+    func status(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+            member: LocalAuthBus.Signal.evaluationStatus,
+            arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
+            destination: evaluation.sender)
+        service.promptStatus(evaluation, progress)
+    }
+}
+
+/// A libfprint reader held for one evaluation (`Readers.acquire` to `relinquish`).
+@ServiceActor
+final class LibfprintReaderSession: ReaderSession {
+    private unowned let service: LocalAuthService
+    private let device: Readers.Reader
+
+    init(service: LocalAuthService, device: Readers.Reader) {
+        self.service = service
+        self.device = device
+    }
+
+    var identity: Readers.Identity { device.identity }
+
+    func scan(_ gallery: [EnrolledPrint], cancellable: Cancellable) async throws(GLibError) -> ScanOutcome {
+        // The prints came from ServiceEvaluatorWiring.prints: libfprint's own.
+        let prints = gallery.compactMap { $0.template as? GObjectRef }
+        guard prints.count == gallery.count else { throw Readers.noReader(device.identity) }
+        switch try await service.readers.identify(prints, on: device, cancellable: cancellable) {
+        case .match(let matched): return .match(prints.firstIndex { $0.pointer == matched.pointer })
+        case .noMatch: return .noMatch
+        case .retry(let kind): return .retry(kind)
+        }
+    }
+
+    func unusable(_ error: GLibError) -> ServiceError? { service.readerUnusable(error, device) }
+
+    func release() { service.readers.relinquish(device) }
+}
+
+/// libfprint's FpPrint is what a real reader compares with.
+extension GObjectRef: PrintTemplate {}
+
+/// The real clock, and timers on the service's loop.
+@ServiceActor
+final class EventLoopClock: EvaluationClock {
+    var now: ContinuousClock.Instant { .now }
+
+    func after(_ seconds: Double, _ work: @escaping @ServiceActor () -> Void) -> any EvaluationTimer {
+        EventLoopTimers.after(seconds, work)
+    }
+}
+
+extension EventLoop.Timer: EvaluationTimer {}

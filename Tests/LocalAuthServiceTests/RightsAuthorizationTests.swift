@@ -53,8 +53,12 @@ final class RightsAuthorizationTests: XCTestCase {
     func testTheEvaluationGetsTheCallersOptionsButNoReuse() async throws {
         let rig = try RightsRig()
         try await rig.save("token", requirement: .biometry)
-        _ = try await rig.authorize("token", options: [LocalAuthBus.Option.reuseDuration: .double(300),
-                                                       LocalAuthBus.Option.requestID: .string("r1")])
+        _ = try await rig.authorize(
+            "token",
+            options: [
+                LocalAuthBus.Option.reuseDuration: .double(300),
+                LocalAuthBus.Option.requestID: .string("r1"),
+            ])
         let evaluation = try XCTUnwrap(rig.evaluation.evaluations.first)
         XCTAssertEqual(evaluation.policy, .deviceOwnerAuthenticationWithBiometrics)
         XCTAssertEqual(evaluation.options.reuseDuration, 0)
@@ -270,8 +274,11 @@ final class RightsAuthorizationTests: XCTestCase {
         // The key itself works: a signature the public key verifies.
         let publicKey = try P256.PublicKey(x963Representation: try await rig.publicKey("key"))
         let message = Array("hello".utf8)
-        let reply = try await rig.rights.sign(rig.call([.string(handle), .string(KeyAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue),
-                                                        .bytes(message)]))
+        let reply = try await rig.rights.sign(
+            rig.call([
+                .string(handle), .string(KeyAlgorithm.ecdsaSignatureMessageX962SHA256.rawValue),
+                .bytes(message),
+            ]))
         XCTAssertTrue(publicKey.isValidSignature(try XCTUnwrap(reply.first?.byteArray), for: message))
     }
 
@@ -281,7 +288,7 @@ final class RightsAuthorizationTests: XCTestCase {
         try await rig.save("damaged", secret: [7])
         try await rig.save("whole", secret: [8])
         try rig.damageLastByte(of: "damaged")
-        let fresh = try rig.reopened()   // nothing cached
+        let fresh = try rig.reopened()  // nothing cached
         let listed = try await fresh.list()
         XCTAssertEqual(listed, ["damaged", "whole"], "the list reads the clear header only")
         await fresh.expect(LocalAuthServiceError.storageFailed) { _ = try await fresh.publicKey("damaged") }

@@ -36,8 +36,9 @@ struct SaveRightArguments {
         identifier = try RightsArgument.text(arguments[0], "the identifier")
         let name = try RightsArgument.text(arguments[1], "the requirement")
         guard let requirement = RightRequirementName(rawValue: name) else {
-            throw ServiceErrors.invalidArgs("unknown requirement \(ServiceErrors.echo(name)); use "
-                + RightRequirementName.allCases.map(\.rawValue).joined(separator: ", "))
+            throw ServiceErrors.invalidArgs(
+                "unknown requirement \(ServiceErrors.echo(name)); use "
+                    + RightRequirementName.allCases.map(\.rawValue).joined(separator: ", "))
         }
         self.requirement = requirement
         let options = try RightsArgument.options(arguments[2])

@@ -58,7 +58,8 @@ enum RightsErrors {
     }
 
     static var rightInvalidated: DBusError {
-        ServiceErrors.named(LocalAuthRightsError.rightInvalidated,
-                            "the enrolled fingerprints changed since this right was saved; it cannot be used again")
+        ServiceErrors.named(
+            LocalAuthRightsError.rightInvalidated,
+            "the enrolled fingerprints changed since this right was saved; it cannot be used again")
     }
 }

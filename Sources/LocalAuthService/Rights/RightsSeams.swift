@@ -29,8 +29,9 @@ struct RightsCall {
 @ServiceActor
 protocol RightsEvaluation: AnyObject {
     /// Returns once the person is verified with `policy`, or throws why not.
-    func evaluate(_ call: RightsCall, policy: PolicyValue, reason: String,
-                  options: LocalAuthService.EvaluationOptions) async throws(DBusError)
+    func evaluate(
+        _ call: RightsCall, policy: PolicyValue, reason: String,
+        options: LocalAuthService.EvaluationOptions) async throws(DBusError)
     /// Throws why `uid` cannot use biometrics now (no reader, lockout, no prints…).
     func checkBiometricsUsable(uid: UInt32) throws(DBusError)
 }

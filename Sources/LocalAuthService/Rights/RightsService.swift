@@ -58,9 +58,12 @@ final class RightsService {
     }
 
     /// A new right's keys: with a TPM, made in it, through the TPM lane.
-    private func makeRight(owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
-                           storage: RightStorage) async throws(DBusError) -> RightRecord {
-        let protector = storage.protector, created = Int64(time(nil))
+    private func makeRight(
+        owner: RightOwner, requirement: RightRequirement, secret: [UInt8]?,
+        storage: RightStorage
+    ) async throws(DBusError) -> RightRecord {
+        let protector = storage.protector
+        let created = Int64(time(nil))
         let make = { @Sendable () throws(RightsError) -> RightRecord in
             try RightRecord.create(owner: owner, requirement: requirement, secret: secret, created: created, protector: protector)
         }
@@ -176,9 +179,10 @@ final class RightsService {
             throw ServiceErrors.named(LocalAuthRightsError.rightNotFound, "the right was replaced during the authorization")
         }
         _ = try self.policy(after.requirement, uid: call.uid)
-        let handle = try state.authorize(RightAuthorization(
-            sender: call.sender, uid: call.uid, owner: owner, publicKey: after.publicKey,
-            expires: seams.clock.now + authorizationLifetime))
+        let handle = try state.authorize(
+            RightAuthorization(
+                sender: call.sender, uid: call.uid, owner: owner, publicKey: after.publicKey,
+                expires: seams.clock.now + authorizationLifetime))
         Log.info("rights: authorized \(owner) for \(call.sender)")
         return [.string(handle)]
     }
@@ -196,7 +200,8 @@ final class RightsService {
     /// a handle whose right is gone, replaced or dead is dropped.
     func authorizedRight(_ call: RightsCall, handle: String) throws(DBusError) -> RightRecord {
         guard let authorization = state.authorizations[handle], authorization.sender == call.sender,
-              authorization.uid == call.uid else { throw RightsErrors.notAuthorized("the right is not authorized") }
+            authorization.uid == call.uid
+        else { throw RightsErrors.notAuthorized("the right is not authorized") }
         try checkRightsAccount(call.uid)
         guard authorization.expires > seams.clock.now else {
             state.drop(handle)

@@ -17,8 +17,10 @@ extension RightsService {
         return try AppIdentity.appID(seams.callerApps.app(of: call.caller), declared: options.declaredAppID)
     }
 
-    func rightOwner(_ call: RightsCall, identifier: String, app options: RightsAppOptions,
-                    saving: Bool = false) async throws(DBusError) -> RightOwner {
+    func rightOwner(
+        _ call: RightsCall, identifier: String, app options: RightsAppOptions,
+        saving: Bool = false
+    ) async throws(DBusError) -> RightOwner {
         let app = try await rightsApp(call, options, saving: saving)
         do throws(RightsError) {
             return try RightOwner(uid: call.uid, appID: app, identifier: identifier)
@@ -35,7 +37,7 @@ extension RightsService {
             let record = try storage.load(owner)
             state.remember(record)
             return record
-        } catch where error.code == .notFound {
+        } catch  where error.code == .notFound {
             return nil
         } catch {
             throw RightsErrors.rights(error)

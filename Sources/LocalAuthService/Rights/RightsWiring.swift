@@ -24,8 +24,10 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
         RightsSeams(evaluation: self, enrolledSets: self, callerApps: self, accounts: self, clock: SystemRightsClock())
     }
 
-    func evaluate(_ call: RightsCall, policy: PolicyValue, reason: String,
-                  options: LocalAuthService.EvaluationOptions) async throws(DBusError) {
+    func evaluate(
+        _ call: RightsCall, policy: PolicyValue, reason: String,
+        options: LocalAuthService.EvaluationOptions
+    ) async throws(DBusError) {
         guard let request = call.request else { throw DBusError(.failed, "a rights call without its bus request") }
         try await service.evaluate(request, policy: policy, reason: reason, options: options)
     }

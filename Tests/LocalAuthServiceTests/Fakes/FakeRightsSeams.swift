@@ -18,8 +18,10 @@ final class FakeRightsEvaluation: RightsEvaluation {
     var meanwhile: (@ServiceActor () async -> Void)?
     private(set) var evaluations: [(policy: PolicyValue, reason: String, options: LocalAuthService.EvaluationOptions)] = []
 
-    func evaluate(_ call: RightsCall, policy: PolicyValue, reason: String,
-                  options: LocalAuthService.EvaluationOptions) async throws(DBusError) {
+    func evaluate(
+        _ call: RightsCall, policy: PolicyValue, reason: String,
+        options: LocalAuthService.EvaluationOptions
+    ) async throws(DBusError) {
         evaluations.append((policy, reason, options))
         await meanwhile?()
         if let failure { throw failure }

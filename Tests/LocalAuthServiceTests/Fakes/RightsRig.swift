@@ -25,14 +25,18 @@ final class RightsRig {
 
     convenience init(authorizationSeconds: Double = RightsServiceLimits.authorizationSeconds) throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("rights-unit-\(UUID().uuidString)")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false,
-                                                attributes: [.posixPermissions: 0o700])
-        self.init(directory: directory, authorizationSeconds: authorizationSeconds, evaluation: FakeRightsEvaluation(),
-                  enrolledSets: FakeEnrolledSets(), callerApps: FakeCallerApps(), accounts: FakeAccounts(), clock: FakeClock())
+        try FileManager.default.createDirectory(
+            at: directory, withIntermediateDirectories: false,
+            attributes: [.posixPermissions: 0o700])
+        self.init(
+            directory: directory, authorizationSeconds: authorizationSeconds, evaluation: FakeRightsEvaluation(),
+            enrolledSets: FakeEnrolledSets(), callerApps: FakeCallerApps(), accounts: FakeAccounts(), clock: FakeClock())
     }
 
-    private init(directory: URL, authorizationSeconds: Double, evaluation: FakeRightsEvaluation, enrolledSets: FakeEnrolledSets,
-                 callerApps: FakeCallerApps, accounts: FakeAccounts, clock: FakeClock) {
+    private init(
+        directory: URL, authorizationSeconds: Double, evaluation: FakeRightsEvaluation, enrolledSets: FakeEnrolledSets,
+        callerApps: FakeCallerApps, accounts: FakeAccounts, clock: FakeClock
+    ) {
         self.directory = directory
         self.authorizationSeconds = authorizationSeconds
         self.evaluation = evaluation
@@ -40,15 +44,18 @@ final class RightsRig {
         self.callerApps = callerApps
         self.accounts = accounts
         self.clock = clock
-        rights = RightsService(stateDirectory: directory.path, keyBackend: .off, authorizationSeconds: authorizationSeconds,
-                               seams: RightsSeams(evaluation: evaluation, enrolledSets: enrolledSets, callerApps: callerApps,
-                                                  accounts: accounts, clock: clock))
+        rights = RightsService(
+            stateDirectory: directory.path, keyBackend: .off, authorizationSeconds: authorizationSeconds,
+            seams: RightsSeams(
+                evaluation: evaluation, enrolledSets: enrolledSets, callerApps: callerApps,
+                accounts: accounts, clock: clock))
     }
 
     /// Another component over the same directory and fakes: nothing cached (a restart).
     func reopened() throws -> RightsRig {
-        RightsRig(directory: directory, authorizationSeconds: authorizationSeconds, evaluation: evaluation,
-                  enrolledSets: enrolledSets, callerApps: callerApps, accounts: accounts, clock: clock)
+        RightsRig(
+            directory: directory, authorizationSeconds: authorizationSeconds, evaluation: evaluation,
+            enrolledSets: enrolledSets, callerApps: callerApps, accounts: accounts, clock: clock)
     }
 
     deinit { try? FileManager.default.removeItem(at: directory) }
@@ -56,8 +63,9 @@ final class RightsRig {
     // MARK: Calls
 
     func call(_ arguments: [DBusValue], sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) -> RightsCall {
-        RightsCall(sender: sender, uid: uid, caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
-                   record: CallRecord(sender: sender, requestID: nil, arguments: arguments), request: nil)
+        RightsCall(
+            sender: sender, uid: uid, caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
+            record: CallRecord(sender: sender, requestID: nil, arguments: arguments), request: nil)
     }
 
     func app(_ id: String = RightsRig.appID, _ more: [String: DBusValue] = [:]) -> DBusValue {
@@ -65,18 +73,26 @@ final class RightsRig {
     }
 
     @discardableResult
-    func save(_ identifier: String, requirement: RightRequirementName = .default, secret: [UInt8]? = nil,
-              app: String = RightsRig.appID, sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) async throws -> [UInt8] {
+    func save(
+        _ identifier: String, requirement: RightRequirementName = .default, secret: [UInt8]? = nil,
+        app: String = RightsRig.appID, sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid
+    ) async throws -> [UInt8] {
         let options = secret.map { [LocalAuthRightsBus.Option.secret: DBusValue.bytes($0)] } ?? [:]
-        let reply = try await rights.saveRight(call([.string(identifier), .string(requirement.rawValue), self.app(app, options)],
-                                                    sender: sender, uid: uid))
+        let reply = try await rights.saveRight(
+            call(
+                [.string(identifier), .string(requirement.rawValue), self.app(app, options)],
+                sender: sender, uid: uid))
         return try XCTUnwrap(reply.first?.byteArray)
     }
 
-    func authorize(_ identifier: String, reason: String = "use the right", options: [String: DBusValue] = [:],
-                   app: String = RightsRig.appID, sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) async throws -> String {
-        let reply = try await rights.authorizeRight(call([.string(identifier), .string(reason), self.app(app, options)],
-                                                         sender: sender, uid: uid))
+    func authorize(
+        _ identifier: String, reason: String = "use the right", options: [String: DBusValue] = [:],
+        app: String = RightsRig.appID, sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid
+    ) async throws -> String {
+        let reply = try await rights.authorizeRight(
+            call(
+                [.string(identifier), .string(reason), self.app(app, options)],
+                sender: sender, uid: uid))
         return try XCTUnwrap(reply.first?.string)
     }
 
@@ -94,7 +110,10 @@ final class RightsRig {
     /// The identifiers ListRights answers, in order.
     func list(sender: String = RightsRig.sender) async throws -> [String] {
         let reply = try await rights.listRights(call([app()], sender: sender))
-        guard case .array(_, let entries)? = reply.first else { XCTFail("ListRights answered \(reply)"); return [] }
+        guard case .array(_, let entries)? = reply.first else {
+            XCTFail("ListRights answered \(reply)")
+            return []
+        }
         return entries.compactMap { $0.stringKeyedDictionary?[LocalAuthRightsBus.RightKey.identifier]?.string }
     }
 
@@ -155,8 +174,9 @@ final class RightsRig {
         let before = filesOnDisk()
         await expect(name, { try await self.save("one-more", secret: [1]) }, file: file, line: line)
         // The account binding is recorded by the attempt (RightsAccount.swift): not a right.
-        XCTAssertEqual(filesOnDisk().filter { $0.key != "/account" }, before.filter { $0.key != "/account" },
-                       "nothing changed on disk", file: file, line: line)
+        XCTAssertEqual(
+            filesOnDisk().filter { $0.key != "/account" }, before.filter { $0.key != "/account" },
+            "nothing changed on disk", file: file, line: line)
         let listed = try await list()
         XCTAssertEqual(listed, [], file: file, line: line)
     }

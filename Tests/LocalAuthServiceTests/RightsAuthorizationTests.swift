@@ -69,7 +69,7 @@ final class RightsAuthorizationTests: XCTestCase {
     func testARightReplacedDuringTheEvaluationIsNotAuthorized() async throws {
         let rig = try RightsRig()
         try await rig.save("token", secret: [1])
-        rig.evaluation.meanwhile = { _ = try? await rig.save("token", secret: [2]) }
+        rig.evaluation.meanwhile = { [unowned rig] in _ = try? await rig.save("token", secret: [2]) }
         await rig.expect(LocalAuthRightsError.rightNotFound) { _ = try await rig.authorize("token") }
         XCTAssertTrue(rig.rights.state.authorizations.isEmpty)
     }

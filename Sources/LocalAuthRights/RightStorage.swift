@@ -40,7 +40,6 @@ public struct RightStorage: Sendable {
         }
         let folder = try appDirectory(uid: owner.uid, appID: owner.appID)
         let path = try self.path(of: owner)
-        try Files.makeDirectories(folder, below: stateDirectory)
         let bytes = record.encode()
         let count = try Files.list(folder)?.filter { $0.hasSuffix(Self.suffix) }.count ?? 0
         var oldBytes: Int?
@@ -53,6 +52,8 @@ public struct RightStorage: Sendable {
         case .tooLarge(let size): oldBytes = size
         }
         try checkUserBounds(uid: owner.uid, newBytes: bytes.count, oldBytes: oldBytes, appHasRights: count > 0)
+        // Only now: a refused save leaves nothing, not even an empty app directory.
+        try Files.makeDirectories(folder, below: stateDirectory)
         try Files.write(bytes, to: path)
     }
 

@@ -29,8 +29,10 @@ public final class LocalAuthService: CallRouterHost {
     let prints: PrintStore
     /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
     let promptAgents = PromptAgents()
-    /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
-    let rights: RightsState
+    /// Rights and secrets: their storage and the authorizations in force (Rights/).
+    private(set) lazy var rights = RightsService(
+        stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
+        authorizationSeconds: configuration.rightsAuthorizationTimeout, seams: ServiceRightsWiring(self).seams)
     /// logind and UPower: sleep and the lid (Logind.swift).
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
@@ -94,7 +96,6 @@ public final class LocalAuthService: CallRouterHost {
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
         passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
-        rights = RightsState(stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -254,7 +255,7 @@ public final class LocalAuthService: CallRouterHost {
         promptAgentVanished(name)
         callers.forget(name)
         environmentSubscribers[name] = nil
-        rightsCallerVanished(name)
+        rights.callerVanished(name)
         fprintd?.senderVanished(name)
     }
 

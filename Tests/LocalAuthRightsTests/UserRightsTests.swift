@@ -27,6 +27,8 @@ final class UserRightsTests: XCTestCase {
     func testNewAppIDsCannotMultiplyTheBoundsOfOneUser() throws {
         for app in 0..<RightLimits.appsPerUser { try save("r", app: "org.example.App\(app)") }
         XCTAssertRightsError(try save("r", app: "org.example.OneTooMany"), .tooManyApps)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: try storage.appDirectory(uid: 1000, appID: "org.example.OneTooMany")),
+                       "a refused save leaves nothing behind, not even its app's directory")
         // Replacing, and more rights in a known app, are fine; another uid is not counted.
         XCTAssertNoThrow(try save("r", app: "org.example.App0"))
         XCTAssertNoThrow(try save("s", app: "org.example.App0"))

@@ -11,13 +11,12 @@ import LocalAuthShared
 // account cannot list, use, replace or remove the old account's secrets with
 // its own finger or password. An administrator removes them
 // (`rm -r /var/lib/localauth/rights/UID`).
-extension LocalAuthService {
+extension RightsService {
     /// Refuses the rights calls of `uid` if its rights belong to another
     /// account; `saving` records the account if nothing is recorded yet.
     func checkRightsAccount(_ uid: UInt32, saving: Bool = false) throws(ServiceError) {
-        let storage = try rights.storage()
-        // As the print store does: a uid without an account is its number.
-        let account = Users.name(of: uid) ?? String(uid)
+        let storage = try state.storage()
+        let account = RightsPolicy.account(of: uid, name: seams.accounts.accountName(of: uid))
         do throws(RightsError) {
             try storage.checkAccount(uid: uid, account: account, saving: saving)
         } catch where error.code == .accountChanged {
@@ -26,7 +25,7 @@ extension LocalAuthService {
                                       "the rights kept for uid \(uid) belong to a deleted account, not to "
                                       + "\(RightOwner.loggable(account)); they cannot be used (an administrator removes them)")
         } catch {
-            throw Self.rightsError(error)
+            throw RightsErrors.rights(error)
         }
     }
 }

@@ -44,6 +44,8 @@ final class RightsState {
     private var verified: [RightOwner: CachedRight] = [:]
     private var verifiedBytes = 0
     private var verifiedSequence: UInt64 = 0
+    /// What "expired" is measured against (a fake one in the unit tests).
+    private let clock: any RightsClock
 
     struct CachedRight {
         let record: RightRecord
@@ -51,9 +53,10 @@ final class RightsState {
         let sequence: UInt64
     }
 
-    init(stateDirectory: String, keyBackend: KeyBackendChoice) {
+    init(stateDirectory: String, keyBackend: KeyBackendChoice, clock: any RightsClock = SystemRightsClock()) {
         self.stateDirectory = stateDirectory
         self.keyBackend = keyBackend
+        self.clock = clock
     }
 
     /// Every TPM command goes through it (TPMLane.swift).
@@ -77,15 +80,17 @@ final class RightsState {
         guard usesTPM else { return try storage() }
         let backend = keyBackend, directory = stateDirectory
         let protector: any KeyProtector
-        do throws(ServiceError) {
-            protector = try await tpm.run("opening the rights store") { () throws(RightsError) in
+        do throws(TPMLane.Failure) {
+            protector = try await tpm.attempt("opening the rights store") { () throws(RightsError) in
                 try backend.openProtector(stateDirectory: directory)
             }
-        } catch where error.kind == .tpmNotResponding {
-            throw error
         } catch {
-            Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(error.message)")
-            throw ServiceError(.storageFailed, "the rights store cannot be opened")
+            switch error {
+            case .notResponding: throw error.answer
+            case .failed(let cause):
+                Log.error("rights: the key backend \(keyBackend.summary) cannot be used: \(cause)")
+                throw ServiceError(.storageFailed, "the rights store cannot be opened")
+            }
         }
         if let cachedStorage { return cachedStorage }
         return try open { () throws(RightsError) in protector }
@@ -104,7 +109,7 @@ final class RightsState {
 
     /// A new handle for `authorization`, within the limits.
     func authorize(_ authorization: RightAuthorization) throws(ServiceError) -> String {
-        let now = ContinuousClock.now
+        let now = clock.now
         authorizations = authorizations.filter { $0.value.expires > now }
         let mine = authorizations.filter { $0.value.sender == authorization.sender }
         if mine.count >= RightsServiceLimits.authorizationsPerConnection,

@@ -29,9 +29,35 @@ final class TPMLane {
         self.seconds = seconds
     }
 
+    /// Why a TPM command gave no value, as a type: the callers that treat
+    /// a TPM that does not answer apart from one that failed switch on it.
+    enum Failure: Error {
+        /// The TPM did not answer in time, or an earlier command still holds the lane.
+        case notResponding(String)
+        /// The command answered with a failure.
+        case failed(RightsError)
+
+        /// The caller's error: TPMNotResponding, or the failure as RightsErrors.tpm maps it.
+        var answer: ServiceError {
+            switch self {
+            case .notResponding(let why): ServiceError(.tpmNotResponding, "\(why); try again later")
+            case .failed(let error): RightsErrors.tpm(error)
+            }
+        }
+    }
+
     /// Runs `body` (which talks to the TPM) off the loop, within the time limit.
     func run<R: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(RightsError) -> R) async throws(ServiceError) -> R {
-        guard !busy else { throw Self.notResponding("an earlier TPM command has not returned") }
+        do throws(Failure) {
+            return try await attempt(what, body)
+        } catch {
+            throw error.answer
+        }
+    }
+
+    /// `run`, with its failure as a `Failure`.
+    func attempt<R: Sendable>(_ what: String, _ body: @escaping @Sendable () throws(RightsError) -> R) async throws(Failure) -> R {
+        guard !busy else { throw .notResponding("an earlier TPM command has not returned") }
         busy = true
         command &+= 1
         let mine = command
@@ -61,23 +87,9 @@ final class TPMLane {
         switch outcome {
         case nil:
             Log.error("rights: \(what): the TPM did not answer within \(Int(seconds)) s")
-            throw Self.notResponding("the TPM did not answer within \(Int(seconds)) s")
+            throw .notResponding("the TPM did not answer within \(Int(seconds)) s")
         case .success(let value)?: return value
-        case .failure(let error)?: throw LocalAuthService.tpmError(error)
-        }
-    }
-
-    static func notResponding(_ why: String) -> ServiceError {
-        ServiceError(.tpmNotResponding, "\(why); try again later")
-    }
-}
-
-extension LocalAuthService {
-    /// A TPM failure as the caller's error: unavailable and the rest as RightsError maps them.
-    static func tpmError(_ error: RightsError) -> ServiceError {
-        switch error.code {
-        case .authenticationFailed, .malformed: keyOperationError(error)
-        default: rightsError(error)
+        case .failure(let error)?: throw .failed(error)
         }
     }
 }

@@ -1,7 +1,7 @@
 import DBusCore
 import LocalAuthShared
 
-// The rows of the method table for rights and secrets (Rights.swift,
+// The rows of the method table for rights and secrets (RightsService.swift,
 // docs/RIGHTS.md), merged into `LocalAuthService.methods` (MethodTable.swift).
 // Save and remove need org.example.LocalAuth.rights.manage, AuthorizeRight
 // org.example.LocalAuth.rights.use; using an authorization needs its handle,
@@ -10,39 +10,39 @@ extension LocalAuthService {
     nonisolated static let rightsMethods: [String: MethodSpec] = [
         LocalAuthRightsBus.Method.saveRight: MethodSpec(
             signature: "ssa{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.saveRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.saveRight(RightsCall(request)) }),
         LocalAuthRightsBus.Method.removeRight: MethodSpec(
             signature: "sa{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.removeRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.removeRight(RightsCall(request)) }),
         LocalAuthRightsBus.Method.removeAllRights: MethodSpec(
             signature: "a{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.removeAllRights(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.removeAllRights(RightsCall(request)) }),
         LocalAuthRightsBus.Method.listRights: MethodSpec(
             signature: "a{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.listRights(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.listRights(RightsCall(request)) }),
         LocalAuthRightsBus.Method.getPublicKey: MethodSpec(
             signature: "sa{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.getPublicKey(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.getPublicKey(RightsCall(request)) }),
         LocalAuthRightsBus.Method.canAuthorizeRight: MethodSpec(
             signature: "sa{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.canAuthorizeRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.canAuthorizeRight(RightsCall(request)) }),
         LocalAuthRightsBus.Method.authorizeRight: MethodSpec(
             signature: "ssa{sv}", action: .rightsUse, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.authorizeRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.authorizeRight(RightsCall(request)) }),
         LocalAuthRightsBus.Method.deauthorize: MethodSpec(
             signature: "s", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.deauthorize(request) }),
+            handler: { service, request throws(ServiceError) in try service.rights.deauthorize(RightsCall(request)) }),
         LocalAuthRightsBus.Method.loadSecret: MethodSpec(
             signature: "s", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.loadSecret(request) }),
+            handler: { service, request throws(ServiceError) in try service.rights.loadSecret(RightsCall(request)) }),
         LocalAuthRightsBus.Method.sign: MethodSpec(
             signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.signWithRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.sign(RightsCall(request)) }),
         LocalAuthRightsBus.Method.decrypt: MethodSpec(
             signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.decryptWithRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.decrypt(RightsCall(request)) }),
         LocalAuthRightsBus.Method.exchangeKeys: MethodSpec(
             signature: "ssaya{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.exchangeKeysWithRight(request) }),
+            handler: { service, request throws(ServiceError) in try await service.rights.exchangeKeys(RightsCall(request)) }),
     ]
 }

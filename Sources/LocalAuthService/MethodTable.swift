@@ -57,7 +57,7 @@ extension LocalAuthService {
         LocalAuthBus.Method.resetLockout: MethodSpec(
             signature: "s", action: .manage, interactive: true, handler: { service, request throws(DBusError) in try service.resetLockout(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.domainState(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.readerChoice.domainState(of: request.caller) }),
         LocalAuthBus.Method.enroll: MethodSpec(
             signature: "s", action: .enroll, interactive: true, handler: { service, request throws(DBusError) in try await service.enroll(request) }),
         LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
@@ -99,10 +99,10 @@ extension LocalAuthService {
             signature: "sa{sv}", action: .verifyUser, interactive: false,
             handler: { service, request throws(DBusError) in try await service.verifyUser(request) }),
         LocalAuthBus.Method.getEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.getEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.environment.getEnvironment(caller: request.caller, record: request.record) }),
         LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.subscribeEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try await service.environment.subscribe(caller: request.caller, record: request.record) }),
         LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in try service.unsubscribeEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(DBusError) in service.environment.unsubscribe(request.sender); return [] }),
     ], uniquingKeysWith: { rights, _ in rights })
 }

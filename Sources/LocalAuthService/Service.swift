@@ -36,18 +36,16 @@ public final class LocalAuthService {
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
     let callers: Callers
-    /// When each user last gave the password (`--require-password-after`).
-    let passwords: PasswordStore
-    /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift).
-    private(set) lazy var sleepCycle = SleepCoordinator(seams: ServiceSleepSeams(self)) { [work] body in
+    /// Sleep and resume, the lid, LAEnvironment's subscribers, the password
+    /// after boot (Environment/).
+    private(set) lazy var environment = Environment(
+        passwords: PasswordStore(stateDirectory: configuration.stateDirectory),
+        passwordRequirement: configuration.passwordRequirement,
+        seams: ServiceEnvironmentSeams(self), sleepSeams: ServiceSleepSeams(self)) { [work] body in
         work.yield(.sleepCycle(body))
     }
-    /// From PrepareForSleep(true) until the readers are offered again: none is offered.
-    var asleep: Bool { !sleepCycle.offersReaders }
-    /// Connections subscribed to EnvironmentChanged (Environment.swift).
-    var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
-    /// Counts logind's session changes: the newest judgment of subscribers' presence wins.
-    var presenceGeneration: UInt64 = 0
+    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
+    private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
     /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
     var fprintd: FprintdServer?
 
@@ -93,7 +91,6 @@ public final class LocalAuthService {
         lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
-        passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
         rights = RightsState(stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend)
     }
 
@@ -357,7 +354,7 @@ public final class LocalAuthService {
         registry.senderVanished(name)
         promptAgentVanished(name)
         callers.forget(name)
-        environmentSubscribers[name] = nil
+        environment.unsubscribe(name)
         rightsCallerVanished(name)
         fprintd?.senderVanished(name)
     }

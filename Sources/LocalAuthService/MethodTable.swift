@@ -84,17 +84,17 @@ extension LocalAuthService {
         LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
             signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
             handler: { service, request throws(DBusError) in try await service.deleteEnrolledFingersWithOptions(request) }),
-        // The system sheet's agents (PromptAgents.swift): no polkit action; an
+        // The system sheet's agents (Prompt/): no polkit action; an
         // agent acts only for its own uid and session.
         LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
             signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try await service.registerPromptAgent(request) }),
+            handler: { service, request throws(DBusError) in try await service.promptAgents.register(RegisterPromptAgentArguments(request.arguments), caller: request.caller, record: request.record); return [] }),
         LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
             signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try service.unregisterPromptAgent(request) }),
+            handler: { service, request throws(DBusError) in service.promptAgents.unregister(try UnregisterPromptAgentArguments(request.arguments), sender: request.sender); return [] }),
         LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
             signature: "ss", action: nil, interactive: false,
-            handler: { service, request throws(DBusError) in try service.promptAnswer(request) }),
+            handler: { service, request throws(DBusError) in try service.promptAgents.answer(PromptAnswerArguments(request.arguments), caller: request.caller); return [] }),
         LocalAuthBus.Method.verifyUser: MethodSpec(
             signature: "sa{sv}", action: .verifyUser, interactive: false,
             handler: { service, request throws(DBusError) in try await service.verifyUser(request) }),

@@ -28,8 +28,8 @@ public final class LocalAuthService {
     let queue = SensorQueue()
     let prints: PrintStore
     let lockout: LockoutStore
-    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
-    let promptAgents = PromptAgents()
+    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
+    private(set) lazy var promptAgents = PromptAgents(seams: ServicePromptSeams(self))
     /// Rights and secrets: their storage and the authorizations in force (Rights.swift).
     let rights: RightsState
     /// logind and UPower: sleep and the lid (Logind.swift).
@@ -352,7 +352,7 @@ public final class LocalAuthService {
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
-        promptAgentVanished(name)
+        promptAgents.agentVanished(name)
         callers.forget(name)
         environment.unsubscribe(name)
         rightsCallerVanished(name)

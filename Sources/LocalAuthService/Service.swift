@@ -44,6 +44,9 @@ public final class LocalAuthService {
         seams: ServiceEnvironmentSeams(self), sleepSeams: ServiceSleepSeams(self)) { [work] body in
         work.yield(.sleepCycle(body))
     }
+    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
+    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: prints,
+                                              scanTimeout: configuration.scanTimeout)
     /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
     private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
     /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).

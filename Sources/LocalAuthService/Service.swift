@@ -15,8 +15,9 @@ import LocalAuthShared
 /// The rest, one concern a file: Callers/ (who calls: one record per
 /// connection, its app and presence), Authorization.swift (may they),
 /// Evaluations.swift (preflight, policy 1, the scan loop, lockout, reuse),
-/// OwnerPolicy.swift (policy 2), Enrollment.swift (enroll, list, delete),
-/// ReaderChoice.swift (which reader serves whom, hotplug, domain state),
+/// OwnerPolicy.swift (policy 2), Enrollment/ (enroll, list, delete),
+/// Readers/ReaderChoice.swift (which reader serves whom, hotplug, domain
+/// state), Environment/ (sleep, the lid, LAEnvironment), Prompt/ (the sheet),
 /// Readers.swift (libfprint), Authorizer.swift (polkit). docs/DESIGN.md
 /// follows a call through them.
 @ServiceActor
@@ -315,7 +316,7 @@ public final class LocalAuthService {
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             try registry.admit(record, uid: caller.uid)
-            // polkit first (the action may depend on a `user` option): Enrollment.swift.
+            // polkit first (the action may depend on a `user` option): Enrollment/EnrollmentArguments.swift.
             let request = try await authorize(call, spec, caller: caller, record: record)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()

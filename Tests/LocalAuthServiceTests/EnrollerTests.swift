@@ -23,15 +23,19 @@ final class EnrollerTests: XCTestCase {
 
         /// The error name `body` ends with (nil: it succeeded).
         func outcome(_ body: () async throws(DBusError) -> Void) async -> String? {
-            do throws(DBusError) { try await body(); return nil } catch { return error.name.rawValue }
+            do throws(DBusError) {
+                try await body()
+                return nil
+            } catch { return error.name.rawValue }
         }
 
         func enroll(_ finger: FingerName, replace: Bool? = nil) async -> String? {
             await outcome { () async throws(DBusError) in
                 if let replace {
                     let options: DBusValue = .dictionary([LocalAuthBus.PrintOption.replace: .boolean(replace)])
-                    try await enroller.enroll(EnrollWithOptionsArguments([.string(finger.rawValue), options]),
-                                              caller: alice, target: alice.uid, record: record())
+                    try await enroller.enroll(
+                        EnrollWithOptionsArguments([.string(finger.rawValue), options]),
+                        caller: alice, target: alice.uid, record: record())
                 } else {
                     try await enroller.enroll(EnrollArguments([.string(finger.rawValue)]), caller: alice, record: record())
                 }
@@ -40,8 +44,9 @@ final class EnrollerTests: XCTestCase {
 
         func delete(_ finger: FingerName) async -> String? {
             await outcome { () async throws(DBusError) in
-                try await enroller.deleteFinger(DeleteEnrolledFingerArguments([.string(finger.rawValue)]),
-                                                target: alice.uid, record: record())
+                try await enroller.deleteFinger(
+                    DeleteEnrolledFingerArguments([.string(finger.rawValue)]),
+                    target: alice.uid, record: record())
             }
         }
     }
@@ -71,8 +76,9 @@ final class EnrollerTests: XCTestCase {
     func testAnotherUsersFingerOrAnotherReadersIsNoObstacle() async {
         let fixture = Fixture()
         fixture.prints.add(.rightIndex, of: 1001, source: .localauth)
-        fixture.prints.add(.rightIndex, of: 1000, source: .localauth,
-                           on: Readers.Identity(driver: "synaptics", deviceID: "1"))
+        fixture.prints.add(
+            .rightIndex, of: 1000, source: .localauth,
+            on: Readers.Identity(driver: "synaptics", deviceID: "1"))
         _ = await fixture.enroll(.rightIndex)
         XCTAssertEqual(fixture.seams.used, ["acquire-turn"], "went on to wait for the reader")
     }
@@ -125,26 +131,47 @@ final class EnrollerTests: XCTestCase {
         let user = LocalAuthBus.PrintOption.user
         let replace = LocalAuthBus.PrintOption.replace
         XCTAssertEqual(try EnrollArguments([.string("left-thumb")]).finger, .leftThumb)
-        let withOptions = try EnrollWithOptionsArguments([.string("right-index-finger"),
-                                                          .dictionary([user: .string("bob"), replace: .boolean(true),
-                                                                       "later-option": .uint32(1)])])
+        let withOptions = try EnrollWithOptionsArguments([
+            .string("right-index-finger"),
+            .dictionary([
+                user: .string("bob"), replace: .boolean(true),
+                "later-option": .uint32(1),
+            ]),
+        ])
         XCTAssertEqual(withOptions.finger, .rightIndex)
         XCTAssertEqual(withOptions.options.user, "bob")
         XCTAssertTrue(withOptions.options.replace)
         XCTAssertNil(try ListEnrolledPrintsArguments([.dictionary([:])]).options.user)
-        XCTAssertEqual(try DeleteEnrolledFingerWithOptionsArguments([.string("left-thumb"),
-                                                                     .dictionary([user: .string("bob")])]).options.user, "bob")
+        XCTAssertEqual(
+            try DeleteEnrolledFingerWithOptionsArguments([
+                .string("left-thumb"),
+                .dictionary([user: .string("bob")]),
+            ]).options.user, "bob")
 
         let bad: [(String, () throws -> Void)] = [
             ("unknown finger", { _ = try EnrollArguments([.string("left-tentacle")]) }),
             ("finger not a string", { _ = try DeleteEnrolledFingerArguments([.uint32(1)]) }),
             ("missing argument", { _ = try EnrollArguments([]) }),
-            ("replace not a boolean", { _ = try EnrollWithOptionsArguments([.string("left-thumb"),
-                                                                           .dictionary([replace: .string("yes")])]) }),
+            (
+                "replace not a boolean",
+                {
+                    _ = try EnrollWithOptionsArguments([
+                        .string("left-thumb"),
+                        .dictionary([replace: .string("yes")]),
+                    ])
+                }
+            ),
             ("empty user", { _ = try DeleteEnrolledFingersWithOptionsArguments([.dictionary([user: .string("")])]) }),
             ("user too long", { _ = try ListEnrolledPrintsArguments([.dictionary([user: .string(String(repeating: "u", count: 257))])]) }),
-            ("user not a string", { _ = try DeleteEnrolledFingerWithOptionsArguments([.string("left-thumb"),
-                                                                                     .dictionary([user: .uint32(0)])]) }),
+            (
+                "user not a string",
+                {
+                    _ = try DeleteEnrolledFingerWithOptionsArguments([
+                        .string("left-thumb"),
+                        .dictionary([user: .uint32(0)]),
+                    ])
+                }
+            ),
             ("options not a{sv}", { _ = try ListReaderPrintsArguments([.string("all")]) }),
             ("options not a{sv}", { _ = try RemoveOrphanPrintsArguments([.uint32(0)]) }),
         ]

@@ -30,8 +30,10 @@ final class EnvironmentComponentTests: XCTestCase {
     private func makeEnvironment() {
         seams = FakeEnvironmentSeams()
         sleep = FakeSleepSeams()
-        environment = Environment(passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: .init(),
-                                  seams: seams, sleepSeams: sleep) { body in Task { @ServiceActor in await body() } }
+        environment = Environment(
+            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: .init(),
+            seams: seams, sleepSeams: sleep
+        ) { body in Task { @ServiceActor in await body() } }
     }
 
     @ServiceActor
@@ -47,7 +49,10 @@ final class EnvironmentComponentTests: XCTestCase {
 
     @ServiceActor
     private func errorName(_ body: () async throws(DBusError) -> Void) async -> String? {
-        do throws(DBusError) { try await body(); return nil } catch { return error.name.rawValue }
+        do throws(DBusError) {
+            try await body()
+            return nil
+        } catch { return error.name.rawValue }
     }
 
     // MARK: Who hears EnvironmentChanged
@@ -129,13 +134,13 @@ final class EnvironmentComponentTests: XCTestCase {
         XCTAssertEqual(environment.subscribers[":1.10"]?.presence, .local)
 
         seams.presenceNeedsLogind = true
-        environment.sessionsChanged()            // the user switched away…
+        environment.sessionsChanged()  // the user switched away…
         try await seams.waitUntil("the first judgment to ask") { seams.pendingPresenceQuestions == 1 }
-        environment.sessionsChanged()            // …and back, before logind answered the first
+        environment.sessionsChanged()  // …and back, before logind answered the first
         try await seams.waitUntil("the second judgment to ask") { seams.pendingPresenceQuestions == 2 }
-        seams.answerPresence(1, .local)          // the newer judgment answers first
+        seams.answerPresence(1, .local)  // the newer judgment answers first
         try await Task.sleep(for: .milliseconds(5))
-        seams.answerPresence(0, .inactive)       // the stale one answers last
+        seams.answerPresence(0, .inactive)  // the stale one answers last
         try await Task.sleep(for: .milliseconds(5))
         XCTAssertEqual(environment.subscribers[":1.10"]?.presence, .local, "the newest judgment wins")
         XCTAssertTrue(seams.signals(to: ":1.10").isEmpty, "nothing changed for the subscriber")

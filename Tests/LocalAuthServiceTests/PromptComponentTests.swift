@@ -27,18 +27,22 @@ final class PromptComponentTests: XCTestCase {
             return record
         }
 
-        func register(_ sender: String, uid: UInt32, session: LoginSession,
-                      path: ObjectPath = PromptComponentTests.agentPath) async throws(DBusError) {
-            try await agents.register(RegisterPromptAgentArguments([.objectPath(path)]),
-                                      caller: caller(sender, uid: uid, session: session),
-                                      record: CallRecord(sender: sender, requestID: nil))
+        func register(
+            _ sender: String, uid: UInt32, session: LoginSession,
+            path: ObjectPath = PromptComponentTests.agentPath
+        ) async throws(DBusError) {
+            try await agents.register(
+                RegisterPromptAgentArguments([.objectPath(path)]),
+                caller: caller(sender, uid: uid, session: session),
+                record: CallRecord(sender: sender, requestID: nil))
         }
 
         /// An evaluation of `uid` by a caller in `session`, started: its sheet offered.
         func evaluate(_ sender: String, uid: UInt32, session: LoginSession) async -> (Evaluation, CallRecord) {
             _ = caller(sender, uid: uid, session: session)
-            let evaluation = Evaluation(requestID: "r-\(sender)", sender: sender, uid: uid, queue: queue,
-                                        prompt: .init(reason: "unlock the vault", fallbackTitle: nil, cancelTitle: nil))
+            let evaluation = Evaluation(
+                requestID: "r-\(sender)", sender: sender, uid: uid, queue: queue,
+                prompt: .init(reason: "unlock the vault", fallbackTitle: nil, cancelTitle: nil))
             let record = CallRecord(sender: sender, requestID: evaluation.requestID)
             await agents.evaluationStarted(evaluation, record: record, policy: .deviceOwnerAuthenticationWithBiometrics)
             return (evaluation, record)
@@ -57,7 +61,10 @@ final class PromptComponentTests: XCTestCase {
 
     @ServiceActor
     private func errorName(_ body: () async throws(DBusError) -> Void) async -> String? {
-        do throws(DBusError) { try await body(); return nil } catch { return error.name.rawValue }
+        do throws(DBusError) {
+            try await body()
+            return nil
+        } catch { return error.name.rawValue }
     }
 
     // MARK: Whose sheets
@@ -80,9 +87,13 @@ final class PromptComponentTests: XCTestCase {
         // Its status and its end go to the same agent, and nowhere else.
         fixture.agents.status(evaluation, .placeFinger)
         fixture.agents.evaluationEnded(evaluation, error: nil)
-        XCTAssertEqual(fixture.seams.members(sentTo: ":1.5"), [LocalAuthPrompt.AgentMethod.showPrompt,
-                                                              LocalAuthPrompt.AgentMethod.updatePrompt,
-                                                              LocalAuthPrompt.AgentMethod.closePrompt])
+        XCTAssertEqual(
+            fixture.seams.members(sentTo: ":1.5"),
+            [
+                LocalAuthPrompt.AgentMethod.showPrompt,
+                LocalAuthPrompt.AgentMethod.updatePrompt,
+                LocalAuthPrompt.AgentMethod.closePrompt,
+            ])
         XCTAssertEqual(fixture.seams.sent.last?.arguments.last, .string(LocalAuthPrompt.Outcome.success.rawValue))
         XCTAssertEqual(fixture.seams.sent.count, 3)
     }
@@ -154,14 +165,19 @@ final class PromptComponentTests: XCTestCase {
         XCTAssertNil(fixture.agents.agents[":1.5"])
         XCTAssertNil(fixture.agents.sheets[id]?.agent, "the sheet goes on without an agent")
         fixture.agents.status(evaluation, .noMatch)
-        XCTAssertEqual(fixture.seams.members(sentTo: ":1.5"), [LocalAuthPrompt.AgentMethod.showPrompt],
-                       "nothing more is sent to the agent that left")
+        XCTAssertEqual(
+            fixture.seams.members(sentTo: ":1.5"), [LocalAuthPrompt.AgentMethod.showPrompt],
+            "nothing more is sent to the agent that left")
         XCTAssertEqual(fixture.answer(id, "user-cancel", from: ":1.5", uid: 1000), LocalAuthServiceError.permissionDenied)
 
         // The session's next agent gets the sheet still in progress, with its last status.
         try await fixture.register(":1.9", uid: 1000, session: .session("/s/2"))
-        XCTAssertEqual(fixture.seams.members(sentTo: ":1.9"), [LocalAuthPrompt.AgentMethod.showPrompt,
-                                                              LocalAuthPrompt.AgentMethod.updatePrompt])
+        XCTAssertEqual(
+            fixture.seams.members(sentTo: ":1.9"),
+            [
+                LocalAuthPrompt.AgentMethod.showPrompt,
+                LocalAuthPrompt.AgentMethod.updatePrompt,
+            ])
         XCTAssertEqual(fixture.seams.shown(on: ":1.9"), [id])
     }
 

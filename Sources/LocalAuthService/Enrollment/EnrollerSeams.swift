@@ -24,21 +24,29 @@ protocol EnrollerSeams: AnyObject {
     func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool
     func releaseTurn()
     /// Opens `reader` for one operation, within the scan timeout.
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> Readers.Reader
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> Readers.Reader
     func relinquish(_ device: Readers.Reader)
     /// Runs `body` with `identity` held for one operation of `record`'s call:
     /// its turn in the queue, opened, given back afterwards.
-    func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                       _ body: (Readers.Reader) async throws(DBusError) -> T) async throws(DBusError) -> T
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(DBusError) -> T
+    ) async throws(DBusError) -> T
 
     // libfprint's operations on a held reader.
     func enrollStages(on reader: Readers.Identity) -> Int
-    func enroll(_ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-                progress: @escaping @ServiceActor (Int, RetryKind?) -> Void) async throws(GLibError) -> GObjectRef
-    func identify(_ gallery: [GObjectRef], on device: Readers.Reader,
-                  cancellable: Cancellable) async throws(GLibError) -> Readers.ScanResult
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef]
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError)
     /// The reader's errors that mean it cannot be used now (it is forgotten if removed).

@@ -24,7 +24,7 @@ struct PrintOptions {
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("replace must be a boolean") }
                 replace = flag
             default:
-                continue   // forward compatibility, as for EvaluatePolicy
+                continue  // forward compatibility, as for EvaluatePolicy
             }
         }
     }
@@ -34,8 +34,9 @@ extension FingerName {
     /// A finger named by a caller: one of FingerName's names, else InvalidArgs.
     init(argument value: DBusValue) throws(DBusError) {
         guard let name = value.string, let finger = FingerName(rawValue: name) else {
-            throw ServiceErrors.invalidArgs("unknown finger \(ServiceErrors.echo(value.string ?? "?")); use one of "
-                + FingerName.allCases.map(\.rawValue).joined(separator: ", "))
+            throw ServiceErrors.invalidArgs(
+                "unknown finger \(ServiceErrors.echo(value.string ?? "?")); use one of "
+                    + FingerName.allCases.map(\.rawValue).joined(separator: ", "))
         }
         self = finger
     }

@@ -24,25 +24,34 @@ final class ServiceEnrollerSeams: EnrollerSeams {
         return await service.queue.acquire(ticket)
     }
     func releaseTurn() { service.queue.release() }
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> Readers.Reader {
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> Readers.Reader {
         try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
     }
     func relinquish(_ device: Readers.Reader) { service.readers.relinquish(device) }
-    func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                       _ body: (Readers.Reader) async throws(DBusError) -> T) async throws(DBusError) -> T {
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(DBusError) -> T
+    ) async throws(DBusError) -> T {
         try await service.withReader(identity, for: record, uid: uid, body)
     }
 
     func enrollStages(on reader: Readers.Identity) -> Int { service.readers.enrollStages(on: reader) }
-    func enroll(_ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-                progress: @escaping @ServiceActor (Int, RetryKind?) -> Void) async throws(GLibError) -> GObjectRef {
-        try await service.readers.enroll(finger: finger.fpFinger, username: username, on: device,
-                                         cancellable: cancellable, progress: progress)
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef {
+        try await service.readers.enroll(
+            finger: finger.fpFinger, username: username, on: device,
+            cancellable: cancellable, progress: progress)
     }
-    func identify(_ gallery: [GObjectRef], on device: Readers.Reader,
-                  cancellable: Cancellable) async throws(GLibError) -> Readers.ScanResult {
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult {
         try await service.readers.identify(gallery, on: device, cancellable: cancellable)
     }
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] {
@@ -54,10 +63,11 @@ final class ServiceEnrollerSeams: EnrollerSeams {
     func unusable(_ error: GLibError, _ device: Readers.Reader) -> DBusError? { service.readerUnusable(error, device) }
 
     func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
-                              member: LocalAuthBus.Signal.enrollStatus,
-                              arguments: [.string(progress.rawValue), .uint32(stage), .uint32(stages)],
-                              destination: destination)
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+            member: LocalAuthBus.Signal.enrollStatus,
+            arguments: [.string(progress.rawValue), .uint32(stage), .uint32(stages)],
+            destination: destination)
     }
 }
 

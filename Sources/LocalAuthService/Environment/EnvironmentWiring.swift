@@ -31,9 +31,10 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { await service.callers.presence(caller) }
     var stopping: Bool { service.stopping }
     func emitEnvironmentChanged(_ state: [String: DBusValue], to sender: String) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
-                              member: LocalAuthBus.Signal.environmentChanged, arguments: [.dictionary(state)],
-                              destination: sender)
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+            member: LocalAuthBus.Signal.environmentChanged, arguments: [.dictionary(state)],
+            destination: sender)
     }
 }
 

@@ -15,9 +15,12 @@ final class ServicePromptSeams: PromptSeams {
     func knownCaller(_ sender: String) -> CallerRecord? { service.callers.known(sender) }
     func program(of caller: CallerRecord) -> String? { service.callers.identity(caller).program }
     func send(to agent: PromptAgents.Agent, _ member: String, _ arguments: [DBusValue]) {
-        guard let message = try? Message.methodCall(destination: agent.sender, path: agent.path,
-                                                    interface: LocalAuthPrompt.agentInterface, member: member,
-                                                    arguments: arguments) else { return }
+        guard
+            let message = try? Message.methodCall(
+                destination: agent.sender, path: agent.path,
+                interface: LocalAuthPrompt.agentInterface, member: member,
+                arguments: arguments)
+        else { return }
         service.bus.send(message)
     }
 }

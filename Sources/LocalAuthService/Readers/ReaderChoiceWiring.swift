@@ -23,11 +23,14 @@ final class ServiceReaderChoiceSeams: ReaderChoiceSeams {
     func appKey(of caller: CallerRecord) -> String { service.callers.identity(caller).stateKey }
     func environmentMayHaveChanged() { service.environmentMayHaveChanged() }
     func announceBiometryType(_ kind: BiometryKind) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
-                              interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
-                              arguments: [.string(LocalAuthBus.interface),
-                                          .dictionary([LocalAuthBus.Property.biometryType: .uint32(kind.rawValue)]),
-                                          .strings([])])
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+            interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
+            arguments: [
+                .string(LocalAuthBus.interface),
+                .dictionary([LocalAuthBus.Property.biometryType: .uint32(kind.rawValue)]),
+                .strings([]),
+            ])
     }
 }
 

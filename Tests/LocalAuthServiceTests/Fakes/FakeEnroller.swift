@@ -28,25 +28,33 @@ final class FakeEnrollerSeams: EnrollerSeams {
         return false
     }
     func releaseTurn() { used.append("release-turn") }
-    func open(_ reader: Readers.Identity, cancellable: Cancellable,
-              interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-              busy: @escaping @ServiceActor () -> Void) async throws(DBusError) -> Readers.Reader {
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(DBusError) -> Readers.Reader {
         used.append("open")
         throw ServiceErrors.noReader
     }
     func relinquish(_ device: Readers.Reader) { used.append("relinquish") }
-    func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                       _ body: (Readers.Reader) async throws(DBusError) -> T) async throws(DBusError) -> T {
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(DBusError) -> T
+    ) async throws(DBusError) -> T {
         used.append("with-reader \(identity)")
         throw ServiceErrors.named(LocalAuthServiceError.readerInUse, "the fake holds no reader")
     }
     func enrollStages(on reader: Readers.Identity) -> Int { 5 }
-    func enroll(_ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-                progress: @escaping @ServiceActor (Int, RetryKind?) -> Void) async throws(GLibError) -> GObjectRef {
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef {
         throw GLibError.abandoned
     }
-    func identify(_ gallery: [GObjectRef], on device: Readers.Reader,
-                  cancellable: Cancellable) async throws(GLibError) -> Readers.ScanResult { .noMatch }
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult { .noMatch }
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] { [] }
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {}
     func unusable(_ error: GLibError, _ device: Readers.Reader) -> DBusError? { nil }
@@ -61,12 +69,15 @@ final class FakeEnrollerSeams: EnrollerSeams {
 final class FakeEnrollerPrints: EnrollerPrints {
     private var byUID: [UInt32: [PrintStore.StoredPrint]] = [:]
 
-    func add(_ finger: FingerName, of uid: UInt32, source: PrintSource,
-             on reader: Readers.Identity = FakeEnrollerSeams.reader) {
+    func add(
+        _ finger: FingerName, of uid: UInt32, source: PrintSource,
+        on reader: Readers.Identity = FakeEnrollerSeams.reader
+    ) {
         // Any GObject stands for the print: the fake never hands it to libfprint.
-        byUID[uid, default: []].append(PrintStore.StoredPrint(
-            finger: finger, print: Cancellable().ref, bytes: [], source: source, reader: reader, created: nil,
-            path: "/prints/\(uid)/\(source.rawValue)/\(finger.rawValue)", stamp: []))
+        byUID[uid, default: []].append(
+            PrintStore.StoredPrint(
+                finger: finger, print: Cancellable().ref, bytes: [], source: source, reader: reader, created: nil,
+                path: "/prints/\(uid)/\(source.rawValue)/\(finger.rawValue)", stamp: []))
     }
 
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {

@@ -111,7 +111,7 @@ final class PrintStore {
     }
 
     /// Every enrolled record on `reader`, of every account, both sources:
-    /// what owns the prints on a chip (Readers/ChipPrints.swift).
+    /// what owns the prints on a chip (Enrollment/EnrollerChips.swift).
     func everyPrint(on reader: Readers.Identity) -> [StoredPrint] {
         var uids = Set(Self.entries(root).compactMap { UInt32($0) })
         for name in Self.entries(fprintdRoot) { if let uid = Users.uid(of: name) { uids.insert(uid) } }

@@ -27,8 +27,8 @@ public final class LocalAuthService: CallRouterHost {
     let authorizer = Authorizer()
     let queue = SensorQueue()
     let prints: PrintStore
-    /// The desktop sessions' prompt agents and the sheets they show (PromptAgents.swift).
-    let promptAgents = PromptAgents()
+    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
+    private(set) lazy var promptAgents = PromptAgents(seams: ServicePromptSeams(self))
     /// Rights and secrets: their storage and the authorizations in force (Rights/).
     private(set) lazy var rights = RightsService(
         stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
@@ -37,18 +37,19 @@ public final class LocalAuthService: CallRouterHost {
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
     let callers: Callers
-    /// When each user last gave the password (`--require-password-after`).
-    let passwords: PasswordStore
-    /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift).
-    private(set) lazy var sleepCycle = SleepCoordinator(seams: ServiceSleepSeams(self)) { [work] body in
+    /// Sleep and resume, the lid, LAEnvironment's subscribers, the password
+    /// after boot (Environment/).
+    private(set) lazy var environment = Environment(
+        passwords: PasswordStore(stateDirectory: configuration.stateDirectory),
+        passwordRequirement: configuration.passwordRequirement,
+        seams: ServiceEnvironmentSeams(self), sleepSeams: ServiceSleepSeams(self)) { [work] body in
         work.yield(.sleepCycle(body))
     }
-    /// From PrepareForSleep(true) until the readers are offered again: none is offered.
-    var asleep: Bool { !sleepCycle.offersReaders }
-    /// Connections subscribed to EnvironmentChanged (Environment.swift).
-    var environmentSubscribers: [String: EnvironmentSubscriber] = [:]
-    /// Counts logind's session changes: the newest judgment of subscribers' presence wins.
-    var presenceGeneration: UInt64 = 0
+    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
+    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: prints,
+                                              scanTimeout: configuration.scanTimeout)
+    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
+    private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
     /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
     var fprintd: FprintdServer?
 
@@ -95,7 +96,6 @@ public final class LocalAuthService: CallRouterHost {
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
-        passwords = PasswordStore(stateDirectory: configuration.stateDirectory)
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -252,9 +252,9 @@ public final class LocalAuthService: CallRouterHost {
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, arguments[2].string == "" else { return }
         registry.senderVanished(name)
-        promptAgentVanished(name)
+        promptAgents.agentVanished(name)
         callers.forget(name)
-        environmentSubscribers[name] = nil
+        environment.unsubscribe(name)
         rights.callerVanished(name)
         fprintd?.senderVanished(name)
     }

@@ -23,8 +23,8 @@ final class OptionParsingTests: XCTestCase {
                 XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }
-        XCTAssertEqual(try LocalAuthService.finger(.string("left-thumb")), .leftThumb)
-        XCTAssertThrowsError(try LocalAuthService.finger(.string(String(repeating: "x", count: 5000)))) {
+        XCTAssertEqual(try FingerName(argument: .string("left-thumb")), .leftThumb)
+        XCTAssertThrowsError(try FingerName(argument: .string(String(repeating: "x", count: 5000)))) {
             XCTAssertLessThan(($0 as? ServiceError)?.message.utf8.count ?? .max, 500, "the name is not echoed in full")
         }
     }
@@ -63,14 +63,14 @@ final class OptionParsingTests: XCTestCase {
 
     @ServiceActor
     private static func checkPrintOptions() throws {
-        let options = try LocalAuthService.printOptions(.dictionary([LocalAuthBus.PrintOption.user: .string("alice"),
+        let options = try PrintOptions(.dictionary([LocalAuthBus.PrintOption.user: .string("alice"),
                                                                      LocalAuthBus.PrintOption.replace: .boolean(true)]))
         XCTAssertEqual(options.user, "alice")
         XCTAssertTrue(options.replace)
         for entries: [String: DBusValue] in [[LocalAuthBus.PrintOption.user: .string("")],
                                              [LocalAuthBus.PrintOption.user: .uint32(0)],
                                              [LocalAuthBus.PrintOption.replace: .variant(.boolean(true))]] {
-            XCTAssertThrowsError(try LocalAuthService.printOptions(.dictionary(entries)), "\(entries)")
+            XCTAssertThrowsError(try PrintOptions(.dictionary(entries)), "\(entries)")
         }
     }
 }

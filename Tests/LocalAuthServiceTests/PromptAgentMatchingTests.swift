@@ -46,9 +46,9 @@ final class PromptAgentMatchingTests: XCTestCase {
 
     func testTheDeclaredAppNameIsReadFromTheOptions() {
         let options = DBusValue.dictionary(["app-name": .string("Vault")])
-        XCTAssertEqual(LocalAuthService.declaredAppName([.uint32(1), .string("r"), options]), "Vault")
-        XCTAssertNil(LocalAuthService.declaredAppName([.uint32(1), .string("r"), .dictionary(["app-name": .uint32(3)])]))
-        XCTAssertNil(LocalAuthService.declaredAppName([.uint32(1), .string("r"),
+        XCTAssertEqual(PromptAgents.declaredAppName([.uint32(1), .string("r"), options]), "Vault")
+        XCTAssertNil(PromptAgents.declaredAppName([.uint32(1), .string("r"), .dictionary(["app-name": .uint32(3)])]))
+        XCTAssertNil(PromptAgents.declaredAppName([.uint32(1), .string("r"),
                                                        .dictionary(["app-name": .string(String(repeating: "x", count: 2000))])]))
     }
 }

@@ -14,16 +14,16 @@ final class ServiceRulesTests: XCTestCase {
 
     func testAConfiguredReaderIsTheOnlyOne() {
         let configured = ReaderSelector("goodix")
-        XCTAssertEqual(LocalAuthService.chooseReader(among: [builtIn, usb], configured: configured, withPrints: [builtIn]), usb)
-        XCTAssertNil(LocalAuthService.chooseReader(among: [builtIn], configured: configured, withPrints: []),
+        XCTAssertEqual(ReaderChoice.chooseReader(among: [builtIn, usb], configured: configured, withPrints: [builtIn]), usb)
+        XCTAssertNil(ReaderChoice.chooseReader(among: [builtIn], configured: configured, withPrints: []),
                      "the configured reader is absent: no other is used instead")
     }
 
     func testOtherwiseTheFirstReaderWithTheUsersPrintsElseTheFirst() {
-        XCTAssertEqual(LocalAuthService.chooseReader(among: [builtIn, usb], configured: nil, withPrints: [usb]), usb)
-        XCTAssertEqual(LocalAuthService.chooseReader(among: [builtIn, usb], configured: nil, withPrints: []), builtIn)
-        XCTAssertEqual(LocalAuthService.chooseReader(among: [builtIn, usb], configured: nil, withPrints: [usb, builtIn]), builtIn)
-        XCTAssertNil(LocalAuthService.chooseReader(among: [], configured: nil, withPrints: [usb]))
+        XCTAssertEqual(ReaderChoice.chooseReader(among: [builtIn, usb], configured: nil, withPrints: [usb]), usb)
+        XCTAssertEqual(ReaderChoice.chooseReader(among: [builtIn, usb], configured: nil, withPrints: []), builtIn)
+        XCTAssertEqual(ReaderChoice.chooseReader(among: [builtIn, usb], configured: nil, withPrints: [usb, builtIn]), builtIn)
+        XCTAssertNil(ReaderChoice.chooseReader(among: [], configured: nil, withPrints: [usb]))
     }
 
     // MARK: Which prints are offered (ours shadow fprintd's)

@@ -95,52 +95,52 @@ extension LocalAuthService {
         LocalAuthBus.Method.resetLockout: MethodSpec(
             signature: "s", action: .manage, interactive: true, handler: { service, request throws(ServiceError) in try service.evaluator.resetLockout(request) }),
         LocalAuthBus.Method.getDomainState: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.domainState(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.readerChoice.domainState(of: request.caller) }),
         LocalAuthBus.Method.enroll: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroll(request) }),
+            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.enroll(EnrollArguments(request.arguments), caller: request.caller, record: request.record); return [] }),
         LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.listEnrolledFingers(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: request.uid) }),
         LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.deleteEnrolledFinger(request) }),
+            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.deleteFinger(DeleteEnrolledFingerArguments(request.arguments), target: request.target, record: request.record); return [] }),
         LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
-            signature: "", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.deleteEnrolledFingers(request) }),
+            signature: "", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.deleteAll(target: request.target, record: request.record); return [] }),
         LocalAuthBus.Method.enrollWithOptions: MethodSpec(
             signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
-            handler: { service, request throws(ServiceError) in try await service.enrollWithOptions(request) }),
+            handler: { service, request throws(ServiceError) in try await service.enroller.enroll(EnrollWithOptionsArguments(request.arguments), caller: request.caller, target: request.target, record: request.record); return [] }),
         LocalAuthBus.Method.listReaderPrints: MethodSpec(
             signature: "a{sv}", action: .manage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.listReaderPrints(request) }),
+            handler: { service, request throws(ServiceError) in try await service.enroller.listReaderPrints(ListReaderPrintsArguments(request.arguments), uid: request.uid, record: request.record) }),
         LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
             signature: "a{sv}", action: .manage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.removeOrphanPrints(request) }),
+            handler: { service, request throws(ServiceError) in try await service.enroller.removeOrphanPrints(RemoveOrphanPrintsArguments(request.arguments), uid: request.uid, record: request.record) }),
         LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
             signature: "a{sv}", action: nil, interactive: true, userOptions: 0,
-            handler: { service, request throws(ServiceError) in try service.listEnrolledPrints(request) }),
+            handler: { service, request throws(ServiceError) in service.enroller.listEnrolledPrints(try ListEnrolledPrintsArguments(request.arguments), target: request.target) }),
         LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
             signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
-            handler: { service, request throws(ServiceError) in try await service.deleteEnrolledFingerWithOptions(request) }),
+            handler: { service, request throws(ServiceError) in try await service.enroller.deleteFinger(DeleteEnrolledFingerWithOptionsArguments(request.arguments), target: request.target, record: request.record); return [] }),
         LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
             signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
-            handler: { service, request throws(ServiceError) in try await service.deleteEnrolledFingersWithOptions(request) }),
-        // The system sheet's agents (PromptAgents.swift): no polkit action; an
+            handler: { service, request throws(ServiceError) in try await service.enroller.deleteAll(DeleteEnrolledFingersWithOptionsArguments(request.arguments), target: request.target, record: request.record); return [] }),
+        // The system sheet's agents (Prompt/): no polkit action; an
         // agent acts only for its own uid and session.
         LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
             signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.registerPromptAgent(request) }),
+            handler: { service, request throws(ServiceError) in try await service.promptAgents.register(RegisterPromptAgentArguments(request.arguments), caller: request.caller, record: request.record); return [] }),
         LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
             signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.unregisterPromptAgent(request) }),
+            handler: { service, request throws(ServiceError) in service.promptAgents.unregister(try UnregisterPromptAgentArguments(request.arguments), sender: request.sender); return [] }),
         LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
             signature: "ss", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.promptAnswer(request) }),
+            handler: { service, request throws(ServiceError) in try service.promptAgents.answer(PromptAnswerArguments(request.arguments), caller: request.caller); return [] }),
         LocalAuthBus.Method.verifyUser: MethodSpec(
             signature: "sa{sv}", action: .verifyUser, interactive: false,
             handler: { service, request throws(ServiceError) in try await service.evaluator.verifyUser(request) }),
         LocalAuthBus.Method.getEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.getEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.environment.getEnvironment(caller: request.caller, record: request.record) }),
         LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.subscribeEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.environment.subscribe(caller: request.caller, record: request.record) }),
         LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.unsubscribeEnvironment(request) }),
+            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in service.environment.unsubscribe(request.sender); return [] }),
     ], uniquingKeysWith: { rights, _ in rights })
 }

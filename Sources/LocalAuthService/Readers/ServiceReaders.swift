@@ -3,8 +3,8 @@ import DBusCore
 import LocalAuthShared
 
 // The service's side of the Readers component: opening a reader for a
-// call's operation with the errors a caller gets, and what sleep and the
-// lid do to the operations (SleepCycle.swift).
+// call's operation with the errors a caller gets. (What sleep does to the
+// operations: Environment/EnvironmentWiring.swift, ServiceSleepSeams.)
 extension LocalAuthService {
     /// Opens `identity` for one operation, within the scan timeout: the
     /// errors a caller gets when it cannot (Readers.acquire).
@@ -38,33 +38,5 @@ extension LocalAuthService {
             return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
         }
         return nil
-    }
-}
-
-/// What the sleep cycle acts on, in the service: the reader queue and the
-/// readers (every operation ends, every reader closes) and logind's inhibitor.
-@ServiceActor
-final class ServiceSleepSeams: SleepSeams {
-    private unowned let service: LocalAuthService
-
-    init(_ service: LocalAuthService) { self.service = service }
-
-    func endReaderWork() {
-        // Every operation holding or waiting for a reader, whatever call it
-        // serves; and the calls still on their way to the queue.
-        service.queue.closeForSleep(.systemSleeping)
-        service.registry.interruptReaderWork(.systemSleeping)
-    }
-
-    func closeReaders() async { await service.readers.closeAll() }
-
-    func releaseInhibitor() { service.logind.releaseInhibitor() }
-
-    func takeInhibitor() async { await service.logind.takeInhibitor() }
-
-    func offerReaders() {
-        service.readers.resumeOpening()
-        service.queue.reopen()
-        service.environmentMayHaveChanged()
     }
 }

@@ -2,12 +2,14 @@ import DBusCore
 import Glibc
 import LocalAuthShared
 
-// The system sheet: prompt agents (localauth-prompt, one per desktop session)
-// register here, as polkit agents do with polkitd, and the service shows each
-// evaluation on the agent of the caller's own uid and logind session, streams
-// its status, and closes it when it ends. The person's Cancel or fallback
-// comes back as PromptAnswer, accepted only from the agent showing that
-// evaluation. Contract: dbus/org.example.LocalAuth.PromptAgent.xml.
+// The Prompt component, the system sheet: prompt agents (localauth-prompt,
+// one per desktop session) register here, as polkit agents do with polkitd,
+// and the service shows each evaluation on the agent of the caller's own uid
+// and logind session, streams its status, and closes it when it ends. The
+// person's Cancel or fallback comes back as PromptAnswer, accepted only from
+// the agent showing that evaluation. Contract:
+// dbus/org.example.LocalAuth.PromptAgent.xml. It owns the agents and the
+// sheets; callers, sessions and the bus are its seams (PromptSeams.swift).
 //
 // Whose agent: the uid from the bus and the logind session that stands for
 // the connection (Callers.session: its own session, or, for a process in no
@@ -58,38 +60,39 @@ final class PromptAgents {
         }
     }
 
-    var agents: [String: Agent] = [:]
-    var sheets: [String: Sheet] = [:]
-    var sheetOfEvaluation: [ObjectIdentifier: Sheet] = [:]
-}
+    private let seams: any PromptSeams
+    private(set) var agents: [String: Agent] = [:]
+    private(set) var sheets: [String: Sheet] = [:]
+    private var sheetOfEvaluation: [ObjectIdentifier: Sheet] = [:]
 
-extension LocalAuthService {
-    // MARK: Hooks of an evaluation (Evaluation/EvaluatorWiring.swift)
+    init(seams: any PromptSeams) { self.seams = seams }
+
+    // MARK: Hooks of an evaluation (Evaluations.swift)
 
     /// An evaluation starts: its sheet goes to the agent of the caller's
     /// session. Who asks and from which session are looked up here, in the
     /// evaluation's own task (two bus round trips), only when an agent of the
     /// caller's uid is registered at all.
-    func promptEvaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
-        let sheet = PromptAgents.Sheet(record: record, evaluation: evaluation, policy: policy)
-        promptAgents.sheets[sheet.id] = sheet
-        promptAgents.sheetOfEvaluation[ObjectIdentifier(evaluation)] = sheet
+    func evaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
+        let sheet = Sheet(record: record, evaluation: evaluation, policy: policy)
+        sheets[sheet.id] = sheet
+        sheetOfEvaluation[ObjectIdentifier(evaluation)] = sheet
         await resolveAndOffer(sheet)
     }
 
     /// The same status as the EvaluationStatus signal, for the sheet.
-    func promptStatus(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
-        guard let sheet = promptAgents.sheetOfEvaluation[ObjectIdentifier(evaluation)] else { return }
+    func status(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
+        guard let sheet = sheetOfEvaluation[ObjectIdentifier(evaluation)] else { return }
         sheet.lastStatus = progress.rawValue
-        guard let agent = sheet.agent.flatMap({ promptAgents.agents[$0] }) else { return }
-        sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(progress.rawValue)])
+        guard let agent = sheet.agent.flatMap({ agents[$0] }) else { return }
+        seams.send(to: agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(progress.rawValue)])
     }
 
     /// The evaluation ended (`error` nil: success): the sheet closes.
-    func promptEvaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
-        guard let sheet = promptAgents.sheetOfEvaluation.removeValue(forKey: ObjectIdentifier(evaluation)) else { return }
-        promptAgents.sheets[sheet.id] = nil
-        guard let agent = sheet.agent.flatMap({ promptAgents.agents[$0] }) else { return }
+    func evaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
+        guard let sheet = sheetOfEvaluation.removeValue(forKey: ObjectIdentifier(evaluation)) else { return }
+        sheets[sheet.id] = nil
+        guard let agent = sheet.agent.flatMap({ agents[$0] }) else { return }
         let outcome: LocalAuthPrompt.Outcome
         switch error?.kind {
         case nil: outcome = .success
@@ -97,14 +100,14 @@ extension LocalAuthService {
         case .la(.biometryLockout)?: outcome = .lockedOut
         default: outcome = .cancelled
         }
-        sendToAgent(agent, LocalAuthPrompt.AgentMethod.closePrompt, [.string(sheet.id), .string(outcome.rawValue)])
+        seams.send(to: agent, LocalAuthPrompt.AgentMethod.closePrompt, [.string(sheet.id), .string(outcome.rawValue)])
     }
 
     /// A connection left the bus: if it was an agent, it is forgotten, and
     /// its sheets go on without it (as with no agent at all).
-    func promptAgentVanished(_ name: String) {
-        guard promptAgents.agents.removeValue(forKey: name) != nil else { return }
-        for sheet in promptAgents.sheets.values where sheet.agent == name { sheet.agent = nil }
+    func agentVanished(_ name: String) {
+        guard agents.removeValue(forKey: name) != nil else { return }
+        for sheet in sheets.values where sheet.agent == name { sheet.agent = nil }
         Log.info("prompt agent \(name) left")
     }
 
@@ -112,82 +115,64 @@ extension LocalAuthService {
 
     /// RegisterPromptAgent(o): the caller shows sheets for its own uid and
     /// logind session. Registering again from the same connection is not an error.
-    func registerPromptAgent(_ request: Request) async throws(ServiceError) -> [DBusValue] {
-        guard case .objectPath(let path) = request.arguments[0] else {
-            throw ServiceErrors.invalidArgs("RegisterPromptAgent takes (o)")
+    func register(_ arguments: RegisterPromptAgentArguments, caller: CallerRecord,
+                  record: CallRecord) async throws(ServiceError) {
+        let path = arguments.path
+        if let known = agents[caller.sender] {
+            if known.path == path { return }
+            agents[caller.sender] = Agent(sender: known.sender, path: path, uid: known.uid, session: known.session)
+            return
         }
-        if let known = promptAgents.agents[request.sender] {
-            if known.path == path { return [] }
-            promptAgents.agents[request.sender] = Agent(sender: known.sender, path: path, uid: known.uid,
-                                                        session: known.session)
-            return []
-        }
-        guard promptAgents.agents.count < LocalAuthPrompt.maximumAgents else {
+        guard agents.count < LocalAuthPrompt.maximumAgents else {
             throw ServiceErrors.limit("\(LocalAuthPrompt.maximumAgents) prompt agents are registered")
         }
-        guard promptAgents.agents.values.filter({ $0.uid == request.uid }).count < LocalAuthPrompt.maximumAgentsPerUser else {
-            throw ServiceErrors.limit("uid \(request.uid) has \(LocalAuthPrompt.maximumAgentsPerUser) prompt agents registered")
+        guard agents.values.filter({ $0.uid == caller.uid }).count < LocalAuthPrompt.maximumAgentsPerUser else {
+            throw ServiceErrors.limit("uid \(caller.uid) has \(LocalAuthPrompt.maximumAgentsPerUser) prompt agents registered")
         }
-        let session = await callers.session(request.caller)
+        let session = await seams.session(of: caller)
         ServiceActor.assertOnLoop()
-        try request.record.checkNotEnded()
+        try record.checkNotEnded()
         if case .none = session {
             throw ServiceErrors.permissionDenied("a prompt agent must run in a login session or its user's display session")
         }
-        if let other = promptAgents.agents.values.first(where: { $0.sender != request.sender && $0.uid == request.uid
-                                                                   && $0.session == session }) {
+        if let other = agents.values.first(where: { $0.sender != caller.sender && $0.uid == caller.uid
+                                                    && $0.session == session }) {
             throw ServiceError(.promptAgentExists,
                                       "a prompt agent (\(other.sender)) is already registered for this session")
         }
-        let agent = Agent(sender: request.sender, path: path, uid: request.uid, session: session)
-        promptAgents.agents[request.sender] = agent
-        Log.info("prompt agent \(request.sender) registered for uid \(request.uid) (\(session))")
+        agents[caller.sender] = Agent(sender: caller.sender, path: path, uid: caller.uid, session: session)
+        Log.info("prompt agent \(caller.sender) registered for uid \(caller.uid) (\(session))")
         // Evaluations already in progress for this session (the service was
         // just started by the evaluation that activated it) get their sheet now.
-        for sheet in promptAgents.sheets.values where sheet.agent == nil && sheet.evaluation.uid == request.uid {
+        for sheet in sheets.values where sheet.agent == nil && sheet.evaluation.uid == caller.uid {
             await resolveAndOffer(sheet)
         }
-        return []
     }
 
-    typealias Agent = PromptAgents.Agent
-
     /// UnregisterPromptAgent(o): the caller's own registration only.
-    func unregisterPromptAgent(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        guard case .objectPath(let path) = request.arguments[0] else {
-            throw ServiceErrors.invalidArgs("UnregisterPromptAgent takes (o)")
-        }
-        if promptAgents.agents[request.sender]?.path == path { promptAgentVanished(request.sender) }
-        return []
+    func unregister(_ arguments: UnregisterPromptAgentArguments, sender: String) {
+        if agents[sender]?.path == arguments.path { agentVanished(sender) }
     }
 
     /// PromptAnswer(s prompt_id, s answer): the person's Cancel or fallback,
     /// only from the agent that shows that sheet (same uid and session as
     /// the caller, checked when it was shown). Anything else is
     /// PermissionDenied, without saying whether the id exists.
-    func promptAnswer(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        guard let id = request.arguments[0].string, let text = request.arguments[1].string else {
-            throw ServiceErrors.invalidArgs("PromptAnswer takes (ss)")
-        }
-        guard let answer = LocalAuthPrompt.Answer(rawValue: text) else {
-            throw ServiceErrors.invalidArgs("unknown answer \(ServiceErrors.echo(text)); use user-cancel or user-fallback")
-        }
-        guard let agent = promptAgents.agents[request.sender], let sheet = promptAgents.sheets[id],
-              sheet.agent == request.sender, agent.uid == sheet.evaluation.uid, agent.uid == request.uid else {
+    func answer(_ arguments: PromptAnswerArguments, caller: CallerRecord) throws(ServiceError) {
+        guard let agent = agents[caller.sender], let sheet = sheets[arguments.promptID],
+              sheet.agent == caller.sender, agent.uid == sheet.evaluation.uid, agent.uid == caller.uid else {
             throw ServiceErrors.permissionDenied("only the prompt agent that shows this evaluation may answer it")
         }
-        Log.info("prompt \(id) of uid \(agent.uid): the person chose \(answer.rawValue)")
-        sheet.record.interrupt(answer == .userCancel ? .userCancelled : .userFallback)
-        return []
+        Log.info("prompt \(arguments.promptID) of uid \(agent.uid): the person chose \(arguments.answer.rawValue)")
+        sheet.record.interrupt(arguments.answer == .userCancel ? .userCancelled : .userFallback)
     }
 
     // MARK: Showing
 
     /// Looks up who asks and the caller's session (once, and only when an
     /// agent of the caller's uid is registered), then offers the sheet.
-    private func resolveAndOffer(_ sheet: PromptAgents.Sheet) async {
-        if sheet.details == nil, !sheet.resolving,
-           promptAgents.agents.values.contains(where: { $0.uid == sheet.evaluation.uid }) {
+    private func resolveAndOffer(_ sheet: Sheet) async {
+        if sheet.details == nil, !sheet.resolving, agents.values.contains(where: { $0.uid == sheet.evaluation.uid }) {
             sheet.resolving = true
             await resolve(sheet)
             ServiceActor.assertOnLoop()
@@ -197,24 +182,24 @@ extension LocalAuthService {
 
     /// Shows `sheet` on the agent of its caller's session, if one is
     /// registered and the sheet is still in progress and not shown yet.
-    private func offer(_ sheet: PromptAgents.Sheet) {
-        guard sheet.agent == nil, promptAgents.sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
+    private func offer(_ sheet: Sheet) {
+        guard sheet.agent == nil, sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
               let details = sheet.details, let session = sheet.callerSession,
-              let agent = promptAgents.agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
+              let agent = agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
         else { return }
         sheet.agent = agent.sender
         Log.info("prompt \(sheet.id) of uid \(agent.uid) shown by \(agent.sender)")
-        sendToAgent(agent, LocalAuthPrompt.AgentMethod.showPrompt, [.string(sheet.id), .dictionary(details)])
+        seams.send(to: agent, LocalAuthPrompt.AgentMethod.showPrompt, [.string(sheet.id), .dictionary(details)])
         if let status = sheet.lastStatus {
-            sendToAgent(agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(status)])
+            seams.send(to: agent, LocalAuthPrompt.AgentMethod.updatePrompt, [.string(sheet.id), .string(status)])
         }
     }
 
     /// Who asks (the trusted program, the declared name) and the caller's session.
-    private func resolve(_ sheet: PromptAgents.Sheet) async {
-        let caller = callers.known(sheet.evaluation.sender)
+    private func resolve(_ sheet: Sheet) async {
+        let caller = seams.knownCaller(sheet.evaluation.sender)
         var session = LoginSession.none
-        if let caller { session = await callers.session(caller) }
+        if let caller { session = await seams.session(of: caller) }
         ServiceActor.assertOnLoop()
         let prompt = sheet.evaluation.prompt
         var details: [String: DBusValue] = [
@@ -225,7 +210,7 @@ extension LocalAuthService {
         // Who asks, as the service proved it; absent when it could not tell
         // (the agent then says so, and reads nothing itself: what the agent
         // could read of a process of its own uid, that uid can forge).
-        if let program = caller.flatMap({ callers.identity($0).program }) {
+        if let program = caller.flatMap({ seams.program(of: $0) }) {
             details[LocalAuthPrompt.Detail.program] = .string(program)
         }
         if let title = prompt.cancelTitle { details[LocalAuthPrompt.Detail.cancelTitle] = .string(title) }
@@ -234,15 +219,6 @@ extension LocalAuthService {
         sheet.details = details
         sheet.callerSession = session
         sheet.resolving = false
-    }
-
-    private func sendToAgent(_ agent: Agent, _ member: String, _ arguments: [DBusValue]) {
-        // Sent without waiting for the reply, in order: one connection keeps
-        // the order of what it sends to one destination.
-        guard let message = try? Message.methodCall(destination: agent.sender, path: agent.path,
-                                                    interface: LocalAuthPrompt.agentInterface, member: member,
-                                                    arguments: arguments) else { return }
-        bus.send(message)
     }
 
     // MARK: Who

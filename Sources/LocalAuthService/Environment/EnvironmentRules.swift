@@ -6,7 +6,7 @@ import LocalAuthShared
 /// sits (built in or external), which readers a closed lid leaves, whether
 /// the caller can be the person at the reader, and whether biometrics wait
 /// for the password after boot. What feeds them (logind, UPower, sysfs, the
-/// state directory) is in Logind.swift and Environment.swift.
+/// state directory) is in Logind.swift and Environment.swift (the Environment component).
 enum EnvironmentRules {
     // MARK: Built in or external
 

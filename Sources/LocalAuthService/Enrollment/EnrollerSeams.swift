@@ -1,0 +1,75 @@
+import DBusCore
+import LocalAuthShared
+
+/// What the Enroller uses of the readers (Enroller.swift, EnrollerChips.swift):
+/// which reader serves a user, the reader queue, libfprint's operations on
+/// a held reader, and the EnrollStatus signal. The service gives the real
+/// ones (EnrollmentWiring.swift); the unit tests give fakes.
+@ServiceActor
+protocol EnrollerSeams: AnyObject {
+    // Which reader (ReaderChoice).
+    func reader(for uid: UInt32) -> Readers.Identity?
+    /// Why there is no reader for a user now.
+    var noReaderError: ServiceError { get }
+    /// Whether a person can touch `reader` now (awake, not under a closed lid).
+    func isReachable(_ reader: Readers.Identity) -> Bool
+    /// The usable readers that keep prints on their chip.
+    var chipReaders: [Readers.Identity] { get }
+    func storesPrints(_ reader: Readers.Identity) -> Bool
+
+    // The reader queue (SensorQueue) and holding a reader (Readers).
+    /// Whether `sender` is enrolling now.
+    func isEnrolling(_ sender: String) -> Bool
+    /// Waits for `ticket`'s turn at its reader, at most the queue wait; false: not given.
+    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool
+    func releaseTurn()
+    /// Opens `reader` for one operation, within the scan timeout.
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> Readers.Reader
+    func relinquish(_ device: Readers.Reader)
+    /// Runs `body` with `identity` held for one operation of `record`'s call:
+    /// its turn in the queue, opened, given back afterwards.
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(ServiceError) -> T
+    ) async throws(ServiceError) -> T
+
+    // libfprint's operations on a held reader.
+    func enrollStages(on reader: Readers.Identity) -> Int
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult
+    func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef]
+    func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError)
+    /// The reader's errors that mean it cannot be used now (it is forgotten if removed).
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError?
+
+    // The bus.
+    /// EnrollStatus(progress, stage, stages), unicast to the enrolling caller.
+    func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32)
+}
+
+/// The enrolled prints the Enroller reads, writes and deletes (PrintStore).
+@ServiceActor
+protocol EnrollerPrints: AnyObject {
+    /// The prints of `uid` offered on `reader` (both sources).
+    func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint]
+    /// Every print of `uid`, each source and reader.
+    func allPrints(of uid: UInt32) -> [PrintStore.StoredPrint]
+    /// Every account's prints on `reader`.
+    func everyPrint(on reader: Readers.Identity) -> [PrintStore.StoredPrint]
+    /// Whether this service wrote `stored` and may delete it.
+    func isOurs(_ stored: PrintStore.StoredPrint) -> Bool
+    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Readers.Identity) throws -> PrintFile
+    /// Deletes our files of `finger` of `uid`; false: there were none.
+    func delete(_ finger: FingerName, uid: UInt32) throws -> Bool
+    func deleteAll(uid: UInt32) throws -> Int
+}

@@ -1,0 +1,79 @@
+import DBusCore
+import LocalAuthShared
+
+// Wiring only: the service's reader choice, reader queue, readers and bus as
+// the Enroller's seams, the print store as its prints, and the service's old
+// entry point for Authorization.swift (the integrator rewires it).
+
+@ServiceActor
+final class ServiceEnrollerSeams: EnrollerSeams {
+    private unowned let service: LocalAuthService
+
+    init(_ service: LocalAuthService) { self.service = service }
+
+    func reader(for uid: UInt32) -> Readers.Identity? { service.readerChoice.reader(for: uid) }
+    var noReaderError: ServiceError { service.readerChoice.noReaderError }
+    func isReachable(_ reader: Readers.Identity) -> Bool { service.readerChoice.reachableReaders.contains(reader) }
+    var chipReaders: [Readers.Identity] { service.readers.usableReaders.filter(storesPrints) }
+    func storesPrints(_ reader: Readers.Identity) -> Bool { service.readers.usable(reader)?.storesPrints == true }
+
+    func isEnrolling(_ sender: String) -> Bool { service.queue.isEnrolling(sender) }
+    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue = service.queue] in queue.withdraw(ticket) }
+        defer { waitLimit.cancel() }
+        return await service.queue.acquire(ticket)
+    }
+    func releaseTurn() { service.queue.release() }
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> Readers.Reader {
+        try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+    }
+    func relinquish(_ device: Readers.Reader) { service.readers.relinquish(device) }
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(ServiceError) -> T
+    ) async throws(ServiceError) -> T {
+        try await service.withReader(identity, for: record, uid: uid, body)
+    }
+
+    func enrollStages(on reader: Readers.Identity) -> Int { service.readers.enrollStages(on: reader) }
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef {
+        try await service.readers.enroll(
+            finger: finger.fpFinger, username: username, on: device,
+            cancellable: cancellable, progress: progress)
+    }
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult {
+        try await service.readers.identify(gallery, on: device, cancellable: cancellable)
+    }
+    func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] {
+        try await service.readers.chipPrints(on: device)
+    }
+    func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {
+        try await service.readers.deleteFromChip(print, on: device)
+    }
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { service.readerUnusable(error, device) }
+
+    func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
+        try? service.bus.emit(
+            path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
+            member: LocalAuthBus.Signal.enrollStatus,
+            arguments: [.string(progress.rawValue), .uint32(stage), .uint32(stages)],
+            destination: destination)
+    }
+}
+
+extension PrintStore: EnrollerPrints {}
+
+extension LocalAuthService {
+    /// For Authorization.swift: the `user` option, read before polkit is asked.
+    nonisolated static func printOptions(_ value: DBusValue) throws(ServiceError) -> PrintOptions { try PrintOptions(value) }
+}

@@ -1,0 +1,184 @@
+import DBusCore
+@testable import LocalAuthService
+import LocalAuthShared
+import XCTest
+
+/// The Enrollment component (Sources/LocalAuthService/Enrollment/) with
+/// fakes for its seams: the arguments of each method, and the refusals that
+/// come before any reader is touched.
+final class EnrollerTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = ServiceLoop.running
+    }
+
+    @ServiceActor
+    private final class Fixture {
+        let seams = FakeEnrollerSeams()
+        let prints = FakeEnrollerPrints()
+        lazy var enroller = Enroller(seams: seams, prints: prints, scanTimeout: 30)
+        let alice = CallerRecord(sender: ":1.10", uid: 1000, process: nil, securityLabel: nil)
+
+        func record() -> CallRecord { CallRecord(sender: alice.sender, requestID: nil) }
+
+        /// The error name `body` ends with (nil: it succeeded).
+        func outcome(_ body: () async throws(ServiceError) -> Void) async -> String? {
+            do throws(ServiceError) {
+                try await body()
+                return nil
+            } catch { return error.code.rawValue }
+        }
+
+        func enroll(_ finger: FingerName, replace: Bool? = nil) async -> String? {
+            await outcome { () async throws(ServiceError) in
+                if let replace {
+                    let options: DBusValue = .dictionary([LocalAuthBus.PrintOption.replace: .boolean(replace)])
+                    try await enroller.enroll(
+                        EnrollWithOptionsArguments([.string(finger.rawValue), options]),
+                        caller: alice, target: alice.uid, record: record())
+                } else {
+                    try await enroller.enroll(EnrollArguments([.string(finger.rawValue)]), caller: alice, record: record())
+                }
+            }
+        }
+
+        func delete(_ finger: FingerName) async -> String? {
+            await outcome { () async throws(ServiceError) in
+                try await enroller.deleteFinger(
+                    DeleteEnrolledFingerArguments([.string(finger.rawValue)]),
+                    target: alice.uid, record: record())
+            }
+        }
+    }
+
+    // MARK: Refusals before the reader
+
+    @ServiceActor
+    func testAnEnrolledFingerIsRefusedWithoutReplaceBeforeTheReaderIsTouched() async {
+        let fixture = Fixture()
+        fixture.prints.add(.rightIndex, of: 1000, source: .localauth)
+        fixture.prints.add(.leftThumb, of: 1000, source: .fprintd)
+        let outcome1 = await fixture.enroll(.rightIndex)
+        XCTAssertEqual(outcome1, LocalAuthServiceError.alreadyEnrolled)
+        let outcome2 = await fixture.enroll(.leftThumb)
+        XCTAssertEqual(outcome2, LocalAuthServiceError.alreadyEnrolled, "fprintd's print counts too")
+        let outcome3 = await fixture.enroll(.rightIndex, replace: false)
+        XCTAssertEqual(outcome3, LocalAuthServiceError.alreadyEnrolled)
+        XCTAssertTrue(fixture.seams.used.isEmpty, "neither the queue nor a reader: \(fixture.seams.used)")
+
+        // Asking to replace passes the check and waits for the reader (which the fake never gives).
+        let outcome4 = await fixture.enroll(.rightIndex, replace: true)
+        XCTAssertEqual(outcome4, LocalAuthErrorCode.systemCancel.dbusName)
+        XCTAssertEqual(fixture.seams.used, ["acquire-turn"])
+    }
+
+    @ServiceActor
+    func testAnotherUsersFingerOrAnotherReadersIsNoObstacle() async {
+        let fixture = Fixture()
+        fixture.prints.add(.rightIndex, of: 1001, source: .localauth)
+        fixture.prints.add(
+            .rightIndex, of: 1000, source: .localauth,
+            on: Readers.Identity(driver: "synaptics", deviceID: "1"))
+        _ = await fixture.enroll(.rightIndex)
+        XCTAssertEqual(fixture.seams.used, ["acquire-turn"], "went on to wait for the reader")
+    }
+
+    @ServiceActor
+    func testACallerAlreadyEnrollingOrWithoutAReaderIsRefused() async {
+        let fixture = Fixture()
+        fixture.seams.enrolling = [fixture.alice.sender]
+        let outcome5 = await fixture.enroll(.leftThumb)
+        XCTAssertEqual(outcome5, LocalAuthServiceError.busy)
+        fixture.seams.enrolling = []
+        fixture.seams.serving = nil
+        let outcome6 = await fixture.enroll(.leftThumb)
+        XCTAssertEqual(outcome6, LocalAuthErrorCode.biometryNotAvailable.dbusName)
+        XCTAssertTrue(fixture.seams.used.isEmpty)
+    }
+
+    @ServiceActor
+    func testDeletingFprintdsPrintIsReadOnlyAndDeletingNothingIsNotEnrolled() async {
+        let fixture = Fixture()
+        fixture.prints.add(.leftThumb, of: 1000, source: .fprintd)
+        fixture.prints.add(.rightIndex, of: 1000, source: .localauth)
+        let outcome7 = await fixture.delete(.leftThumb)
+        XCTAssertEqual(outcome7, LocalAuthServiceError.readOnly)
+        XCTAssertEqual(fixture.prints.allPrints(of: 1000).count, 2, "fprintd's print stays")
+        let outcome8 = await fixture.delete(.leftMiddle)
+        XCTAssertEqual(outcome8, LocalAuthServiceError.notEnrolled)
+        let outcome9 = await fixture.delete(.rightIndex)
+        XCTAssertNil(outcome9)
+        let outcome10 = await fixture.delete(.rightIndex)
+        XCTAssertEqual(outcome10, LocalAuthServiceError.notEnrolled, "gone already")
+        XCTAssertEqual(fixture.prints.allPrints(of: 1000).map(\.source), [.fprintd])
+        XCTAssertTrue(fixture.seams.used.isEmpty, "no chip holds them: no reader is taken")
+    }
+
+    @ServiceActor
+    func testAPrintOnAChipThatCannotBeReachedStaysWithItsFile() async {
+        let fixture = Fixture()
+        fixture.seams.chips = [FakeEnrollerSeams.reader]
+        fixture.prints.add(.rightIndex, of: 1000, source: .localauth)
+        let outcome11 = await fixture.delete(.rightIndex)
+        XCTAssertEqual(outcome11, LocalAuthServiceError.readerInUse)
+        XCTAssertEqual(fixture.seams.used, ["with-reader \(FakeEnrollerSeams.reader)"])
+        XCTAssertEqual(fixture.prints.allPrints(of: 1000).count, 1, "the file never goes while its slot stays taken")
+    }
+
+    // MARK: Arguments
+
+    func testEachMethodsArgumentsAreCheckedWhole() throws {
+        let user = LocalAuthBus.PrintOption.user
+        let replace = LocalAuthBus.PrintOption.replace
+        XCTAssertEqual(try EnrollArguments([.string("left-thumb")]).finger, .leftThumb)
+        let withOptions = try EnrollWithOptionsArguments([
+            .string("right-index-finger"),
+            .dictionary([
+                user: .string("bob"), replace: .boolean(true),
+                "later-option": .uint32(1),
+            ]),
+        ])
+        XCTAssertEqual(withOptions.finger, .rightIndex)
+        XCTAssertEqual(withOptions.options.user, "bob")
+        XCTAssertTrue(withOptions.options.replace)
+        XCTAssertNil(try ListEnrolledPrintsArguments([.dictionary([:])]).options.user)
+        XCTAssertEqual(
+            try DeleteEnrolledFingerWithOptionsArguments([
+                .string("left-thumb"),
+                .dictionary([user: .string("bob")]),
+            ]).options.user, "bob")
+
+        let bad: [(String, () throws -> Void)] = [
+            ("unknown finger", { _ = try EnrollArguments([.string("left-tentacle")]) }),
+            ("finger not a string", { _ = try DeleteEnrolledFingerArguments([.uint32(1)]) }),
+            ("missing argument", { _ = try EnrollArguments([]) }),
+            (
+                "replace not a boolean",
+                {
+                    _ = try EnrollWithOptionsArguments([
+                        .string("left-thumb"),
+                        .dictionary([replace: .string("yes")]),
+                    ])
+                }
+            ),
+            ("empty user", { _ = try DeleteEnrolledFingersWithOptionsArguments([.dictionary([user: .string("")])]) }),
+            ("user too long", { _ = try ListEnrolledPrintsArguments([.dictionary([user: .string(String(repeating: "u", count: 257))])]) }),
+            (
+                "user not a string",
+                {
+                    _ = try DeleteEnrolledFingerWithOptionsArguments([
+                        .string("left-thumb"),
+                        .dictionary([user: .uint32(0)]),
+                    ])
+                }
+            ),
+            ("options not a{sv}", { _ = try ListReaderPrintsArguments([.string("all")]) }),
+            ("options not a{sv}", { _ = try RemoveOrphanPrintsArguments([.uint32(0)]) }),
+        ]
+        for (what, parse) in bad {
+            XCTAssertThrowsError(try parse(), what) { error in
+                XCTAssertEqual((error as? ServiceError)?.kind, .invalidArgs, what)
+            }
+        }
+    }
+}

@@ -1,0 +1,204 @@
+import DBusCore
+@testable import LocalAuthService
+import LocalAuthShared
+import XCTest
+
+/// The Environment component (Sources/LocalAuthService/Environment/) with
+/// fakes for its seams: who hears EnvironmentChanged and when, the limits on
+/// subscribers, presence judgments, sleep and the lid. Milliseconds, no root.
+final class EnvironmentComponentTests: XCTestCase {
+    private typealias Key = LocalAuthBus.EnvironmentKey
+    private var seams: FakeEnvironmentSeams!
+    private var sleep: FakeSleepSeams!
+    private var environment: Environment!
+    private var scratch: String!
+
+    override func setUp() {
+        super.setUp()
+        // The service's actor runs on the loop: started before any isolated code.
+        _ = ServiceLoop.running
+        scratch = NSTemporaryDirectory() + "environment-tests-\(UUID().uuidString)"
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: scratch)
+        super.tearDown()
+    }
+
+    /// A fresh component with fresh fakes (each test's first line).
+    @ServiceActor
+    private func makeEnvironment() {
+        seams = FakeEnvironmentSeams()
+        sleep = FakeSleepSeams()
+        environment = Environment(
+            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: .init(),
+            seams: seams, sleepSeams: sleep
+        ) { body in Task { @ServiceActor in await body() } }
+    }
+
+    @ServiceActor
+    private func caller(_ sender: String, uid: UInt32) -> CallerRecord {
+        CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil)
+    }
+
+    @ServiceActor @discardableResult
+    private func subscribe(_ sender: String, uid: UInt32) async throws(ServiceError) -> [String: DBusValue] {
+        let reply = try await environment.subscribe(caller: caller(sender, uid: uid), record: CallRecord(sender: sender, requestID: nil))
+        return reply.first?.stringKeyedDictionary ?? [:]
+    }
+
+    @ServiceActor
+    private func errorName(_ body: () async throws(ServiceError) -> Void) async -> String? {
+        do throws(ServiceError) {
+            try await body()
+            return nil
+        } catch { return error.code.rawValue }
+    }
+
+    // MARK: Who hears EnvironmentChanged
+
+    @ServiceActor
+    func testASubscriberHearsItsOwnChangesOnceAndNothingElse() async throws {
+        makeEnvironment()
+        seams.enrolled = [1000, 1001]
+        let first = try await subscribe(":1.10", uid: 1000)
+        try await subscribe(":1.11", uid: 1001)
+        XCTAssertEqual(first[Key.biometryType], .uint32(BiometryKind.none.rawValue))
+
+        environment.mayHaveChanged()
+        XCTAssertTrue(seams.emitted.isEmpty, "nothing changed: nobody hears anything")
+
+        // A reader came: both hear it, once each.
+        seams.readersPresent = true
+        environment.mayHaveChanged()
+        environment.mayHaveChanged()
+        XCTAssertEqual(seams.signals(to: ":1.10").count, 1)
+        XCTAssertEqual(seams.signals(to: ":1.11").count, 1)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryType], .uint32(BiometryKind.touchID.rawValue))
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryUsable], .boolean(true))
+
+        // uid 1000 is locked out: only uid 1000's subscriber hears it.
+        seams.lockedOut = [1000]
+        environment.mayHaveChanged()
+        XCTAssertEqual(seams.signals(to: ":1.10").count, 2)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryLockedOut], .boolean(true))
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryUsable], .boolean(false))
+        XCTAssertEqual(seams.signals(to: ":1.11").count, 1, "another uid's lockout is not theirs to hear")
+    }
+
+    @ServiceActor
+    func testADepartedSubscriberIsDroppedAndHearsNothing() async throws {
+        makeEnvironment()
+        try await subscribe(":1.10", uid: 1000)
+        environment.unsubscribe(":1.10")
+        XCTAssertNil(environment.subscribers[":1.10"])
+        seams.readersPresent = true
+        environment.mayHaveChanged()
+        XCTAssertTrue(seams.emitted.isEmpty)
+    }
+
+    // MARK: Limits
+
+    @ServiceActor
+    func testSubscribersAreBoundedPerUidAndInAll() async throws {
+        makeEnvironment()
+        let perUid = ServiceLimits.environmentSubscribersPerUser
+        let inAll = ServiceLimits.environmentSubscribers
+        XCTAssertEqual(perUid, 16)
+        XCTAssertEqual(inAll, 256)
+        for index in 0..<perUid { try await subscribe(":1.\(index)", uid: 1000) }
+        let overUid = await errorName { () async throws(ServiceError) in try await subscribe(":1.999", uid: 1000) }
+        XCTAssertEqual(overUid, LocalAuthServiceError.limitExceeded)
+        // Subscribing again from a connection already counted is not a new one.
+        try await subscribe(":1.0", uid: 1000)
+
+        for uid in 1001..<UInt32(1000 + inAll / perUid) {
+            for index in 0..<perUid { try await subscribe(":\(uid).\(index)", uid: uid) }
+        }
+        XCTAssertEqual(environment.subscribers.count, inAll)
+        let overAll = await errorName { () async throws(ServiceError) in try await subscribe(":2.0", uid: 2000) }
+        XCTAssertEqual(overAll, LocalAuthServiceError.limitExceeded)
+        // One leaves: room for another.
+        environment.unsubscribe(":1.3")
+        try await subscribe(":2.0", uid: 2000)
+    }
+
+    // MARK: Presence
+
+    @ServiceActor
+    func testAStalePresenceJudgmentDoesNotOverwriteANewerOne() async throws {
+        makeEnvironment()
+        seams.readersPresent = true
+        seams.enrolled = [1000]
+        try await subscribe(":1.10", uid: 1000)
+        XCTAssertEqual(environment.subscribers[":1.10"]?.presence, .local)
+
+        seams.presenceNeedsLogind = true
+        environment.sessionsChanged()  // the user switched away…
+        try await seams.waitUntil("the first judgment to ask") { seams.pendingPresenceQuestions == 1 }
+        environment.sessionsChanged()  // …and back, before logind answered the first
+        try await seams.waitUntil("the second judgment to ask") { seams.pendingPresenceQuestions == 2 }
+        seams.answerPresence(1, .local)  // the newer judgment answers first
+        try await Task.sleep(for: .milliseconds(5))
+        seams.answerPresence(0, .inactive)  // the stale one answers last
+        try await Task.sleep(for: .milliseconds(5))
+        XCTAssertEqual(environment.subscribers[":1.10"]?.presence, .local, "the newest judgment wins")
+        XCTAssertTrue(seams.signals(to: ":1.10").isEmpty, "nothing changed for the subscriber")
+
+        environment.sessionsChanged()
+        try await seams.waitUntil("a third judgment") { seams.pendingPresenceQuestions == 1 }
+        seams.answerPresence(0, .inactive)
+        try await seams.waitUntil("the switch to be heard") { !seams.signals(to: ":1.10").isEmpty }
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryUsable], .boolean(false))
+    }
+
+    // MARK: Sleep and the lid
+
+    @ServiceActor
+    func testSleepEndsReaderWorkBeforeTheInhibitorGoesAndResumeOffersReaders() async throws {
+        makeEnvironment()
+        seams.readersPresent = true
+        try await subscribe(":1.10", uid: 1000)
+        environment.prepareForSleep(true)
+        XCTAssertEqual(sleep.events, ["end-reader-work"], "the operations end at the signal")
+        XCTAssertTrue(environment.asleep)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.builtInSensorInaccessible], .boolean(true))
+        try await seams.waitUntil("the inhibitor released") { !self.sleep.inhibitorHeld }
+        XCTAssertEqual(sleep.events, ["end-reader-work", "close-started", "closed", "release-inhibitor"])
+
+        environment.prepareForSleep(false)
+        XCTAssertFalse(environment.asleep)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.builtInSensorInaccessible], .boolean(false))
+        try await seams.waitUntil("the readers offered") { self.sleep.events.last == "offer-readers" }
+        XCTAssertEqual(Array(sleep.events.suffix(2)), ["take-inhibitor", "offer-readers"])
+        XCTAssertTrue(sleep.inhibitorHeld)
+    }
+
+    @ServiceActor
+    func testAStoppingServiceIgnoresPrepareForSleep() async {
+        makeEnvironment()
+        seams.stopping = true
+        environment.prepareForSleep(true)
+        XCTAssertTrue(sleep.events.isEmpty)
+        XCTAssertFalse(environment.asleep)
+    }
+
+    @ServiceActor
+    func testTheLidEndsBuiltInReaderWorkOnlyWhenItClosesOverOne() async throws {
+        makeEnvironment()
+        seams.readersPresent = true
+        try await subscribe(":1.10", uid: 1000)
+        seams.lidClosed = true
+        environment.lidChanged()
+        XCTAssertEqual(seams.interruptedBuiltIn, 0, "no built-in reader: nothing to end")
+        XCTAssertTrue(seams.emitted.isEmpty, "an external reader stays reachable: nothing changed")
+        seams.hasBuiltInReader = true
+        environment.lidChanged()
+        XCTAssertEqual(seams.interruptedBuiltIn, 1)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.builtInSensorInaccessible], .boolean(true))
+        seams.lidClosed = false
+        environment.lidChanged()
+        XCTAssertEqual(seams.interruptedBuiltIn, 1)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.builtInSensorInaccessible], .boolean(false))
+    }
+}

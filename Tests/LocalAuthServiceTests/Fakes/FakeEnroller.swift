@@ -1,0 +1,104 @@
+import DBusCore
+@testable import LocalAuthService
+import LocalAuthShared
+import XCTest
+
+/// The readers as the Enroller sees them, for the paths that must end
+/// before a reader is touched: one reader serves everyone, the queue never
+/// gives a turn, and every use of the queue or a reader is logged.
+@ServiceActor
+final class FakeEnrollerSeams: EnrollerSeams {
+    static let reader = Readers.Identity(driver: "virtual_device", deviceID: "0")
+
+    var serving: Readers.Identity? = FakeEnrollerSeams.reader
+    var enrolling: Set<String> = []
+    /// The readers that keep prints on their chip.
+    var chips: Set<Readers.Identity> = []
+    /// What the Enroller asked of the queue and the readers.
+    private(set) var used: [String] = []
+
+    func reader(for uid: UInt32) -> Readers.Identity? { serving }
+    var noReaderError: ServiceError { ServiceErrors.noReader }
+    func isReachable(_ reader: Readers.Identity) -> Bool { reader == serving }
+    var chipReaders: [Readers.Identity] { Array(chips) }
+    func storesPrints(_ reader: Readers.Identity) -> Bool { chips.contains(reader) }
+    func isEnrolling(_ sender: String) -> Bool { enrolling.contains(sender) }
+    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
+        used.append("acquire-turn")
+        return false
+    }
+    func releaseTurn() { used.append("release-turn") }
+    func open(
+        _ reader: Readers.Identity, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> Readers.Reader {
+        used.append("open")
+        throw ServiceErrors.noReader
+    }
+    func relinquish(_ device: Readers.Reader) { used.append("relinquish") }
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(ServiceError) -> T
+    ) async throws(ServiceError) -> T {
+        used.append("with-reader \(identity)")
+        throw ServiceError(.readerInUse, "the fake holds no reader")
+    }
+    func enrollStages(on reader: Readers.Identity) -> Int { 5 }
+    func enroll(
+        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> GObjectRef {
+        throw GLibError.abandoned
+    }
+    func identify(
+        _ gallery: [GObjectRef], on device: Readers.Reader,
+        cancellable: Cancellable
+    ) async throws(GLibError) -> Readers.ScanResult { .noMatch }
+    func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] { [] }
+    func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {}
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { nil }
+    func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
+        used.append("status \(progress.rawValue)")
+    }
+}
+
+/// The print store in memory: prints by uid, from either source; ours are
+/// the service's own (fprintd's are read-only, as without `--fprintd`).
+@ServiceActor
+final class FakeEnrollerPrints: EnrollerPrints {
+    private var byUID: [UInt32: [PrintStore.StoredPrint]] = [:]
+
+    func add(
+        _ finger: FingerName, of uid: UInt32, source: PrintSource,
+        on reader: Readers.Identity = FakeEnrollerSeams.reader
+    ) {
+        // Any GObject stands for the print: the fake never hands it to libfprint.
+        byUID[uid, default: []].append(
+            PrintStore.StoredPrint(
+                finger: finger, print: Cancellable().ref, bytes: [], source: source, reader: reader, created: nil,
+                path: "/prints/\(uid)/\(source.rawValue)/\(finger.rawValue)", stamp: []))
+    }
+
+    func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
+        PrintStore.offered(byUID[uid, default: []], on: reader)
+    }
+    func allPrints(of uid: UInt32) -> [PrintStore.StoredPrint] { byUID[uid, default: []] }
+    func everyPrint(on reader: Readers.Identity) -> [PrintStore.StoredPrint] {
+        byUID.values.flatMap { $0 }.filter { $0.reader == reader }
+    }
+    func isOurs(_ stored: PrintStore.StoredPrint) -> Bool { stored.source == .localauth }
+    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Readers.Identity) throws -> PrintFile {
+        throw ServiceError(.failed, "the fake stores nothing")
+    }
+    func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
+        let before = byUID[uid, default: []].count
+        byUID[uid]?.removeAll { $0.finger == finger && $0.source == .localauth }
+        return byUID[uid, default: []].count < before
+    }
+    func deleteAll(uid: UInt32) throws -> Int {
+        let ours = byUID[uid, default: []].filter { $0.source == .localauth }.count
+        byUID[uid]?.removeAll { $0.source == .localauth }
+        return ours
+    }
+}

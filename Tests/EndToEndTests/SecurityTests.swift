@@ -188,6 +188,31 @@ final class SecurityTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(outcome.output.contains("request-id must be a string"), outcome.output)
     }
 
+    /// Each call is decoded and validated in full at arrival, before polkit
+    /// is asked: a malformed call is InvalidArgs even for a caller polkit
+    /// refuses, and polkit is never bothered with it.
+    func testAMalformedCallIsRefusedBeforePolkitIsAsked() throws {
+        try rig.polkit("org.example.LocalAuth.evaluate", "no")
+        let outcome = try gdbus("EvaluatePolicy", ["1", "Unlock", "{'reuse-duration': <'soon'>}"], asNobody: true)
+        XCTAssertTrue(outcome.output.contains("InvalidArgs"), outcome.output)
+        XCTAssertTrue(outcome.output.contains("reuse-duration"), outcome.output)
+        XCTAssertFalse(outcome.output.contains("PermissionDenied"), outcome.output)
+        // A well-formed call from the same caller is polkit's to refuse.
+        let refused = try gdbus("EvaluatePolicy", ["1", "Unlock", "{}"], asNobody: true)
+        XCTAssertTrue(refused.output.contains("PermissionDenied"), refused.output)
+    }
+
+    /// Names of accounts are looked up only after polkit said yes: a refused
+    /// caller cannot tell an existing account from a missing one.
+    func testARefusedCallerCannotProbeWhichAccountsExist() throws {
+        try rig.polkit("org.example.LocalAuth.manage", "no")
+        for name in ["root", "no-such-account-\(getpid())"] {
+            let outcome = try gdbus("ResetLockout", [name], asNobody: true)
+            XCTAssertTrue(outcome.output.contains("PermissionDenied"), "\(name): \(outcome.output)")
+            XCTAssertFalse(outcome.output.contains("no user named"), outcome.output)
+        }
+    }
+
     // MARK: 5. A lockout never fails open
 
     /// A lockout counter that cannot be read (here: a directory) means locked out.

@@ -339,7 +339,7 @@ final class EvaluatorTests: XCTestCase {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: 0)
         let arguments = try VerifyUserArguments([.string("root"), .dictionary([:])])
-        XCTAssertEqual(arguments.uid, 0)
+        XCTAssertEqual(arguments.user, "root")
         XCTAssertThrowsError(try VerifyUserArguments([.string(""), .dictionary([:])]))
 
         // A user naming root is refused before anything else.

@@ -44,11 +44,9 @@ final class PromptAgentMatchingTests: XCTestCase {
         XCTAssertNoThrow(try EvaluationOptions(.dictionary(["app-name": .string("Vault")])))
     }
 
-    func testTheDeclaredAppNameIsReadFromTheOptions() {
-        let options = DBusValue.dictionary(["app-name": .string("Vault")])
-        XCTAssertEqual(PromptAgents.declaredAppName([.uint32(1), .string("r"), options]), "Vault")
-        XCTAssertNil(PromptAgents.declaredAppName([.uint32(1), .string("r"), .dictionary(["app-name": .uint32(3)])]))
-        XCTAssertNil(PromptAgents.declaredAppName([.uint32(1), .string("r"),
-                                                       .dictionary(["app-name": .string(String(repeating: "x", count: 2000))])]))
+    func testTheDeclaredAppNameIsReadFromTheOptions() throws {
+        XCTAssertEqual(try EvaluationOptions(.dictionary(["app-name": .string("Vault")])).appName, "Vault")
+        XCTAssertNil(try EvaluationOptions(.dictionary(["app-name": .string("")])).appName, "an empty name declares nothing")
+        XCTAssertNil(try EvaluationOptions(.dictionary([:])).appName)
     }
 }

@@ -16,12 +16,12 @@ protocol CallArguments: Sendable {
     /// The `request-id` the call carries (EvaluatePolicy, VerifyUser,
     /// AuthorizeRight): a Cancel sent right after the call finds it even
     /// before polkit answered.
-    var requestID: String? { get }
+    var callRequestID: String? { get }
 }
 
 extension CallArguments {
     var namedUser: String? { nil }
-    var requestID: String? { nil }
+    var callRequestID: String? { nil }
 }
 
 /// A method that takes nothing.

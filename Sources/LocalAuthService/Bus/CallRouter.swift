@@ -85,7 +85,7 @@ final class CallRouter {
             // Registered now, before anything awaits: from here on a vanish,
             // Cancel or SIGTERM ends it wherever it waits.
             let record = CallRecord(sender: call.sender,
-                                    requestID: arguments.requestID ?? Self.requestID(of: call.member, values),
+                                    requestID: arguments.callRequestID,
                                     arguments: values, call: call)
             do throws(ServiceError) {
                 try registry.register(record)
@@ -136,25 +136,6 @@ final class CallRouter {
             guard !record.abandoned else { return }
             call.fail((record.interruption?.error ?? error).dbusError)
         }
-    }
-
-    /// The request id of a row whose arguments are not typed yet, read
-    /// leniently at arrival: it names the call for an early Cancel.
-    static func requestID(of member: String, _ arguments: [DBusValue]) -> String? {
-        switch member {
-        case LocalAuthBus.Method.evaluatePolicy: requestID(in: arguments[2])
-        case LocalAuthBus.Method.verifyUser: requestID(in: arguments[1])
-        case LocalAuthRightsBus.Method.authorizeRight: requestID(in: arguments[2])
-        default: nil
-        }
-    }
-
-    static func requestID(in options: DBusValue) -> String? {
-        guard case .array(_, let entries) = options else { return nil }
-        for case .dictEntry(.string(LocalAuthBus.Option.requestID), .variant(.string(let id))) in entries {
-            return id
-        }
-        return nil
     }
 
     // MARK: Properties

@@ -5,8 +5,10 @@ import LocalAuthShared
 /// the polkit action it needs (checked before the handler runs, before any
 /// state changes). This table is the only place that pairs methods with actions.
 ///
-/// Methods about prints may name another user (`userOptions`): for those the
-/// action is `manage` instead, whatever the row says (see `authorize`).
+/// Each row names its arguments struct (`CallArguments`), which the router
+/// decodes and validates once, at arrival. Methods about prints may name
+/// another user (the struct's `namedUser`): for those the action is `manage`
+/// instead, whatever the row says (Authorization.swift).
 struct MethodSpec {
     let signature: String
     /// The action for the caller's own prints (nil: none needed).
@@ -32,29 +34,6 @@ struct MethodSpec {
             try await handler(service, Call(request: request, arguments: decoded as! Arguments))
         }
     }
-
-    /// A row whose handler still reads the raw body (`Request.arguments`);
-    /// `userOptions` is the index of an `a{sv}` whose `user` option may name
-    /// another user.
-    init(signature: String, action: PolkitAction?, interactive: Bool, userOptions: Int? = nil,
-         handler: @escaping @ServiceActor (LocalAuthService, Request) async throws(ServiceError) -> [DBusValue]) {
-        self.signature = signature
-        self.action = action
-        self.interactive = interactive
-        decode = { values throws(ServiceError) in try RawArguments(values, userOptions: userOptions) }
-        self.handler = { service, request, _ throws(ServiceError) in try await handler(service, request) }
-    }
-}
-
-/// The body of a call whose row is not typed yet: only the `user` option is read.
-struct RawArguments: CallArguments {
-    let namedUser: String?
-    init(_ arguments: [DBusValue]) throws(ServiceError) { namedUser = nil }
-    init(_ arguments: [DBusValue], userOptions: Int?) throws(ServiceError) {
-        namedUser = try userOptions.flatMap { index throws(ServiceError) in
-            try LocalAuthService.printOptions(arguments[index]).user
-        }
-    }
 }
 
 /// A method call with its caller resolved.
@@ -78,69 +57,79 @@ struct Request {
         self.record = record
     }
     var sender: String { call.sender }
-    var arguments: [DBusValue] { record.arguments }
 }
 
 extension LocalAuthService {
     // Rights' rows are in RightsMethodTable.swift, merged here.
     nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging([
         LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
-            signature: "u", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(request) }),
+            signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
         LocalAuthBus.Method.evaluatePolicy: MethodSpec(
-            signature: "usa{sv}", action: .evaluate, interactive: false, handler: { service, request throws(ServiceError) in try await service.evaluator.evaluatePolicy(request) }),
+            signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.evaluator.evaluatePolicy(call.request, call.arguments) }),
         LocalAuthBus.Method.cancel: MethodSpec(
-            signature: "s", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.evaluator.cancel(request) }),
+            signature: "s", action: nil, interactive: false, CancelArguments.self,
+            handler: { service, call throws(ServiceError) in try service.evaluator.cancel(call.request, call.arguments) }),
         LocalAuthBus.Method.endEvaluation: MethodSpec(
-            signature: "ss", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.evaluator.endEvaluation(request) }),
+            signature: "ss", action: nil, interactive: false, EndEvaluationArguments.self,
+            handler: { service, call throws(ServiceError) in try service.evaluator.endEvaluation(call.request, call.arguments) }),
         LocalAuthBus.Method.resetLockout: MethodSpec(
-            signature: "s", action: .manage, interactive: true, handler: { service, request throws(ServiceError) in try service.evaluator.resetLockout(request) }),
-        LocalAuthBus.Method.getDomainState: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.readerChoice.domainState(of: request.caller) }),
-        LocalAuthBus.Method.enroll: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.enroll(EnrollArguments(request.arguments), caller: request.caller, record: request.record); return [] }),
-        LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: request.uid) }),
-        LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.deleteFinger(DeleteEnrolledFingerArguments(request.arguments), target: request.target, record: request.record); return [] }),
-        LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
-            signature: "", action: .enroll, interactive: true, handler: { service, request throws(ServiceError) in try await service.enroller.deleteAll(target: request.target, record: request.record); return [] }),
-        LocalAuthBus.Method.enrollWithOptions: MethodSpec(
-            signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
-            handler: { service, request throws(ServiceError) in try await service.enroller.enroll(EnrollWithOptionsArguments(request.arguments), caller: request.caller, target: request.target, record: request.record); return [] }),
-        LocalAuthBus.Method.listReaderPrints: MethodSpec(
-            signature: "a{sv}", action: .manage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.enroller.listReaderPrints(ListReaderPrintsArguments(request.arguments), uid: request.uid, record: request.record) }),
-        LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
-            signature: "a{sv}", action: .manage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.enroller.removeOrphanPrints(RemoveOrphanPrintsArguments(request.arguments), uid: request.uid, record: request.record) }),
-        LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
-            signature: "a{sv}", action: nil, interactive: true, userOptions: 0,
-            handler: { service, request throws(ServiceError) in service.enroller.listEnrolledPrints(try ListEnrolledPrintsArguments(request.arguments), target: request.target) }),
-        LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
-            signature: "sa{sv}", action: .enroll, interactive: true, userOptions: 1,
-            handler: { service, request throws(ServiceError) in try await service.enroller.deleteFinger(DeleteEnrolledFingerWithOptionsArguments(request.arguments), target: request.target, record: request.record); return [] }),
-        LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
-            signature: "a{sv}", action: .enroll, interactive: true, userOptions: 0,
-            handler: { service, request throws(ServiceError) in try await service.enroller.deleteAll(DeleteEnrolledFingersWithOptionsArguments(request.arguments), target: request.target, record: request.record); return [] }),
-        // The system sheet's agents (Prompt/): no polkit action; an
-        // agent acts only for its own uid and session.
-        LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
-            signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.promptAgents.register(RegisterPromptAgentArguments(request.arguments), caller: request.caller, record: request.record); return [] }),
-        LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
-            signature: "o", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in service.promptAgents.unregister(try UnregisterPromptAgentArguments(request.arguments), sender: request.sender); return [] }),
-        LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
-            signature: "ss", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.promptAgents.answer(PromptAnswerArguments(request.arguments), caller: request.caller); return [] }),
+            signature: "s", action: .manage, interactive: true, ResetLockoutArguments.self,
+            handler: { service, call throws(ServiceError) in try service.evaluator.resetLockout(call.request, call.arguments) }),
         LocalAuthBus.Method.verifyUser: MethodSpec(
-            signature: "sa{sv}", action: .verifyUser, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.evaluator.verifyUser(request) }),
+            signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.evaluator.verifyUser(call.request, call.arguments) }),
+        LocalAuthBus.Method.getDomainState: MethodSpec(
+            signature: "", action: nil, interactive: false, NoArguments.self,
+            handler: { service, call throws(ServiceError) in try service.readerChoice.domainState(of: call.caller) }),
+        LocalAuthBus.Method.enroll: MethodSpec(
+            signature: "s", action: .enroll, interactive: true, EnrollArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.enroll(call.arguments, caller: call.caller, record: call.record); return [] }),
+        LocalAuthBus.Method.enrollWithOptions: MethodSpec(
+            signature: "sa{sv}", action: .enroll, interactive: true, EnrollWithOptionsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record); return [] }),
+        LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
+            signature: "", action: nil, interactive: false, NoArguments.self,
+            handler: { service, call throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: call.uid) }),
+        LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
+            signature: "a{sv}", action: nil, interactive: true, ListEnrolledPrintsArguments.self,
+            handler: { service, call throws(ServiceError) in service.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
+        LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
+            signature: "s", action: .enroll, interactive: true, DeleteEnrolledFingerArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record); return [] }),
+        LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
+            signature: "sa{sv}", action: .enroll, interactive: true, DeleteEnrolledFingerWithOptionsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record); return [] }),
+        LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
+            signature: "", action: .enroll, interactive: true, NoArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.deleteAll(target: call.target, record: call.record); return [] }),
+        LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
+            signature: "a{sv}", action: .enroll, interactive: true, DeleteEnrolledFingersWithOptionsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.deleteAll(call.arguments, target: call.target, record: call.record); return [] }),
+        LocalAuthBus.Method.listReaderPrints: MethodSpec(
+            signature: "a{sv}", action: .manage, interactive: true, ListReaderPrintsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record) }),
+        LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
+            signature: "a{sv}", action: .manage, interactive: true, RemoveOrphanPrintsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.enroller.removeOrphanPrints(call.arguments, uid: call.uid, record: call.record) }),
+        LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
+            signature: "o", action: nil, interactive: false, RegisterPromptAgentArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.promptAgents.register(call.arguments, caller: call.caller, record: call.record); return [] }),
+        LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
+            signature: "o", action: nil, interactive: false, UnregisterPromptAgentArguments.self,
+            handler: { service, call throws(ServiceError) in service.promptAgents.unregister(call.arguments, sender: call.sender); return [] }),
+        LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
+            signature: "ss", action: nil, interactive: false, PromptAnswerArguments.self,
+            handler: { service, call throws(ServiceError) in try service.promptAgents.answer(call.arguments, caller: call.caller); return [] }),
         LocalAuthBus.Method.getEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.environment.getEnvironment(caller: request.caller, record: request.record) }),
+            signature: "", action: nil, interactive: false, NoArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.environment.getEnvironment(caller: call.caller, record: call.record) }),
         LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in try await service.environment.subscribe(caller: request.caller, record: request.record) }),
+            signature: "", action: nil, interactive: false, NoArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.environment.subscribe(caller: call.caller, record: call.record) }),
         LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, handler: { service, request throws(ServiceError) in service.environment.unsubscribe(request.sender); return [] }),
+            signature: "", action: nil, interactive: false, NoArguments.self,
+            handler: { service, call throws(ServiceError) in service.environment.unsubscribe(call.sender); return [] }),
     ], uniquingKeysWith: { rights, _ in rights })
 }

@@ -48,7 +48,7 @@ private func expect(_ arguments: [DBusValue], _ count: Int, _ method: String, _ 
 }
 
 /// Enroll(s finger): the caller's own finger, never replacing.
-struct EnrollArguments {
+struct EnrollArguments: CallArguments {
     let finger: FingerName
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -58,7 +58,8 @@ struct EnrollArguments {
 }
 
 /// EnrollWithOptions(s finger, a{sv} options): `user`, `replace`.
-struct EnrollWithOptionsArguments {
+struct EnrollWithOptionsArguments: CallArguments {
+    var namedUser: String? { options.user }
     let finger: FingerName
     let options: PrintOptions
 
@@ -70,7 +71,8 @@ struct EnrollWithOptionsArguments {
 }
 
 /// ListEnrolledPrints(a{sv} options): `user`.
-struct ListEnrolledPrintsArguments {
+struct ListEnrolledPrintsArguments: CallArguments {
+    var namedUser: String? { options.user }
     let options: PrintOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -80,7 +82,7 @@ struct ListEnrolledPrintsArguments {
 }
 
 /// DeleteEnrolledFinger(s finger).
-struct DeleteEnrolledFingerArguments {
+struct DeleteEnrolledFingerArguments: CallArguments {
     let finger: FingerName
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -90,7 +92,8 @@ struct DeleteEnrolledFingerArguments {
 }
 
 /// DeleteEnrolledFingerWithOptions(s finger, a{sv} options): `user`.
-struct DeleteEnrolledFingerWithOptionsArguments {
+struct DeleteEnrolledFingerWithOptionsArguments: CallArguments {
+    var namedUser: String? { options.user }
     let finger: FingerName
     let options: PrintOptions
 
@@ -102,7 +105,8 @@ struct DeleteEnrolledFingerWithOptionsArguments {
 }
 
 /// DeleteEnrolledFingersWithOptions(a{sv} options): `user`.
-struct DeleteEnrolledFingersWithOptionsArguments {
+struct DeleteEnrolledFingersWithOptionsArguments: CallArguments {
+    var namedUser: String? { options.user }
     let options: PrintOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -113,7 +117,7 @@ struct DeleteEnrolledFingersWithOptionsArguments {
 
 /// ListReaderPrints(a{sv} options): no option is defined yet; unknown ones
 /// are ignored (forward compatibility).
-struct ListReaderPrintsArguments {
+struct ListReaderPrintsArguments: CallArguments {
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         try expect(arguments, 1, "ListReaderPrints", "a{sv}")
         guard arguments[0].stringKeyedDictionary != nil else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
@@ -122,7 +126,7 @@ struct ListReaderPrintsArguments {
 
 /// RemoveOrphanPrints(a{sv} options): no option is defined yet; unknown ones
 /// are ignored (forward compatibility).
-struct RemoveOrphanPrintsArguments {
+struct RemoveOrphanPrintsArguments: CallArguments {
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         try expect(arguments, 1, "RemoveOrphanPrints", "a{sv}")
         guard arguments[0].stringKeyedDictionary != nil else { throw ServiceErrors.invalidArgs("options must be a{sv}") }

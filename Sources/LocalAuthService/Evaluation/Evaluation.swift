@@ -44,6 +44,8 @@ final class Evaluation {
         /// nil: the default label; "": no fallback button (Apple's rule).
         let fallbackTitle: String?
         let cancelTitle: String?
+        /// The name the app declares for itself (`app-name`): shown marked as not verified.
+        var appName: String? = nil
     }
 
     let requestID: String

@@ -17,7 +17,7 @@ extension PolicyValue {
 }
 
 /// CanEvaluatePolicy(u policy).
-struct CanEvaluatePolicyArguments {
+struct CanEvaluatePolicyArguments: CallArguments {
     let policy: PolicyValue
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -33,6 +33,8 @@ struct EvaluationOptions {
     /// The app's prompt labels, kept with the evaluation for a prompt to show.
     var fallbackTitle: String?
     var cancelTitle: String?
+    /// The name the app declares for itself, for the system sheet (not verified).
+    var appName: String?
 
     init() {}
 
@@ -58,10 +60,11 @@ struct EvaluationOptions {
                 }
                 reuseDuration = min(seconds, LocalAuthBus.maximumReuseDuration)
             case LocalAuthPrompt.appNameOption:
-                // Shown by the system sheet (PromptAgents.swift), which reads it from the call.
+                // Shown by the system sheet (Prompt/), marked as declared, not verified.
                 guard let name = value.string, name.utf8.count <= LocalAuthBus.maximumTextLength else {
                     throw ServiceErrors.invalidArgs("app-name must be a string of at most \(LocalAuthBus.maximumTextLength) bytes")
                 }
+                appName = name.isEmpty ? nil : name
             case LocalAuthBus.Option.interactionNotAllowed:
                 guard let flag = value.bool else { throw ServiceErrors.invalidArgs("interaction-not-allowed must be a boolean") }
                 interactionNotAllowed = flag
@@ -73,7 +76,8 @@ struct EvaluationOptions {
 }
 
 /// EvaluatePolicy(u policy, s localized_reason, a{sv} options).
-struct EvaluatePolicyArguments {
+struct EvaluatePolicyArguments: CallArguments {
+    var callRequestID: String? { options.requestID }
     let policy: PolicyValue
     let reason: String
     let options: EvaluationOptions
@@ -92,27 +96,24 @@ struct EvaluatePolicyArguments {
 }
 
 /// VerifyUser(s user, a{sv} options).
-struct VerifyUserArguments {
-    /// An existing account's name, and its uid.
+struct VerifyUserArguments: CallArguments {
+    var callRequestID: String? { options.requestID }
+    /// An account's name: looked up only after polkit (and the root check)
+    /// said yes, so a refused caller cannot probe which accounts exist.
     let user: String
-    let uid: UInt32
     let options: EvaluationOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard let name = arguments[0].string, !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else {
             throw ServiceErrors.invalidArgs("user must be an account name of 1 to \(LocalAuthBus.maximumTextLength) bytes")
         }
-        guard let uid = Users.uid(of: name) else {
-            throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(name))")
-        }
         user = name
-        self.uid = uid
         options = try EvaluationOptions(arguments[1])
     }
 }
 
 /// Cancel(s request_id).
-struct CancelArguments {
+struct CancelArguments: CallArguments {
     let requestID: String
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -122,7 +123,7 @@ struct CancelArguments {
 }
 
 /// EndEvaluation(s request_id, s reason): the person's cancel or fallback.
-struct EndEvaluationArguments {
+struct EndEvaluationArguments: CallArguments {
     let requestID: String
     let interruption: Evaluation.Interruption
 
@@ -144,19 +145,16 @@ struct EndEvaluationArguments {
 }
 
 /// ResetLockout(s user): "" is the caller.
-struct ResetLockoutArguments {
-    /// The named user's uid; nil: the caller's own.
-    let uid: UInt32?
+struct ResetLockoutArguments: CallArguments {
+    /// The named user; nil: the caller's own. Looked up only once polkit
+    /// said yes, so a refused caller cannot probe which accounts exist.
+    let user: String?
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard let name = arguments.first?.string else { throw ServiceErrors.invalidArgs("ResetLockout takes (s)") }
-        if name.isEmpty {
-            uid = nil
-        } else {
-            guard let found = Users.uid(of: name) else {
-                throw ServiceErrors.invalidArgs("no user named \(ServiceErrors.echo(name))")
-            }
-            uid = found
+        guard name.utf8.count <= LocalAuthBus.maximumTextLength else {
+            throw ServiceErrors.invalidArgs("user must be at most \(LocalAuthBus.maximumTextLength) bytes")
         }
+        user = name.isEmpty ? nil : name
     }
 }

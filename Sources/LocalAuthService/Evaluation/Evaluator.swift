@@ -113,8 +113,7 @@ final class Evaluator {
     }
 
     /// CanEvaluatePolicy(u policy).
-    func canEvaluatePolicy(_ request: Request) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try CanEvaluatePolicyArguments(request.arguments)
+    func canEvaluatePolicy(_ request: Request, _ arguments: CanEvaluatePolicyArguments) async throws(ServiceError) -> [DBusValue] {
         try await canEvaluate(arguments.policy, Caller(request))
         return [.boolean(true)]
     }
@@ -136,8 +135,7 @@ final class Evaluator {
     // MARK: Evaluation
 
     /// EvaluatePolicy(u policy, s localized_reason, a{sv} options).
-    func evaluatePolicy(_ request: Request) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try EvaluatePolicyArguments(request.arguments)
+    func evaluatePolicy(_ request: Request, _ arguments: EvaluatePolicyArguments) async throws(ServiceError) -> [DBusValue] {
         try await evaluate(Caller(request), policy: arguments.policy, reason: arguments.reason, options: arguments.options)
         return [.boolean(true)]
     }
@@ -186,7 +184,7 @@ final class Evaluator {
             uid: uid, queue: queue,
             prompt: .init(
                 reason: reason, fallbackTitle: options.fallbackTitle,
-                cancelTitle: options.cancelTitle))
+                cancelTitle: options.cancelTitle, appName: options.appName))
         // An evaluation whose call already ended (Cancel right after the
         // call, the caller gone) is interrupted here and never touches the reader.
         caller.record.evaluation = evaluation
@@ -222,16 +220,14 @@ final class Evaluator {
     // MARK: Ending evaluations early
 
     /// Cancel(s request_id): the app cancels its own evaluation.
-    func cancel(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        let arguments = try CancelArguments(request.arguments)
+    func cancel(_ request: Request, _ arguments: CancelArguments) throws(ServiceError) -> [DBusValue] {
         end(arguments.requestID, of: request.sender, .appCancelled)
         return []
     }
 
     /// EndEvaluation(s request_id, s reason): the app ends an evaluation as
     /// the person's cancel or fallback.
-    func endEvaluation(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        let arguments = try EndEvaluationArguments(request.arguments)
+    func endEvaluation(_ request: Request, _ arguments: EndEvaluationArguments) throws(ServiceError) -> [DBusValue] {
         end(arguments.requestID, of: request.sender, arguments.interruption)
         return []
     }
@@ -244,9 +240,15 @@ final class Evaluator {
     // MARK: The lockout
 
     /// ResetLockout(s user): an administrator lifts a user's biometry lockout.
-    func resetLockout(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        let arguments = try ResetLockoutArguments(request.arguments)
-        try resetLockout(of: arguments.uid ?? request.uid, by: request.uid)
+    func resetLockout(_ request: Request, _ arguments: ResetLockoutArguments) throws(ServiceError) -> [DBusValue] {
+        var uid = request.uid
+        if let name = arguments.user {
+            guard let found = Users.uid(of: name) else {
+                throw ServiceErrors.invalidArgs("no user named \(ServiceErrors.echo(name))")
+            }
+            uid = found
+        }
+        try resetLockout(of: uid, by: request.uid)
         return []
     }
 

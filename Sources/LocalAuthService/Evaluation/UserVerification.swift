@@ -8,8 +8,7 @@ import LocalAuthShared
 // loop, lockout, remote-session, lid, sleep and password-after-boot rules.
 extension Evaluator {
     /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root caller.
-    func verifyUser(_ request: Request) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try VerifyUserArguments(request.arguments)
+    func verifyUser(_ request: Request, _ arguments: VerifyUserArguments) async throws(ServiceError) -> [DBusValue] {
         try await verify(arguments, for: Caller(request))
         return []
     }
@@ -31,19 +30,22 @@ extension Evaluator {
         // the reader. Root skips polkit's active-session check, so this is
         // what keeps user A, looping `su victim` in a session switched away
         // from, from queueing scans that the victim's next touch would answer.
+        guard let uid = Users.uid(of: arguments.user) else {
+            throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(arguments.user))")
+        }
         let presence = await environment.presence(of: caller.connection)
         try caller.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
-        try checkBiometricsUsable(for: arguments.uid)
-        try refuseWhileCooling(arguments.uid)
+        try checkBiometricsUsable(for: uid)
+        try refuseWhileCooling(uid)
 
         let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), sender: caller.sender,
-                                    uid: arguments.uid, queue: queue,
+                                    uid: uid, queue: queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))
         caller.record.evaluation = evaluation
         try caller.record.checkNotEnded()
         _ = try await fingerprint(evaluation)
-        Log.info("fingerprint of uid \(arguments.uid) verified for a PAM module")
+        Log.info("fingerprint of uid \(uid) verified for a PAM module")
     }
 }

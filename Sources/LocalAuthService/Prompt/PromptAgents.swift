@@ -215,19 +215,9 @@ final class PromptAgents {
         }
         if let title = prompt.cancelTitle { details[LocalAuthPrompt.Detail.cancelTitle] = .string(title) }
         if let title = prompt.fallbackTitle { details[LocalAuthPrompt.Detail.fallbackTitle] = .string(title) }
-        if let name = Self.declaredAppName(sheet.record.arguments) { details[LocalAuthPrompt.Detail.appName] = .string(name) }
+        if let name = prompt.appName { details[LocalAuthPrompt.Detail.appName] = .string(name) }
         sheet.details = details
         sheet.callerSession = session
         sheet.resolving = false
-    }
-
-    // MARK: Who
-
-    /// EvaluatePolicy's `app-name` option, if it is a string of at most 1024 bytes.
-    nonisolated static func declaredAppName(_ arguments: [DBusValue]) -> String? {
-        guard arguments.count > 2, let options = arguments[2].stringKeyedDictionary,
-              let name = options[LocalAuthPrompt.appNameOption]?.string,
-              !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else { return nil }
-        return name
     }
 }

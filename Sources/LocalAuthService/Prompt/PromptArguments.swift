@@ -5,7 +5,7 @@ import LocalAuthShared
 // once at the top of each handler (one struct per method).
 
 /// RegisterPromptAgent(o agent_path).
-struct RegisterPromptAgentArguments {
+struct RegisterPromptAgentArguments: CallArguments {
     let path: ObjectPath
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -17,7 +17,7 @@ struct RegisterPromptAgentArguments {
 }
 
 /// UnregisterPromptAgent(o agent_path).
-struct UnregisterPromptAgentArguments {
+struct UnregisterPromptAgentArguments: CallArguments {
     let path: ObjectPath
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -29,7 +29,7 @@ struct UnregisterPromptAgentArguments {
 }
 
 /// PromptAnswer(s prompt_id, s answer): `answer` is user-cancel or user-fallback.
-struct PromptAnswerArguments {
+struct PromptAnswerArguments: CallArguments {
     let promptID: String
     let answer: LocalAuthPrompt.Answer
 

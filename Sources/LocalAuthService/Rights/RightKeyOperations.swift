@@ -29,8 +29,7 @@ extension RightsService {
     }
 
     /// LoadSecret(handle) → the secret.
-    func loadSecret(_ call: RightsCall) throws(ServiceError) -> [DBusValue] {
-        let arguments = try LoadSecretArguments(call.arguments)
+    func loadSecret(_ call: RightsCall, _ arguments: LoadSecretArguments) throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(call, handle: arguments.handle)
         let secret: [UInt8]?
         let protector = try state.storage().protector
@@ -44,8 +43,8 @@ extension RightsService {
     }
 
     /// Sign(handle, algorithm, data) → signature.
-    func sign(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try SignArguments(call.arguments).operation
+    func sign(_ call: RightsCall, _ arguments: SignArguments) async throws(ServiceError) -> [DBusValue] {
+        let arguments = arguments.operation
         let record = try authorizedRight(call, handle: arguments.handle)
         let key = try privateKey(record)
         let algorithm = arguments.algorithm, data = arguments.data
@@ -62,8 +61,8 @@ extension RightsService {
     }
 
     /// Decrypt(handle, algorithm, data) → plaintext.
-    func decrypt(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try DecryptArguments(call.arguments).operation
+    func decrypt(_ call: RightsCall, _ arguments: DecryptArguments) async throws(ServiceError) -> [DBusValue] {
+        let arguments = arguments.operation
         let record = try authorizedRight(call, handle: arguments.handle)
         let key = try privateKey(record)
         let data = arguments.data
@@ -71,8 +70,7 @@ extension RightsService {
     }
 
     /// ExchangeKeys(handle, algorithm, public_key, parameters) → shared secret.
-    func exchangeKeys(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try ExchangeKeysArguments(call.arguments)
+    func exchangeKeys(_ call: RightsCall, _ arguments: ExchangeKeysArguments) async throws(ServiceError) -> [DBusValue] {
         let record = try authorizedRight(call, handle: arguments.handle)
         let key = try privateKey(record)
         let peer = arguments.peer

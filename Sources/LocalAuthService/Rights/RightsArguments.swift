@@ -26,7 +26,7 @@ struct RightsAppOptions {
 }
 
 /// SaveRight(identifier, requirement, options{app-id, secret}).
-struct SaveRightArguments {
+struct SaveRightArguments: CallArguments {
     let identifier: String
     let requirement: RightRequirementName
     let app: RightsAppOptions
@@ -53,7 +53,7 @@ struct SaveRightArguments {
 }
 
 /// RemoveRight, GetPublicKey, CanAuthorizeRight: (identifier, options).
-struct RightIdentifierArguments {
+struct RightIdentifierArguments: CallArguments {
     let identifier: String
     let app: RightsAppOptions
 
@@ -67,7 +67,7 @@ typealias GetPublicKeyArguments = RightIdentifierArguments
 typealias CanAuthorizeRightArguments = RightIdentifierArguments
 
 /// RemoveAllRights, ListRights: (options).
-struct RightsAppArguments {
+struct RightsAppArguments: CallArguments {
     let app: RightsAppOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -81,8 +81,8 @@ typealias ListRightsArguments = RightsAppArguments
 /// the rights' (`app-id`) and an evaluation's (`request-id`, titles,
 /// `interaction-not-allowed`), read here once. On the service's actor, as
 /// the evaluation's option parser is.
-@ServiceActor
-struct AuthorizeRightArguments {
+struct AuthorizeRightArguments: CallArguments {
+    var callRequestID: String? { evaluation.requestID }
     let identifier: String
     let reason: String
     let app: RightsAppOptions
@@ -103,7 +103,7 @@ struct AuthorizeRightArguments {
 }
 
 /// Deauthorize(handle), LoadSecret(handle).
-struct RightHandleArguments {
+struct RightHandleArguments: CallArguments {
     let handle: String
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -131,18 +131,18 @@ struct RightKeyOperationArguments {
     }
 }
 
-struct SignArguments {
+struct SignArguments: CallArguments {
     let operation: RightKeyOperationArguments
     init(_ arguments: [DBusValue]) throws(ServiceError) { operation = try RightKeyOperationArguments(arguments, .sign, "sign") }
 }
 
-struct DecryptArguments {
+struct DecryptArguments: CallArguments {
     let operation: RightKeyOperationArguments
     init(_ arguments: [DBusValue]) throws(ServiceError) { operation = try RightKeyOperationArguments(arguments, .encrypt, "decrypt") }
 }
 
 /// ExchangeKeys(handle, algorithm, public_key, parameters{requested-size, shared-info}).
-struct ExchangeKeysArguments {
+struct ExchangeKeysArguments: CallArguments {
     let handle: String
     let algorithm: KeyAlgorithm
     let peer: P256.PublicKey

@@ -9,40 +9,40 @@ import LocalAuthShared
 extension LocalAuthService {
     nonisolated static let rightsMethods: [String: MethodSpec] = [
         LocalAuthRightsBus.Method.saveRight: MethodSpec(
-            signature: "ssa{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.rights.saveRight(RightsCall(request)) }),
+            signature: "ssa{sv}", action: .rightsManage, interactive: true, SaveRightArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.saveRight(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.removeRight: MethodSpec(
-            signature: "sa{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.rights.removeRight(RightsCall(request)) }),
+            signature: "sa{sv}", action: .rightsManage, interactive: true, RemoveRightArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.removeRight(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.removeAllRights: MethodSpec(
-            signature: "a{sv}", action: .rightsManage, interactive: true,
-            handler: { service, request throws(ServiceError) in try await service.rights.removeAllRights(RightsCall(request)) }),
+            signature: "a{sv}", action: .rightsManage, interactive: true, RemoveAllRightsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.removeAllRights(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.listRights: MethodSpec(
-            signature: "a{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.listRights(RightsCall(request)) }),
+            signature: "a{sv}", action: nil, interactive: false, ListRightsArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.listRights(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.getPublicKey: MethodSpec(
-            signature: "sa{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.getPublicKey(RightsCall(request)) }),
+            signature: "sa{sv}", action: nil, interactive: false, GetPublicKeyArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.getPublicKey(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.canAuthorizeRight: MethodSpec(
-            signature: "sa{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.canAuthorizeRight(RightsCall(request)) }),
+            signature: "sa{sv}", action: nil, interactive: false, CanAuthorizeRightArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.canAuthorizeRight(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.authorizeRight: MethodSpec(
-            signature: "ssa{sv}", action: .rightsUse, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.authorizeRight(RightsCall(request)) }),
+            signature: "ssa{sv}", action: .rightsUse, interactive: false, AuthorizeRightArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.authorizeRight(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.deauthorize: MethodSpec(
-            signature: "s", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.rights.deauthorize(RightsCall(request)) }),
+            signature: "s", action: nil, interactive: false, DeauthorizeArguments.self,
+            handler: { service, call throws(ServiceError) in try service.rights.deauthorize(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.loadSecret: MethodSpec(
-            signature: "s", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try service.rights.loadSecret(RightsCall(request)) }),
+            signature: "s", action: nil, interactive: false, LoadSecretArguments.self,
+            handler: { service, call throws(ServiceError) in try service.rights.loadSecret(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.sign: MethodSpec(
-            signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.sign(RightsCall(request)) }),
+            signature: "ssay", action: nil, interactive: false, SignArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.sign(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.decrypt: MethodSpec(
-            signature: "ssay", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.decrypt(RightsCall(request)) }),
+            signature: "ssay", action: nil, interactive: false, DecryptArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.decrypt(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.exchangeKeys: MethodSpec(
-            signature: "ssaya{sv}", action: nil, interactive: false,
-            handler: { service, request throws(ServiceError) in try await service.rights.exchangeKeys(RightsCall(request)) }),
+            signature: "ssaya{sv}", action: nil, interactive: false, ExchangeKeysArguments.self,
+            handler: { service, call throws(ServiceError) in try await service.rights.exchangeKeys(RightsCall(call.request), call.arguments) }),
     ]
 }

@@ -36,8 +36,7 @@ final class RightsService {
     // MARK: The store
 
     /// SaveRight(identifier, requirement, options{app-id, secret}) → public key.
-    func saveRight(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try SaveRightArguments(call.arguments)
+    func saveRight(_ call: RightsCall, _ arguments: SaveRightArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app, saving: true)
         let requirement = try RightsPolicy.requirement(arguments.requirement) { seams.enrolledSets.enrolledSet(of: call.uid) }
         let storage = try state.storage()
@@ -74,8 +73,7 @@ final class RightsService {
     }
 
     /// RemoveRight(identifier, options).
-    func removeRight(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try RemoveRightArguments(call.arguments)
+    func removeRight(_ call: RightsCall, _ arguments: RemoveRightArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
         let storage = try state.storage()
         state.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
@@ -90,8 +88,7 @@ final class RightsService {
     }
 
     /// RemoveAllRights(options) → how many.
-    func removeAllRights(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try RemoveAllRightsArguments(call.arguments)
+    func removeAllRights(_ call: RightsCall, _ arguments: RemoveAllRightsArguments) async throws(ServiceError) -> [DBusValue] {
         let app = try await rightsApp(call, arguments.app)
         let storage = try state.storage()
         let removed: Int
@@ -108,8 +105,7 @@ final class RightsService {
 
     /// ListRights(options) → one a{sv} per right of the caller's app. Reads
     /// each right's clear header only: nothing is unwrapped or decrypted.
-    func listRights(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try ListRightsArguments(call.arguments)
+    func listRights(_ call: RightsCall, _ arguments: ListRightsArguments) async throws(ServiceError) -> [DBusValue] {
         let app = try await rightsApp(call, arguments.app)
         let storage = try state.storage()
         let listing: RightListing
@@ -131,8 +127,7 @@ final class RightsService {
     }
 
     /// GetPublicKey(identifier, options) → 04 ‖ X ‖ Y.
-    func getPublicKey(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try GetPublicKeyArguments(call.arguments)
+    func getPublicKey(_ call: RightsCall, _ arguments: GetPublicKeyArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
         return [.bytes(try loadRight(owner).publicKey.x963Representation)]
     }
@@ -149,8 +144,7 @@ final class RightsService {
 
     /// CanAuthorizeRight(identifier, options): the right exists, is not dead,
     /// and its requirement can be evaluated now.
-    func canAuthorizeRight(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try CanAuthorizeRightArguments(call.arguments)
+    func canAuthorizeRight(_ call: RightsCall, _ arguments: CanAuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
         let policy = try policy(loadRight(owner).requirement, uid: call.uid)
         var biometrics: ServiceError?
@@ -165,8 +159,7 @@ final class RightsService {
 
     /// AuthorizeRight(identifier, localized_reason, options) → handle: a real
     /// evaluation with the right's requirement.
-    func authorizeRight(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
-        let arguments = try AuthorizeRightArguments(call.arguments)
+    func authorizeRight(_ call: RightsCall, _ arguments: AuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
         let before = try loadRight(owner)
         let policy = try policy(before.requirement, uid: call.uid)
@@ -188,8 +181,7 @@ final class RightsService {
     }
 
     /// Deauthorize(handle): the caller's own handle ends; anything else is ignored.
-    func deauthorize(_ call: RightsCall) throws(ServiceError) -> [DBusValue] {
-        let arguments = try DeauthorizeArguments(call.arguments)
+    func deauthorize(_ call: RightsCall, _ arguments: DeauthorizeArguments) throws(ServiceError) -> [DBusValue] {
         if let authorization = state.authorizations[arguments.handle], authorization.sender == call.sender {
             state.drop(arguments.handle)
         }

@@ -3,22 +3,18 @@ internal import CLocalAuthInterface
 import DBusCore
 import LocalAuthShared
 
-/// localauthd: the org.example.LocalAuth service.
+/// localauthd: the org.example.LocalAuth service, as a composition root.
 ///
-/// Every call is answered: unknown members get UnknownMethod, bad arguments
-/// InvalidArgs, and each method's polkit action is checked (table in
-/// MethodTable.swift) before anything changes. State is re-read after every
-/// await, since other calls may have run meanwhile.
-///
-/// This file: start, stop, and routing each call from the wire to its
-/// handler, with its registration (Requests.swift) from arrival to answer.
-/// The rest, one concern a file: Callers/ (who calls: one record per
-/// connection, its app and presence), Authorization.swift (may they),
-/// Evaluation/ (preflight, policy 1 and 2, the scan loop, lockout, reuse,
-/// VerifyUser: the Evaluator), Enrollment.swift (enroll, list, delete),
-/// ReaderChoice.swift (which reader serves whom, hotplug, domain state),
-/// Readers.swift (libfprint), Authorizer.swift (polkit). docs/DESIGN.md
-/// follows a call through them.
+/// This type makes the components, joins them through the adapters in each
+/// folder's `…Wiring.swift`, and owns the service's life: `run()` starts
+/// them, serves every call as a task of one group, and `stop()` (SIGTERM,
+/// the idle exit, the bus lost) drains it. It decides nothing about a call:
+/// Bus/ (the router: bounds, typed arguments, polkit, the method table),
+/// Callers/ (who calls), Evaluation/ (preflight, policy 1 and 2, VerifyUser,
+/// the lockout), Enrollment/, Rights/, Prompt/ (the sheet), Environment/
+/// (sleep, the lid, LAEnvironment, the password after boot), Readers/
+/// (libfprint, the reader queue and gate, reader choice), Fprintd/ (fprintd's
+/// contract). docs/DESIGN.md draws them and follows one call through them.
 @ServiceActor
 public final class LocalAuthService: CallRouterHost {
     let configuration: Configuration
@@ -26,6 +22,8 @@ public final class LocalAuthService: CallRouterHost {
     let readers = Readers()
     let authorizer = Authorizer()
     let queue = SensorQueue()
+    /// A reader for one operation: the queue, opening, the errors (Readers/ReaderGate.swift).
+    private(set) lazy var readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
     let prints: PrintStore
     /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
     private(set) lazy var promptAgents = PromptAgents(seams: ServicePromptSeams(self))
@@ -271,6 +269,6 @@ public final class LocalAuthService: CallRouterHost {
 
     func callEnded() {
         // Enrolled, deleted, locked out, the password given: subscribers hear it.
-        environmentMayHaveChanged()
+        environment.mayHaveChanged()
     }
 }

@@ -29,14 +29,14 @@ final class ServiceEnrollerSeams: EnrollerSeams {
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> Readers.Reader {
-        try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+        try await service.readerGate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
     }
     func relinquish(_ device: Readers.Reader) { service.readers.relinquish(device) }
     func withReader<T>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {
-        try await service.withReader(identity, for: record, uid: uid, body)
+        try await service.readerGate.withReader(identity, for: record, uid: uid, body)
     }
 
     func enrollStages(on reader: Readers.Identity) -> Int { service.readers.enrollStages(on: reader) }
@@ -60,7 +60,7 @@ final class ServiceEnrollerSeams: EnrollerSeams {
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {
         try await service.readers.deleteFromChip(print, on: device)
     }
-    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { service.readerUnusable(error, device) }
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { service.readerGate.unusable(error, device) }
 
     func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
         try? service.bus.emit(
@@ -73,7 +73,3 @@ final class ServiceEnrollerSeams: EnrollerSeams {
 
 extension PrintStore: EnrollerPrints {}
 
-extension LocalAuthService {
-    /// For Authorization.swift: the `user` option, read before polkit is asked.
-    nonisolated static func printOptions(_ value: DBusValue) throws(ServiceError) -> PrintOptions { try PrintOptions(value) }
-}

@@ -76,10 +76,4 @@ extension LocalAuthService {
         await logind.start()
     }
 
-    // For Evaluations.swift, OwnerPolicy.swift, Fprintd/ and the other helpers' adapters.
-    var asleep: Bool { environment.asleep }
-    var passwords: PasswordStore { environment.passwords }
-    func passwordNeeded(_ uid: UInt32) -> ServiceError? { environment.passwordNeeded(uid) }
-    func presence(of request: Request) async -> EnvironmentRules.Presence { await environment.presence(of: request.caller) }
-    func environmentMayHaveChanged() { environment.mayHaveChanged() }
 }

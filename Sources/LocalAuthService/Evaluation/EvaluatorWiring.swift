@@ -16,9 +16,9 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     // MARK: EvaluationReaders
 
-    func reader(for uid: UInt32) -> Readers.Identity? { service.reader(for: uid) }
+    func reader(for uid: UInt32) -> Readers.Identity? { service.readerChoice.reader(for: uid) }
 
-    var noReaderError: ServiceError { service.noReaderError }
+    var noReaderError: ServiceError { service.readerChoice.noReaderError }
 
     func isWarm(_ reader: Readers.Identity) -> Bool { service.readers.isWarm(reader) }
 
@@ -27,7 +27,7 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
-        let device = try await service.openReader(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+        let device = try await service.readerGate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
         return LibfprintReaderSession(service: service, device: device)
     }
 
@@ -50,9 +50,9 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         return await service.callers.presence(caller)
     }
 
-    func passwordNeeded(_ uid: UInt32) -> ServiceError? { service.passwordNeeded(uid) }
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? { service.environment.passwordNeeded(uid) }
 
-    func passwordGiven(_ uid: UInt32) { service.passwords.record(uid) }
+    func passwordGiven(_ uid: UInt32) { service.environment.passwords.record(uid) }
 
     func hasPassword(_ uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
 
@@ -74,11 +74,11 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
     // MARK: EvaluationObservers
 
     func evaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
-        await service.promptEvaluationStarted(evaluation, record: record, policy: policy)
+        await service.promptAgents.evaluationStarted(evaluation, record: record, policy: policy)
     }
 
     func evaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
-        service.promptEvaluationEnded(evaluation, error: error)
+        service.promptAgents.evaluationEnded(evaluation, error: error)
     }
 
     func status(_ evaluation: Evaluation, _ progress: EvaluationProgress) {
@@ -87,7 +87,7 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
             member: LocalAuthBus.Signal.evaluationStatus,
             arguments: [.string(evaluation.requestID), .string(progress.rawValue)],
             destination: evaluation.sender)
-        service.promptStatus(evaluation, progress)
+        service.promptAgents.status(evaluation, progress)
     }
 }
 
@@ -115,7 +115,7 @@ final class LibfprintReaderSession: ReaderSession {
         }
     }
 
-    func unusable(_ error: GLibError) -> ServiceError? { service.readerUnusable(error, device) }
+    func unusable(_ error: GLibError) -> ServiceError? { service.readerGate.unusable(error, device) }
 
     func release() { service.readers.relinquish(device) }
 }

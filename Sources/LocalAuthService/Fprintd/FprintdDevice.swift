@@ -215,7 +215,7 @@ final class FprintdDevice {
         let doomed = try doomed(finger, uid: uid)
         guard reader.storesPrints else { return try removeFiles(doomed, finger: finger, uid: uid) }
         do {
-            try await service.withReader(identity, for: record, uid: uid, { device throws(DBusError) in
+            try await service.readerGate.withReader(identity, for: record, uid: uid, { device throws(DBusError) in
                 try await delete(finger, uid: uid, on: device)
             }, failedToOpen: { $0.dbusError })
         } catch where !error.name.rawValue.hasPrefix("net.reactivated.Fprint.Error.") {

@@ -136,8 +136,8 @@ extension FprintdDevice {
     /// Why Start could not take the reader, in fprintd's vocabulary.
     private func startError(_ operation: FprintdOperation, busy: String) -> DBusError {
         if operation.disconnected { return FprintdBus.Error.internal("the reader \(identity) is gone") }
-        if let reason = operation.interruption ?? (service.asleep ? .systemSleeping : nil) {
-            return FprintdBus.Error.permissionDenied("\(LocalAuthService.FprintdRefusal.readerUnavailable): \(reason.error.message)")
+        if let reason = operation.interruption ?? (service.environment.asleep ? .systemSleeping : nil) {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
         }
         if operation.cancellable.isCancelled || busy.isEmpty {
             return FprintdBus.Error.internal("the operation was stopped before it started")
@@ -177,7 +177,7 @@ extension FprintdDevice {
             selected = finger.rawValue
         }
         // The same rules as an LAContext evaluation, in fprintd's vocabulary.
-        if let refusal = await service.fprintdRefusal(request.caller, uid: claim.uid, reader: identity) {
+        if let refusal = await refusal(request.caller, uid: claim.uid, reader: identity) {
             throw refusal
         }
         // Re-read after the await.
@@ -279,8 +279,8 @@ extension FprintdDevice {
             throw FprintdBus.Error.invalidFingername("Invalid finger name")
         }
         try refuseWhileBusy()
-        guard service.reachableReaders.contains(identity) else {
-            throw FprintdBus.Error.internal(service.noReaderError.message)
+        guard service.readerChoice.reachableReaders.contains(identity) else {
+            throw FprintdBus.Error.internal(service.readerChoice.noReaderError.message)
         }
         guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
         let sender = request.sender

@@ -5,32 +5,32 @@ import LocalAuthShared
 // answered in fprintd's vocabulary (docs/FPRINTD.md): fprintd has no error
 // for "locked out", so every refusal is PermissionDenied with a message that
 // says which (a client can tell it from a no-match, which is a VerifyStatus).
-extension LocalAuthService {
-    /// Messages start with these words, so that a lock screen can tell them apart.
-    enum FprintdRefusal {
-        static let lockedOut = "Locked out"
-        static let passwordRequired = "Password required"
-        static let notAtTheReader = "Not at the reader"
-        static let readerUnavailable = "Reader unavailable"
-    }
+/// Messages start with these words, so that a lock screen can tell them apart.
+enum FprintdRefusal {
+    static let lockedOut = "Locked out"
+    static let passwordRequired = "Password required"
+    static let notAtTheReader = "Not at the reader"
+    static let readerUnavailable = "Reader unavailable"
+}
 
+extension FprintdDevice {
     /// Why the person behind `caller` may not scan `uid`'s finger on `reader`
     /// now, or nil. Presence is the same function as an evaluation's
     /// (Callers/Presence.swift: the active local session, or the user's display session).
-    func fprintdRefusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> DBusError? {
+    func refusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> DBusError? {
         let presence: EnvironmentRules.Presence
-        if let known = callers.knownPresence(caller) { presence = known } else { presence = await callers.presence(caller) }
+        if let known = service.callers.knownPresence(caller) { presence = known } else { presence = await service.callers.presence(caller) }
         if let refusal = EnvironmentRules.refusal(presence) {
             return FprintdBus.Error.permissionDenied("\(FprintdRefusal.notAtTheReader): \(refusal.message)")
         }
-        guard reachableReaders.contains(reader) else {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(noReaderError.message)")
+        guard service.readerChoice.reachableReaders.contains(reader) else {
+            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(service.readerChoice.noReaderError.message)")
         }
-        if evaluator.isLockedOut(uid) {
+        if service.evaluator.isLockedOut(uid) {
             return FprintdBus.Error.permissionDenied("\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
                                                      + "(\(LockoutStore.limit) in a row); use your password")
         }
-        if let needed = passwordNeeded(uid) {
+        if let needed = service.environment.passwordNeeded(uid) {
             return FprintdBus.Error.permissionDenied("\(FprintdRefusal.passwordRequired): \(needed.message)")
         }
         return nil

@@ -112,7 +112,7 @@ final class FprintdServer {
     /// so that fprintd's clients and apps use the same one.
     private func defaultDevice(for sender: String) async throws(DBusError) -> FprintdDevice {
         guard !devices.isEmpty else { throw FprintdBus.Error.noSuchDevice("No devices available") }
-        if devices.count > 1, let uid = try? await service.callers.record(for: sender).uid, let chosen = service.reader(for: uid),
+        if devices.count > 1, let uid = try? await service.callers.record(for: sender).uid, let chosen = service.readerChoice.reader(for: uid),
            let device = devices.first(where: { $0.identity == chosen }) {
             return device
         }

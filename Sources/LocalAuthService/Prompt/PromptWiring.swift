@@ -25,12 +25,3 @@ final class ServicePromptSeams: PromptSeams {
     }
 }
 
-extension LocalAuthService {
-    func promptEvaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async {
-        await promptAgents.evaluationStarted(evaluation, record: record, policy: policy)
-    }
-    func promptStatus(_ evaluation: Evaluation, _ progress: EvaluationProgress) { promptAgents.status(evaluation, progress) }
-    func promptEvaluationEnded(_ evaluation: Evaluation, error: ServiceError?) {
-        promptAgents.evaluationEnded(evaluation, error: error)
-    }
-}

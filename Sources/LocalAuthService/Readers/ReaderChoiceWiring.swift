@@ -14,14 +14,14 @@ final class ServiceReaderChoiceSeams: ReaderChoiceSeams {
     var usableReaders: [Readers.Identity] { service.readers.usableReaders }
     var builtInReaders: Set<Readers.Identity> { service.readers.builtIn }
     var readersPresent: Bool { service.readers.isPresent }
-    var asleep: Bool { service.asleep }
+    var asleep: Bool { service.environment.asleep }
     var lidClosed: Bool { service.logind.lidClosed }
     func readers(withPrintsOf uid: UInt32) -> Set<Readers.Identity> { service.prints.readers(withPrintsOf: uid) }
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
         service.prints.prints(of: uid, for: reader)
     }
     func appKey(of caller: CallerRecord) -> String { service.callers.identity(caller).stateKey }
-    func environmentMayHaveChanged() { service.environmentMayHaveChanged() }
+    func environmentMayHaveChanged() { service.environment.mayHaveChanged() }
     func announceBiometryType(_ kind: BiometryKind) {
         try? service.bus.emit(
             path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
@@ -43,11 +43,4 @@ extension LocalAuthService {
         readers.onChange = { [weak self] in self?.readerChoice.readersChanged() }
     }
 
-    // For Evaluations.swift, Rights.swift, Fprintd/ and the other helpers' adapters.
-    var reachableReaders: [Readers.Identity] { readerChoice.reachableReaders }
-    var noReaderError: ServiceError { readerChoice.noReaderError }
-    func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
-    func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] {
-        readerChoice.enrolledSetHash(uid: uid, reader: reader)
-    }
 }

@@ -37,9 +37,9 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
     }
 
     func enrolledSet(of uid: UInt32) -> EnrolledSetNow {
-        guard let reader = service.reader(for: uid) else { return .noReader }
+        guard let reader = service.readerChoice.reader(for: uid) else { return .noReader }
         guard !service.prints.prints(of: uid, for: reader).isEmpty else { return .empty }
-        return .enrolled(digest: service.enrolledSetHash(uid: uid, reader: reader))
+        return .enrolled(digest: service.readerChoice.enrolledSetHash(uid: uid, reader: reader))
     }
 
     func app(of caller: CallerRecord) -> AppIdentity {

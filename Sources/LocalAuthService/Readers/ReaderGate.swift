@@ -1,0 +1,104 @@
+internal import CFprint
+import DBusCore
+import LocalAuthShared
+
+/// The one way a call's operation gets a reader, and the errors a caller
+/// gets when it cannot: a turn in the reader queue (`SensorQueue`), the
+/// device opened within the scan timeout (retrying while another program
+/// holds it: `Readers.acquire`), given back afterwards (closed after the
+/// linger). The Evaluator, the Enroller and fprintd's operations go through it.
+@ServiceActor
+final class ReaderGate {
+    private let readers: Readers
+    private let queue: SensorQueue
+    private let scanTimeout: Double
+
+    init(readers: Readers, queue: SensorQueue, scanTimeout: Double) {
+        self.readers = readers
+        self.queue = queue
+        self.scanTimeout = scanTimeout
+    }
+
+    /// Opens `identity` for one operation, within the scan timeout: the
+    /// errors a caller gets when it cannot (Readers.acquire).
+    func open(_ identity: Readers.Identity, cancellable: Cancellable,
+                    interruption: @ServiceActor () -> Evaluation.Interruption?,
+                    busy: @ServiceActor () -> Void) async throws(ServiceError) -> Readers.Reader {
+        let deadline = ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
+        do {
+            return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
+        } catch {
+            if let interruption = interruption() { throw interruption.error }
+            switch error {
+            case .removed: throw Evaluation.Interruption.readerRemoved.error
+            case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
+            case .suspended: throw Evaluation.Interruption.systemSleeping.error
+            case .heldByAnotherProgram(let why):
+                throw ServiceError(.readerInUse,
+                    "the fingerprint reader is in use by another program (\(why)); try again when it is free")
+            }
+        }
+    }
+
+    /// The reader's errors that mean it cannot be used now, for an
+    /// evaluation and an enrollment alike (a removed reader is forgotten at once).
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? {
+        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+            readers.forget(device)
+            return Evaluation.Interruption.readerRemoved.error
+        }
+        if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
+            return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
+        }
+        return nil
+    }
+
+    // MARK: Holding a reader for an operation that is not a scan
+
+    /// Runs `body` with reader `identity` held for one operation of the call
+    /// `record`: its turn in the reader queue (at most `readerQueueWait`),
+    /// the device opened (retrying while another program holds it, within
+    /// the scan timeout), and given back afterwards (closed after the linger).
+    func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+                       _ body: (Readers.Reader) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
+        try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
+    }
+
+    /// `withReader` for a body that speaks another contract's errors (fprintd's):
+    /// `failedToOpen` says the queue's and the opening's errors in its words.
+    func withReader<T, Failure: Error>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+                                       _ body: (Readers.Reader) async throws(Failure) -> T,
+                                       failedToOpen: (ServiceError) -> Failure) async throws(Failure) -> T {
+        let device: Readers.Reader
+        do throws(ServiceError) {
+            device = try await openForMaintenance(identity, for: record, uid: uid)
+        } catch {
+            throw failedToOpen(error)
+        }
+        defer {
+            readers.relinquish(device)
+            queue.release()
+        }
+        return try await body(device)
+    }
+
+    /// A turn in the reader queue, then the reader opened; the caller gives back both.
+    private func openForMaintenance(_ identity: Readers.Identity, for record: CallRecord,
+                                    uid: UInt32) async throws(ServiceError) -> Readers.Reader {
+        let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
+        ticket.reader = identity
+        ticket.interrupt = { reason in record.interrupt(reason) }
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
+        let acquired = await queue.acquire(ticket)
+        waitLimit.cancel()
+        guard acquired else { throw record.interruption?.error ?? Evaluation.Interruption.queueTimedOut.error }
+        do throws(ServiceError) {
+            try record.checkNotEnded()
+            return try await open(identity, cancellable: record.cancellable,
+                                        interruption: { record.interruption }, busy: {})
+        } catch {
+            queue.release()
+            throw error
+        }
+    }
+}

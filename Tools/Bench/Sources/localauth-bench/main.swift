@@ -36,6 +36,8 @@ let usage = """
       --keep                keep the temporary directory (logs) afterwards
       --localauthd PATH     the daemon to measure (`make bench` passes the release build's)
       --tpm-only            only the TPM row (TPM sign vs software sign; no rig, no root)
+      --replot FILE.json    no run: the curves of an earlier run's JSON, fitted again, as the
+                            table and the SVG beside that JSON (no rig, no root)
 
     """
 
@@ -327,7 +329,10 @@ final class Bench: Sendable {
         var results = Results()
         results.machine = machineDescription()
         results.settings = ["preflights": options.preflights, "cycles": options.cycles, "clients": options.clients,
-                            "callsPerClient": options.callsPerClient, "startupTrials": options.startupTrials]
+                            "callsPerClient": options.callsPerClient, "startupTrials": options.startupTrials,
+                            "curvePreflights": options.curveCounts.preflights, "curveCycles": options.curveCounts.cycles,
+                            "curveAppPreflights": options.curveCounts.appPreflights,
+                            "curveConcurrentCallsPerRound": options.curveCounts.concurrentCallsPerRound]
 
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         Cleanup.shared.add { [directory, rigScript] in
@@ -618,6 +623,24 @@ if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--subscribe-he
    let count = Int(CommandLine.arguments[2]), count > 0, count <= 64 {
     // The curves' subscribers (CurveWork.swift), as another uid.
     exit(await subscribeHelper(count: count))
+}
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--replot" {
+    let json = CommandLine.arguments[2]
+    let decoder = JSONDecoder()
+    decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+    do {
+        var curves = try decoder.decode(Results.self, from: Data(contentsOf: URL(fileURLWithPath: json))).curves
+        for index in curves.indices { curves[index].finish() }
+        print(curvesTable(curves))
+        var options = Options()
+        options.json = json
+        try curvesPlot(curves).write(toFile: options.plotPath, atomically: true, encoding: .utf8)
+        log("wrote \(options.plotPath)")
+        exit(0)
+    } catch {
+        log("cannot replot \(json): \(error)")
+        exit(1)
+    }
 }
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 if let localauthd = options.localauthd { Locations.localauthd = localauthd }

@@ -259,12 +259,16 @@ extension Bench {
         guard secret.first?.byteArray?.count == 32 else { throw BenchError("LoadSecret answered \(secret)") }
     }
 
-    /// Root's own prints: 1, then all 10 fingers. libfprint's virtual_device
-    /// can only verify (no identify): each scan is compared with one print,
-    /// first the finger that matched last time (Evaluations.swift), so the
-    /// realistic scan is that finger's (a person's usual one), the print the
-    /// service tries first. Another finger costs one more touch per print
-    /// tried before it (BENCHMARKS.md, "Curves").
+    /// Root's own prints, 1 and 10 (all fingers), measured in alternating
+    /// rounds: the 9 other fingers' files are moved out of the store and back
+    /// between rounds (the service reads the directories on every call), so
+    /// that drift in this shared machine hits both points alike.
+    ///
+    /// libfprint's virtual_device can only verify (no identify): each scan is
+    /// compared with one print, first the finger that matched last time
+    /// (Evaluations.swift), so the realistic scan is that finger's (a person's
+    /// usual one). Another finger costs one more touch per print tried before
+    /// it (BENCHMARKS.md, "Curves").
     func printCurves(_ ours: BusConnection, counts: CurveCounts) async throws -> [Curve] {
         let axis = "prints per user"
         // A preflight needs one usable print; the store is checked print by print (one lstat each).
@@ -273,15 +277,58 @@ extension Bench {
                         shouldBeFlat: true)
         var evaluation = Curve(id: "prints-evaluation", call: "evaluation", axis: axis, per: 1, perName: "print", shouldBeFlat: true,
                                note: "verify-only reader: the finger that matched last is tried first, one print per scan")
-        for prints in [1, 1 + Self.otherFingers.count] {
-            if prints > 1 {
-                for finger in Self.otherFingers { try await enroll(ours, finger: finger) }
+        for finger in Self.otherFingers { try await enroll(ours, finger: finger) }
+        let folder = oursState + "/prints/0/" + (try rootPrint().relative as NSString).deletingLastPathComponent
+        let aside = oursState + "/prints-aside"
+        mkdir(aside, 0o700)
+        func show(all: Bool) throws {
+            for finger in Self.otherFingers {
+                let (from, to) = all ? (aside + "/" + finger, folder + "/" + finger) : (folder + "/" + finger, aside + "/" + finger)
+                guard rename(from, to) == 0 else { throw BenchError("rename \(from) → \(to): \(String(cString: strerror(errno)))") }
             }
-            log("curves: \(prints) prints per user")
-            preflight.points.append(try await preflightPoint(ours, x: prints, counts: counts))
-            if let point = try await onThread({ [self] in try appPreflightPoint(x: prints, counts: counts) }) { app.points.append(point) }
-            evaluation.points.append(try await evaluationPoint(ours, x: prints, counts: counts))
         }
-        return [preflight, app, evaluation]
+        defer { try? show(all: true) }
+        let points = [1, 1 + Self.otherFingers.count]
+        var samples: [String: [Int: [[UInt64]]]] = [:]
+        let helper = Locations.executableDirectory + "/localauth-app-preflight"
+        let withApp = FileManager.default.isExecutableFile(atPath: helper)
+        try show(all: false)
+        var showing = 1
+        for round in 0..<Self.curveRounds {
+            log("curves: prints per user, round \(round + 1) of \(Self.curveRounds)")
+            for prints in round % 2 == 0 ? points : points.reversed() {
+                if prints != showing {
+                    try show(all: prints > 1)
+                    showing = prints
+                }
+                _ = try await serial(20) { try OurService.preflightBlocking(ours) }
+                samples["preflight", default: [:]][prints, default: []].append(
+                    try await serial(counts.preflights / Self.curveRounds) { try OurService.preflightBlocking(ours) })
+                if withApp {
+                    let count = counts.appPreflights / Self.curveRounds
+                    samples["app", default: [:]][prints, default: []].append(try await onThread { [self] in
+                        try durations(of: helper, count: count, environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
+                    })
+                }
+                var cycles: [UInt64] = []
+                for _ in 0..<max(1, counts.cycles / Self.curveRounds) {
+                    let begin = Clock.nanoseconds()
+                    try await OurService.evaluate(ours, sensor: oursSensor)
+                    cycles.append(Clock.nanoseconds() - begin)
+                }
+                samples["evaluation", default: [:]][prints, default: []].append(cycles)
+            }
+        }
+        func fill(_ curve: inout Curve, _ key: String) {
+            for prints in points {
+                guard let rounds = samples[key]?[prints] else { continue }
+                curve.points.append(CurvePoint(x: prints, summary: Summary(nanoseconds: rounds.flatMap { $0 }),
+                                               rounds: rounds.map { Summary(nanoseconds: $0).median }))
+            }
+        }
+        fill(&preflight, "preflight")
+        fill(&app, "app")
+        fill(&evaluation, "evaluation")
+        return withApp ? [preflight, app, evaluation] : [preflight, evaluation]
     }
 }

@@ -84,7 +84,8 @@ struct Curve: Codable, Sendable {
     var verdict: String {
         guard let fit else { return "–" }
         let shape = fit.flat ? "flat" : (fit.rise > 0 ? "grows" : "falls")
-        let expectation = shouldBeFlat ? (fit.flat ? "" : " (should be flat)") : " (may grow)"
+        // Falling is never a defect: it is noise, or a cache warming up.
+        let expectation = shouldBeFlat ? (fit.flat || fit.rise < 0 ? "" : " (should be flat)") : " (may grow)"
         return "\(shape)\(expectation): rise \(Int(fit.rise.rounded())) vs noise \(Int(fit.noise.rounded())) µs"
     }
 }

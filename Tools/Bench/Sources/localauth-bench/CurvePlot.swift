@@ -14,7 +14,7 @@ func curvesPlot(_ curves: [Curve]) -> String {
         viewBox="0 0 \(Int(total.width)) \(Int(total.height))" font-family="sans-serif" font-size="11">
         <rect width="100%" height="100%" fill="white"/>
         <text x="10" y="22" font-size="15" font-weight="bold">localauthd: latency as the work grows (µs; solid median, dashed p99)</text>
-        <text x="10" y="36" fill="#555">green: flat within noise; blue: grows where the work must grow;         magenta: grows where nothing needs to. x: the points' values, evenly spaced (not to scale)</text>
+        <text x="10" y="36" fill="#555">green: flat within noise; blue: grows where the work must grow; magenta: grows where nothing needs to. x: the points' values, evenly spaced (not to scale)</text>
 
         """
     for (index, curve) in curves.enumerated() {

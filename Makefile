@@ -24,8 +24,9 @@
 #   make example     build Examples/UnlockApp, which uses the package by path
 #   make examples    build the Examples package (the sample programs the e2e tests run)
 #   make bench       deps, release build (static Swift runtime, as shipped), then
-#                    localauth-bench (the package Tools/Bench) beside fprintd (needs root;
-#                    BENCH_ARGS="--quick" or "--json FILE" are passed on; see BENCHMARKS.md)
+#                    localauth-bench (the package Tools/Bench) beside fprintd, then its
+#                    curves (localauthd alone) and their SVG plot (needs root; a few minutes;
+#                    BENCH_ARGS="--quick", "--no-curves" or "--json FILE" are passed on; see BENCHMARKS.md)
 #   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes):
 #                    attacks the real service on the rig, prints a table and JSON, exits
 #                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.

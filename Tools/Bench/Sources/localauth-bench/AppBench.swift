@@ -63,7 +63,7 @@ extension Bench {
         return results
     }
 
-    private func durations(of program: String, count: Int, environment: [String: String]) throws -> [UInt64] {
+    func durations(of program: String, count: Int, environment: [String: String]) throws -> [UInt64] {
         let outcome = try runProgram(program, [String(count)], environment: environment, timeout: 300)
         let values = outcome.stdout.split(separator: "\n").compactMap { UInt64($0) }
         guard outcome.status == 0, values.count == count else {

@@ -97,13 +97,13 @@ enum OurService {
     }
 
     /// One whole evaluation; the SCAN goes to the sensor right after the call.
-    static func evaluate(_ bus: BusConnection, sensor: VirtualSensor) async throws {
+    static func evaluate(_ bus: BusConnection, sensor: VirtualSensor, scanID: String = benchScanID) async throws {
         let arguments: [DBusValue] = [.uint32(PolicyValue.deviceOwnerAuthenticationWithBiometrics.rawValue),
                                       .string("localauth-bench"), .dictionary([:])]
         async let reply = bus.call(destination: name, path: path, interface: interface,
                                    member: LocalAuthBus.Method.evaluatePolicy, arguments: arguments,
                                    timeout: callTimeout)
-        try sensor.send("SCAN \(benchScanID)", acknowledged: false)
+        try sensor.send("SCAN \(scanID)", acknowledged: false)
         let values = try await reply
         guard values.first?.bool == true else { throw BenchError("EvaluatePolicy answered \(values)") }
     }

@@ -88,6 +88,8 @@ struct Results: Codable, Sendable {
     var app: AppPreflights?
     var rows: [Row] = []
     var notes: [String] = []
+    /// How latency grows with the work (Curves.swift).
+    var curves: [Curve] = []
 }
 
 func formatted(_ value: Double, _ unit: String) -> String {

@@ -18,7 +18,8 @@ struct RightsResults: Codable, Sendable {
 
 enum OurRights {
     static let identifier = "bench-secret"
-    static let options: DBusValue = .dictionary([LocalAuthRightsBus.Option.appID: .string("org.example.LocalAuthBench")])
+    static let appID = "org.example.LocalAuthBench"
+    static let options: DBusValue = .dictionary([LocalAuthRightsBus.Option.appID: .string(appID)])
 
     static func save(_ bus: BusConnection) async throws {
         let options: DBusValue = .dictionary([LocalAuthRightsBus.Option.appID: .string("org.example.LocalAuthBench"),

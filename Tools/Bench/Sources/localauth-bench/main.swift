@@ -12,13 +12,14 @@ let usage = """
     Usage: localauth-bench [--json FILE] [--preflights N] [--cycles N] [--clients N]
                            [--calls-per-client N] [--startup-trials N] [--quick] [--keep]
                            [--localauthd PATH] [--signatures N]
-                           [--compare-swift-app PATH]
+                           [--compare-swift-app PATH] [--no-curves | --curves-only]
 
     Needs root (the rig starts polkitd; polkit always authorizes root, so no
     prompt or rule is involved). Starts scripts/rig.sh in a temporary directory,
     localauthd (--localauthd, or the one beside this program), and /usr/libexec/fprintd;
     stops all of them at the end. Writes the table to stdout and JSON to FILE
-    (default bench-results.json, which git ignores).
+    (default bench-results.json, which git ignores), and the curves' plot to
+    FILE with .json replaced by -curves.svg.
 
       --preflights N        serial preflights per daemon, and Pings (default 10000)
       --cycles N            whole evaluations per daemon (default 300)
@@ -30,9 +31,13 @@ let usage = """
       --compare-swift-app PATH  localauth-app-preflight built against another revision of the
                             library: its app preflights alternate with this one's (paired rows)
       --quick               small counts, for trying the benchmark out
+      --no-curves           only the table (the curves take about a minute more)
+      --curves-only         only the curves (localauthd alone: no fprintd table)
       --keep                keep the temporary directory (logs) afterwards
       --localauthd PATH     the daemon to measure (`make bench` passes the release build's)
       --tpm-only            only the TPM row (TPM sign vs software sign; no rig, no root)
+      --replot FILE.json    no run: the curves of an earlier run's JSON, fitted again, as the
+                            table and the SVG beside that JSON (no rig, no root)
 
     """
 
@@ -50,6 +55,14 @@ struct Options {
     var keep = false
     var tpmOnly = false
     var localauthd: String?
+    var curves = true
+    var curvesOnly = false
+    var curveCounts = CurveCounts()
+
+    /// The plot beside the JSON: bench-results.json → bench-results-curves.svg.
+    var plotPath: String {
+        (json.hasSuffix(".json") ? String(json.dropLast(5)) : json) + "-curves.svg"
+    }
 
     static func parse(_ arguments: [String]) -> Options {
         var options = Options()
@@ -83,6 +96,9 @@ struct Options {
                 options.cycles = 40
                 options.callsPerClient = 40
                 options.startupTrials = 3
+                options.curveCounts = .quick
+            case "--no-curves": options.curves = false
+            case "--curves-only": options.curvesOnly = true
             case "--keep": options.keep = true
             case "--tpm-only": options.tpmOnly = true
             case "--localauthd":
@@ -216,7 +232,22 @@ final class Bench: Sendable {
 
     /// `clients` connections, each doing `calls` preflights at once with the others.
     func concurrent(_ preflight: @escaping @Sendable (BusConnection) async throws -> Void) async throws -> Concurrency {
-        let clients = options.clients, calls = options.callsPerClient
+        let outcome = try await concurrent(clients: options.clients, calls: options.callsPerClient, preflight)
+        return Concurrency(clients: options.clients, callsPerClient: options.callsPerClient, seconds: outcome.seconds,
+                           throughputPerSecond: outcome.throughputPerSecond, latency: Summary(nanoseconds: outcome.samples),
+                           errors: outcome.errors, firstError: outcome.firstError)
+    }
+
+    struct ConcurrentOutcome {
+        let samples: [UInt64]
+        let errors: Int
+        let firstError: String?
+        let seconds: Double
+        var throughputPerSecond: Double { Double(samples.count) / seconds }
+    }
+
+    func concurrent(clients: Int, calls: Int,
+                    _ preflight: @escaping @Sendable (BusConnection) async throws -> Void) async throws -> ConcurrentOutcome {
         var connections: [BusConnection] = []
         for index in 0..<clients { connections.append(try connect(on: callerLoops[index % callerLoops.count])) }
         defer { for connection in connections { connection.close() } }
@@ -248,13 +279,9 @@ final class Bench: Sendable {
             for await outcome in group { all.append(outcome) }
             return all
         }
-        let seconds = Double(Clock.nanoseconds() - start) / 1e9
-        let samples = outcomes.flatMap(\.0)
-        return Concurrency(clients: clients, callsPerClient: calls, seconds: seconds,
-                           throughputPerSecond: Double(samples.count) / seconds,
-                           latency: Summary(nanoseconds: samples),
-                           errors: outcomes.reduce(0) { $0 + $1.1 },
-                           firstError: outcomes.compactMap(\.2).first)
+        return ConcurrentOutcome(samples: outcomes.flatMap(\.0), errors: outcomes.reduce(0) { $0 + $1.1 },
+                                 firstError: outcomes.compactMap(\.2).first,
+                                 seconds: Double(Clock.nanoseconds() - start) / 1e9)
     }
 
     /// Process start to the first successful preflight, `trials` times.
@@ -302,7 +329,10 @@ final class Bench: Sendable {
         var results = Results()
         results.machine = machineDescription()
         results.settings = ["preflights": options.preflights, "cycles": options.cycles, "clients": options.clients,
-                            "callsPerClient": options.callsPerClient, "startupTrials": options.startupTrials]
+                            "callsPerClient": options.callsPerClient, "startupTrials": options.startupTrials,
+                            "curvePreflights": options.curveCounts.preflights, "curveCycles": options.curveCounts.cycles,
+                            "curveAppPreflights": options.curveCounts.appPreflights,
+                            "curveConcurrentCallsPerRound": options.curveCounts.concurrentCallsPerRound]
 
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         Cleanup.shared.add { [directory, rigScript] in
@@ -310,6 +340,10 @@ final class Bench: Sendable {
         }
         log("starting the rig in \(directory)")
         try rig(["start", directory])
+        if options.curvesOnly {
+            results.curves = try await runCurves(counts: options.curveCounts)
+            return results
+        }
         let control = try connect()
 
         log("starting localauthd and fprintd")
@@ -494,6 +528,10 @@ final class Bench: Sendable {
         let tpm = TPMBench.measure(directory: directory)
         if let row = tpm.row { results.rows.append(row) }
         results.notes.append(tpm.note)
+        if options.curves {
+            log("curves: localauthd alone, a fresh start on the same state")
+            results.curves = try await runCurves(counts: options.curveCounts)
+        }
         return results
     }
 
@@ -581,6 +619,29 @@ func rows(_ results: Results) -> [Row] {
 
 // MARK: main
 
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--subscribe-helper",
+   let count = Int(CommandLine.arguments[2]), count > 0, count <= 64 {
+    // The curves' subscribers (CurveWork.swift), as another uid.
+    exit(await subscribeHelper(count: count))
+}
+if CommandLine.arguments.count == 3, CommandLine.arguments[1] == "--replot" {
+    let json = CommandLine.arguments[2]
+    let decoder = JSONDecoder()
+    decoder.nonConformingFloatDecodingStrategy = .convertFromString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")
+    do {
+        var curves = try decoder.decode(Results.self, from: Data(contentsOf: URL(fileURLWithPath: json))).curves
+        for index in curves.indices { curves[index].finish() }
+        print(curvesTable(curves))
+        var options = Options()
+        options.json = json
+        try curvesPlot(curves).write(toFile: options.plotPath, atomically: true, encoding: .utf8)
+        log("wrote \(options.plotPath)")
+        exit(0)
+    } catch {
+        log("cannot replot \(json): \(error)")
+        exit(1)
+    }
+}
 let options = Options.parse(Array(CommandLine.arguments.dropFirst()))
 if let localauthd = options.localauthd { Locations.localauthd = localauthd }
 if options.tpmOnly {
@@ -627,7 +688,13 @@ let bench = Bench(options: options, repository: repository)
 var status: Int32 = 0
 do {
     let results = try await bench.run()
-    print(table(results.rows))
+    if !results.rows.isEmpty { print(table(results.rows)) }
+    if !results.curves.isEmpty {
+        print("\nCurves (localauthd alone; latencies in µs; slope: least squares of the median, p99 for callers, on the work)\n")
+        print(curvesTable(results.curves))
+        try curvesPlot(results.curves).write(toFile: options.plotPath, atomically: true, encoding: .utf8)
+        log("wrote \(options.plotPath)")
+    }
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     encoder.nonConformingFloatEncodingStrategy = .convertToString(positiveInfinity: "inf", negativeInfinity: "-inf", nan: "nan")

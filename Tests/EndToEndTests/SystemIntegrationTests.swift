@@ -414,7 +414,11 @@ final class ServiceLifeTests: RigTestCase, @unchecked Sendable {
         present("owner-finger")
         let result = await evaluate()
         XCTAssertTrue(result.succeeded, "\(result)\n\(service.log)")
-        let maps = try contents("/proc/\(service.child.pid)/maps")
+        // Read to the end: Foundation's String(contentsOfFile:) stops after
+        // the first page of a /proc file (its size says 0).
+        let handle = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(service.child.pid)/maps"))
+        defer { try? handle.close() }
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
         XCTAssertTrue(maps.contains("libfprint-2.so"), "the maps were read: \(maps.prefix(400))")
         for library in ["libcrypto.so", "libtss2-"] {
             XCTAssertFalse(maps.contains(library), "\(library) mapped by a service that touched no right")

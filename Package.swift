@@ -52,11 +52,7 @@ let package = Package(
             "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
             "LocalAuthCrypto", "LocalAuthRights", "LocalAuthSystem",
         ]),
-        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"],
-                          // lld and packed relative relocations (DT_RELR, glibc 2.36): the static Swift
-                          // runtime's 27,000 relocations take 5 KB instead of 640 KB, read at every start
-                          // (BENCHMARKS.md, issue 25). gold, swiftc's default here, cannot pack them.
-                          linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"])]),
+        .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
         .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication", "LocalAuthShared"]),

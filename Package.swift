@@ -27,19 +27,22 @@ let package = Package(
         .systemLibrary(name: "CGLib", pkgConfig: "gio-2.0", providers: [.apt(["libglib2.0-dev"])]),
         .systemLibrary(name: "CFprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev"])]),
         .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
-        .systemLibrary(name: "COpenSSL", pkgConfig: "libcrypto", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
-        // tpm2-tss: ESAPI, marshalling, response-code text, the TCTI loader (LocalAuthTPM only).
-        .systemLibrary(name: "CTSS2", pkgConfig: "tss2-esys tss2-mu tss2-rc tss2-tctildr", providers: [.apt(["libtss2-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
         .target(name: "CLocalAuthInterface"),
+        // libcrypto (libssl-dev) and tpm2-tss (libtss2-dev: ESAPI, marshalling, response-code
+        // text, the TCTI loader), not linked but loaded at their first call: a service that
+        // never touches a right never maps them (CLazyLibrary, BENCHMARKS.md, issue 25).
+        .target(name: "CLazyLibrary"),
+        .target(name: "COpenSSL", dependencies: ["CLazyLibrary"]),
+        .target(name: "CTSS2", dependencies: ["CLazyLibrary"]),
         // GTK's macros and variadic functions, for the prompt agent only.
         .target(name: "CGtkShims", dependencies: ["CGtk"]),
 
-        // libc and libcrypto for everything else: crash-safe files, permission
+        // libc and GLib for everything else: crash-safe files, permission
         // checks, accounts, hex, SHA-256, logging, the error protocol.
-        .target(name: "LocalAuthSystem", dependencies: ["COpenSSL"]),
+        .target(name: "LocalAuthSystem", dependencies: ["CGLib"]),
         // Our D-Bus layer over libdbus, shared by the service and the client.
         .target(name: "DBusCore", dependencies: ["CDBus", "CGLib", "CDBusGLib", "LocalAuthSystem"]),
         // Names, raw values and tables of the contract: pure Swift.

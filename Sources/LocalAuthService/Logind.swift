@@ -44,32 +44,41 @@ final class Logind {
     /// Follows both names, subscribes to their signals, reads the lid, and
     /// takes the sleep inhibitor. Nothing here fails the service's start.
     func start() async {
+        // The eight bus calls below are sent together and answered in about
+        // one round trip's time, not eight (they stood before the service's
+        // name, so before its first answer: BENCHMARKS.md, issue 25). The bus
+        // applies them in the order it receives them, and all are awaited
+        // before the lid is read, so no change between the two is missed.
+        let bus = self.bus
         do {
-            try await bus.followOwner(of: Self.name)
-            try await bus.followOwner(of: Self.upower)
-            try await bus.subscribe(sender: Self.name, interface: Self.manager, member: "PrepareForSleep",
-                                    path: Self.path.rawValue) { [weak self] message in
+            async let followLogind: Void = bus.followOwner(of: Self.name)
+            async let followUPower: Void = bus.followOwner(of: Self.upower)
+            async let sleep = bus.subscribe(sender: Self.name, interface: Self.manager, member: "PrepareForSleep",
+                                            path: Self.path.rawValue) { [weak self] message in
                 ServiceActor.assumeIsolated { self?.prepareForSleep(message) }
             }
-            try await bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
-                                    path: Self.path.rawValue) { [weak self] message in
+            async let logindLid = bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
+                                                path: Self.path.rawValue) { [weak self] message in
                 ServiceActor.assumeIsolated { self?.propertiesChanged(message, upower: false) }
             }
-            try await bus.subscribe(sender: Self.upower, interface: Self.properties, member: "PropertiesChanged",
-                                    path: Self.upowerPath.rawValue) { [weak self] message in
+            async let upowerLid = bus.subscribe(sender: Self.upower, interface: Self.properties, member: "PropertiesChanged",
+                                                path: Self.upowerPath.rawValue) { [weak self] message in
                 ServiceActor.assumeIsolated { self?.propertiesChanged(message, upower: true) }
             }
             // Sessions' objects (any path under /org/freedesktop/login1/session):
             // logind signals `Active` when the seat switches users.
-            try await bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
-                                    extraMatch: ",arg0='\(Self.session)'") { [weak self] message in
+            async let sessions = bus.subscribe(sender: Self.name, interface: Self.properties, member: "PropertiesChanged",
+                                               extraMatch: ",arg0='\(Self.session)'") { [weak self] message in
                 ServiceActor.assumeIsolated { self?.sessionChanged(message) }
             }
+            _ = try await (followLogind, followUPower, sleep, logindLid, upowerLid, sessions)
         } catch {
             Log.warning("cannot follow logind and UPower: \(error)")
         }
-        if let closed = await property(Self.name, Self.path, Self.manager, "LidClosed") { lidClosedLogind = closed }
-        if let closed = await property(Self.upower, Self.upowerPath, Self.upower, "LidIsClosed") { lidClosedUPower = closed }
+        async let closedLogind = property(Self.name, Self.path, Self.manager, "LidClosed")
+        async let closedUPower = property(Self.upower, Self.upowerPath, Self.upower, "LidIsClosed")
+        if let closed = await closedLogind { lidClosedLogind = closed }
+        if let closed = await closedUPower { lidClosedUPower = closed }
         if isPresent {
             await takeInhibitor()
             Log.info("following logind: lid \(lidClosed ? "closed" : "open")")

@@ -182,7 +182,29 @@ public enum FingerName: String, Sendable, CaseIterable {
     case rightLittle = "right-little-finger"
 
     /// libfprint's FpFinger value.
-    public var fpFinger: UInt32 { UInt32(FingerName.allCases.firstIndex(of: self)! + 1) }
+    public var fpFinger: UInt32 { UInt32(order) + 1 }
+
+    /// The case's place in FpFinger order. Equality and hashing use it:
+    /// RawRepresentable's defaults compare and hash the raw text, which made
+    /// the print store's dictionaries by finger cost a preflight ~3,000
+    /// instructions (BENCHMARKS.md, issue 25).
+    private var order: UInt8 {
+        switch self {
+        case .leftThumb: 0
+        case .leftIndex: 1
+        case .leftMiddle: 2
+        case .leftRing: 3
+        case .leftLittle: 4
+        case .rightThumb: 5
+        case .rightIndex: 6
+        case .rightMiddle: 7
+        case .rightRing: 8
+        case .rightLittle: 9
+        }
+    }
+
+    public static func == (left: FingerName, right: FingerName) -> Bool { left.order == right.order }
+    public func hash(into hasher: inout Hasher) { hasher.combine(order) }
 
     public init?(fpFinger: UInt32) {
         guard fpFinger >= 1, fpFinger <= 10 else { return nil }

@@ -404,4 +404,24 @@ final class ServiceLifeTests: RigTestCase, @unchecked Sendable {
         let result = await evaluate()
         XCTAssertTrue(result.succeeded, "\(result)\n\(service.log)")
     }
+
+    /// libcrypto and tpm2-tss are loaded when a right is first touched, not
+    /// at start (CLazyLibrary; issue 25's idle memory): a service that has
+    /// enrolled and evaluated, but never touched a right, maps neither.
+    /// RightsTests shows that rights still work once they are loaded.
+    func testServiceWithoutRightsMapsNeitherLibcryptoNorTPMLibraries() async throws {
+        try await enroll(as: "owner-finger")
+        present("owner-finger")
+        let result = await evaluate()
+        XCTAssertTrue(result.succeeded, "\(result)\n\(service.log)")
+        // Read to the end: Foundation's String(contentsOfFile:) stops after
+        // the first page of a /proc file (its size says 0).
+        let handle = try XCTUnwrap(FileHandle(forReadingAtPath: "/proc/\(service.child.pid)/maps"))
+        defer { try? handle.close() }
+        let maps = String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+        XCTAssertTrue(maps.contains("libfprint-2.so"), "the maps were read: \(maps.prefix(400))")
+        for library in ["libcrypto.so", "libtss2-"] {
+            XCTAssertFalse(maps.contains(library), "\(library) mapped by a service that touched no right")
+        }
+    }
 }

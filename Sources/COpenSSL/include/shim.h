@@ -5,8 +5,9 @@
 // functions, ...), so the Swift code can only reach the EVP interfaces:
 // EVP_PKEY for P-256, EVP_DigestSign/Verify, EVP_PKEY_derive, EVP_CIPHER for
 // AES-GCM, EVP_KDF for the X9.63 KDF and HKDF, RAND_bytes; and ECDSA_SIG with
-// BN_bin2bn, to DER-encode the (r, s) of a signature made in a TPM. No shim functions
-// are needed: every call we make is a real function, not a macro.
+// BN_bin2bn, to DER-encode the (r, s) of a signature made in a TPM. Every call
+// we make is a real function, not a macro; lazy.c forwards each to libcrypto,
+// which is loaded at the first call rather than linked.
 #ifndef COPENSSL_SHIM_H
 #define COPENSSL_SHIM_H
 #define OPENSSL_API_COMPAT 30000

@@ -11,8 +11,9 @@
 //  - the TCTI loader (tss2_tctildr.h): turns "device:/dev/tpmrm0" or
 //    "swtpm:host=127.0.0.1,port=2321" into a transport, loading the TCTI
 //    library named there at run time.
-// FAPI and SAPI are left out on purpose. No shim functions are needed: every
-// call is a real function, and most constants are cast macros Swift imports.
+// FAPI and SAPI are left out on purpose. Every call is a real function (lazy.c
+// forwards each to tpm2-tss, loaded at the first call rather than linked),
+// and most constants are cast macros Swift imports.
 // The response codes below are macros built from other macros
 // ((TPM2_RC) (TPM2_RC_FMT1 + 0x01F)), which Swift does not import; the C
 // compiler evaluates them here instead, so no value is copied by hand.

@@ -10,7 +10,11 @@ import LocalAuthShared
 final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
     EvaluationObservers
 {
-    private unowned let service: LocalAuthService
+    /// The service owns the Evaluator, which alone holds this wiring: the
+    /// service outlives it. Not `unowned` (safe): the service has weak
+    /// references, so each checked load would take the side table's slow
+    /// retain and release, on every preflight (callgrind: BENCHMARKS.md).
+    private unowned(unsafe) let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
 

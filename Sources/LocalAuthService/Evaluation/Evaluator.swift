@@ -23,7 +23,7 @@ final class Evaluator {
     let environment: any EvaluationEnvironment
     let ownerPassword: any OwnerPassword
     let observers: any EvaluationObservers
-    let clock: any EvaluationClock
+    let clock: any ServiceClock
 
     // The state evaluations leave behind: private, so that only the methods
     // below (and no other file, component or fake) change it.

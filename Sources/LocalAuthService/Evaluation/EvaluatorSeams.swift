@@ -105,19 +105,6 @@ protocol EvaluationObservers: AnyObject {
     func status(_ evaluation: Evaluation, _ progress: EvaluationProgress)
 }
 
-/// Time: what the evaluator reads and waits on, so tests drive it.
-@ServiceActor
-protocol EvaluationClock: AnyObject {
-    var now: ContinuousClock.Instant { get }
-    /// Runs `work` after `seconds`, unless cancelled first.
-    func after(_ seconds: Double, _ work: @escaping @ServiceActor () -> Void) -> any EvaluationTimer
-}
-
-@ServiceActor
-protocol EvaluationTimer {
-    func cancel()
-}
-
 /// Everything the Evaluator is given.
 @ServiceActor
 struct EvaluatorSeams {
@@ -126,5 +113,5 @@ struct EvaluatorSeams {
     let environment: any EvaluationEnvironment
     let ownerPassword: any OwnerPassword
     let observers: any EvaluationObservers
-    let clock: any EvaluationClock
+    let clock: any ServiceClock
 }

@@ -127,14 +127,3 @@ final class LibfprintReaderSession: ReaderSession {
 /// libfprint's FpPrint is what a real reader compares with.
 extension GObjectRef: PrintTemplate {}
 
-/// The real clock, and timers on the service's loop.
-@ServiceActor
-final class EventLoopClock: EvaluationClock {
-    var now: ContinuousClock.Instant { .now }
-
-    func after(_ seconds: Double, _ work: @escaping @ServiceActor () -> Void) -> any EvaluationTimer {
-        EventLoopTimers.after(seconds, work)
-    }
-}
-
-extension EventLoop.Timer: EvaluationTimer {}

@@ -67,12 +67,6 @@ protocol RightsAccounts: AnyObject {
     func hasPassword(uid: UInt32) -> Bool
 }
 
-/// The time an authorization's lifetime is measured in.
-@ServiceActor
-protocol RightsClock: AnyObject {
-    var now: ContinuousClock.Instant { get }
-}
-
 /// The seams together, as the component is made with them.
 @ServiceActor
 struct RightsSeams {
@@ -80,5 +74,5 @@ struct RightsSeams {
     let enrolledSets: any RightsEnrolledSets
     let callerApps: any RightsCallerApps
     let accounts: any RightsAccounts
-    let clock: any RightsClock
+    let clock: any ServiceClock
 }

@@ -45,7 +45,7 @@ final class RightsState {
     private var verifiedBytes = 0
     private var verifiedSequence: UInt64 = 0
     /// What "expired" is measured against (a fake one in the unit tests).
-    private let clock: any RightsClock
+    private let clock: any ServiceClock
 
     struct CachedRight {
         let record: RightRecord
@@ -53,7 +53,7 @@ final class RightsState {
         let sequence: UInt64
     }
 
-    init(stateDirectory: String, keyBackend: KeyBackendChoice, clock: any RightsClock = SystemRightsClock()) {
+    init(stateDirectory: String, keyBackend: KeyBackendChoice, clock: any ServiceClock = EventLoopClock()) {
         self.stateDirectory = stateDirectory
         self.keyBackend = keyBackend
         self.clock = clock

@@ -21,7 +21,7 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
     init(_ service: LocalAuthService) { self.service = service }
 
     var seams: RightsSeams {
-        RightsSeams(evaluation: self, enrolledSets: self, callerApps: self, accounts: self, clock: SystemRightsClock())
+        RightsSeams(evaluation: self, enrolledSets: self, callerApps: self, accounts: self, clock: EventLoopClock())
     }
 
     func evaluate(
@@ -49,10 +49,4 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
     func accountName(of uid: UInt32) -> String? { Users.name(of: uid) }
 
     func hasPassword(uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
-}
-
-/// The monotonic clock.
-@ServiceActor
-final class SystemRightsClock: RightsClock {
-    var now: ContinuousClock.Instant { .now }
 }

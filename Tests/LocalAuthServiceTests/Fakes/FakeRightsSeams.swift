@@ -58,11 +58,3 @@ final class FakeAccounts: RightsAccounts {
     func accountName(of uid: UInt32) -> String? { names[uid] }
     func hasPassword(uid: UInt32) -> Bool { withPassword.contains(uid) }
 }
-
-/// A clock that moves only when told.
-@ServiceActor
-final class FakeRightsClock: RightsClock {
-    private(set) var now = ContinuousClock.now
-
-    func advance(by duration: Duration) { now += duration }
-}

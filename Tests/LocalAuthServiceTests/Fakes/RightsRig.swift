@@ -20,7 +20,7 @@ final class RightsRig {
     let enrolledSets: FakeEnrolledSets
     let callerApps: FakeCallerApps
     let accounts: FakeAccounts
-    let clock: FakeRightsClock
+    let clock: FakeClock
     let rights: RightsService
 
     convenience init(authorizationSeconds: Double = RightsServiceLimits.authorizationSeconds) throws {
@@ -30,12 +30,12 @@ final class RightsRig {
             attributes: [.posixPermissions: 0o700])
         self.init(
             directory: directory, authorizationSeconds: authorizationSeconds, evaluation: FakeRightsEvaluation(),
-            enrolledSets: FakeEnrolledSets(), callerApps: FakeCallerApps(), accounts: FakeAccounts(), clock: FakeRightsClock())
+            enrolledSets: FakeEnrolledSets(), callerApps: FakeCallerApps(), accounts: FakeAccounts(), clock: FakeClock())
     }
 
     private init(
         directory: URL, authorizationSeconds: Double, evaluation: FakeRightsEvaluation, enrolledSets: FakeEnrolledSets,
-        callerApps: FakeCallerApps, accounts: FakeAccounts, clock: FakeRightsClock
+        callerApps: FakeCallerApps, accounts: FakeAccounts, clock: FakeClock
     ) {
         self.directory = directory
         self.authorizationSeconds = authorizationSeconds

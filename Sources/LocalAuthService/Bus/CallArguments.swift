@@ -17,11 +17,23 @@ protocol CallArguments: Sendable {
     /// AuthorizeRight): a Cancel sent right after the call finds it even
     /// before polkit answered.
     var callRequestID: String? { get }
+    /// Another call of the same connection this one ends (Cancel,
+    /// EndEvaluation): the router ends it the moment this call arrives, so a
+    /// Cancel right behind a call is honoured before that call reaches the
+    /// reader, whatever the order its tasks run in.
+    var endsCall: EndsCall? { get }
+}
+
+/// A call of the same connection, by its request id, and why it ends.
+struct EndsCall: Sendable {
+    let requestID: String
+    let reason: Evaluation.Interruption
 }
 
 extension CallArguments {
     var namedUser: String? { nil }
     var callRequestID: String? { nil }
+    var endsCall: EndsCall? { nil }
 }
 
 /// A method that takes nothing.

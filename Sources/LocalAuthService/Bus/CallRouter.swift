@@ -92,6 +92,8 @@ final class CallRouter {
             } catch {
                 return call.fail(error.dbusError)
             }
+            // Only the sender's own calls: no polkit action guards Cancel.
+            if let ended = arguments.endsCall { registry.end(requestID: ended.requestID, of: call.sender, ended.reason) }
             host.schedule(RoutedCall(call: call, spec: spec, arguments: arguments, record: record))
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {

@@ -114,6 +114,7 @@ struct VerifyUserArguments: CallArguments {
 
 /// Cancel(s request_id).
 struct CancelArguments: CallArguments {
+    var endsCall: EndsCall? { EndsCall(requestID: requestID, reason: .appCancelled) }
     let requestID: String
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
@@ -124,6 +125,7 @@ struct CancelArguments: CallArguments {
 
 /// EndEvaluation(s request_id, s reason): the person's cancel or fallback.
 struct EndEvaluationArguments: CallArguments {
+    var endsCall: EndsCall? { EndsCall(requestID: requestID, reason: interruption) }
     let requestID: String
     let interruption: Evaluation.Interruption
 

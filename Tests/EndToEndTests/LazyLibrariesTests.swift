@@ -12,6 +12,13 @@ final class LazyLibrariesTests: RigTestCase, @unchecked Sendable {
     private var swtpm: Swtpm?
     private var swtpmState = ""
 
+    override func setUpWithError() throws {
+        // The library reads its app id once per process, at its first use of
+        // LARightStore: the same id as RightsTests', whichever class runs first.
+        setenv("LOCALAUTH_APP_ID", RightsTests.appID, 1)
+        try super.setUpWithError()
+    }
+
     override func tearDown() {
         if let swtpm { Spawn.terminate(swtpm.pid, grace: 2) }
         if !swtpmState.isEmpty { try? FileManager.default.removeItem(atPath: swtpmState) }

@@ -9,7 +9,7 @@ set -e
 [ -n "$PROFILE_LOCKED" ] || PROFILE_LOCKED=1 exec flock -o /tmp/localauth-rig.lock "$0" "$@"
 here="$(cd "$(dirname "$0")" && pwd)"; n=${1:-300}
 D=$(mktemp -d /tmp/localauth-profile.XXXXXX)
-trap '"$here/rig.sh" down $D >/dev/null 2>&1 || true' EXIT
+trap '"$here/rig.sh" down $D >/dev/null 2>&1 || true; rm -rf $D' EXIT
 "$here/rig.sh" up $D
 E="/usr/bin/python3 $here/evaluations.py unix:path=$D/system_bus_socket $D/localauthd-vfp.sock $D/fprintd-vfp.sock"
 $E --enroll --cycles 20 >/dev/null

@@ -32,7 +32,9 @@ struct RoutedCall: Sendable {
 /// signature, its polkit action and its handler.
 @ServiceActor
 final class CallRouter {
-    private unowned let host: any CallRouterHost
+    /// The service, which owns the router and outlives it (unowned(unsafe):
+    /// a checked load would take the side table's slow path on every call).
+    private unowned(unsafe) let host: any CallRouterHost
     private let registry: CallRegistry
     private let callers: Callers
     let authorizer: Authorizer

@@ -7,7 +7,10 @@ import LocalAuthShared
 
 @ServiceActor
 final class ServiceEnrollerSeams: EnrollerSeams {
-    private unowned let service: LocalAuthService
+    /// The service outlives the component that alone holds this adapter
+    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
+    /// retain and release on every call; see ServiceEvaluatorWiring).
+    private unowned(unsafe) let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
 

@@ -8,7 +8,10 @@ import LocalAuthShared
 
 @ServiceActor
 final class ServiceEnvironmentSeams: EnvironmentSeams {
-    private unowned let service: LocalAuthService
+    /// The service outlives the component that alone holds this adapter
+    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
+    /// retain and release on every call; see ServiceEvaluatorWiring).
+    private unowned(unsafe) let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
 
@@ -42,7 +45,10 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
 /// readers (every operation ends, every reader closes) and logind's inhibitor.
 @ServiceActor
 final class ServiceSleepSeams: SleepSeams {
-    private unowned let service: LocalAuthService
+    /// The service outlives the component that alone holds this adapter
+    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
+    /// retain and release on every call; see ServiceEvaluatorWiring).
+    private unowned(unsafe) let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
 

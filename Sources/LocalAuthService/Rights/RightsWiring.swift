@@ -16,7 +16,10 @@ extension RightsCall {
 /// The seams as the running service serves them.
 @ServiceActor
 final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCallerApps, RightsAccounts {
-    private unowned let service: LocalAuthService
+    /// The service outlives the component that alone holds this adapter
+    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
+    /// retain and release on every call; see ServiceEvaluatorWiring).
+    private unowned(unsafe) let service: LocalAuthService
 
     init(_ service: LocalAuthService) { self.service = service }
 

@@ -251,6 +251,7 @@ final class Evaluator {
     }
 
     func resetLockout(of uid: UInt32, by administrator: UInt32) throws(ServiceError) {
+        defer { environment.lockoutChanged(uid) }
         do {
             try lockout.reset(uid)
         } catch {
@@ -271,6 +272,7 @@ final class Evaluator {
         if let finger { lastFinger.remember(finger, for: uid) }
         fairness.scanJudged(uid)
         try? lockout.reset(uid)  // logged; the count stays (fails closed)
+        environment.lockoutChanged(uid)
     }
 
     /// The reader judged a scan of `uid`'s no match: one more failure in a row
@@ -278,6 +280,7 @@ final class Evaluator {
     /// Throws if the count could not be written.
     func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool {
         fairness.scanJudged(uid)
+        defer { environment.lockoutChanged(uid) }
         return try lockout.recordFailure(uid)
     }
 
@@ -289,6 +292,7 @@ final class Evaluator {
     /// (`--require-password-after`).
     func ownerPasswordAccepted(_ uid: UInt32) {
         try? lockout.reset(uid)  // logged; the count stays (fails closed)
+        environment.lockoutChanged(uid)
         environment.passwordGiven(uid)
     }
 

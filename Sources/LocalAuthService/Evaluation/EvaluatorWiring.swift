@@ -52,7 +52,9 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { service.passwordNeeded(uid) }
 
-    func passwordGiven(_ uid: UInt32) { service.passwords.record(uid) }
+    func passwordGiven(_ uid: UInt32) { service.environment.passwordGiven(uid) }
+
+    func lockoutChanged(_ uid: UInt32) { service.environment.userChanged(uid) }
 
     func hasPassword(_ uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
 

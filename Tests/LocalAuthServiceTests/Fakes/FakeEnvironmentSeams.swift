@@ -28,9 +28,13 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     func isEnrolled(_ uid: UInt32, on reader: Readers.Identity) -> Bool { enrolled.contains(uid) }
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] { [UInt8(truncatingIfNeeded: uid)] }
     func interruptBuiltInReaders() { interruptedBuiltIn += 1 }
-    func isLockedOut(_ uid: UInt32) -> Bool { lockedOut.contains(uid) }
+    func isLockedOut(_ uid: UInt32) -> Bool {
+        stateReads[uid, default: 0] += 1
+        return lockedOut.contains(uid)
+    }
     func hasUsablePrints(_ uid: UInt32) -> Bool { readersPresent && enrolled.contains(uid) && !lockedOut.contains(uid) }
-    func hasPassword(_ uid: UInt32) -> Bool { true }
+    func hasPassword(_ uid: UInt32) -> Bool { passwordSet?.hasPassword(uid) ?? true }
+    func accountsChanged() -> Bool { passwordSet?.changedSinceLastAsked() ?? false }
     func appKey(of caller: CallerRecord) -> String { "app-of-\(caller.sender)" }
     func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence? {
         presenceNeedsLogind ? nil : presences[caller.sender] ?? .local
@@ -42,6 +46,11 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     func emitEnvironmentChanged(_ state: [String: DBusValue], to sender: String) { emitted.append((sender, state)) }
 
     // MARK: For the tests
+
+    /// How many times each uid's state was computed (one lockout read each).
+    var stateReads: [UInt32: Int] = [:]
+    /// A real cache over a test's own shadow and passwd files, if set.
+    var passwordSet: PasswordSetCache?
 
     var pendingPresenceQuestions: Int { askedPresence.count }
 

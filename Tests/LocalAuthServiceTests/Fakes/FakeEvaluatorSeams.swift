@@ -127,6 +127,10 @@ final class FakeEnvironment: EvaluationEnvironment {
 
     func passwordGiven(_ uid: UInt32) { passwordsGiven.append(uid) }
 
+    /// The uids whose lockout count changed, in order.
+    private(set) var lockoutChanges: [UInt32] = []
+    func lockoutChanged(_ uid: UInt32) { lockoutChanges.append(uid) }
+
     func hasPassword(_ uid: UInt32) -> Bool { hasPassword }
 
     func identity(of sender: String) -> CallerIdentity? { nil }

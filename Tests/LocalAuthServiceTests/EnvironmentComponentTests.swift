@@ -28,11 +28,11 @@ final class EnvironmentComponentTests: XCTestCase {
 
     /// A fresh component with fresh fakes (each test's first line).
     @ServiceActor
-    private func makeEnvironment() {
+    private func makeEnvironment(passwordRequirement: EnvironmentRules.PasswordRequirement = .init()) {
         seams = FakeEnvironmentSeams()
         sleep = FakeSleepSeams()
         environment = Environment(
-            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: .init(),
+            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: passwordRequirement,
             seams: seams, sleepSeams: sleep
         ) { body in Task { @ServiceActor in await body() } }
     }
@@ -184,6 +184,32 @@ final class EnvironmentComponentTests: XCTestCase {
         environment.callEnded()
         XCTAssertEqual(lookups, 2)
         XCTAssertEqual(seams.emitted.count, 4)
+    }
+
+    /// `--require-password-after 60`: no call says that the time ran out, so
+    /// the end of any call after that moment tells the subscriber (as every
+    /// call's end did when all subscribers were recomputed each time).
+    @ServiceActor
+    func testAPasswordWindowRunningOutIsToldAtTheNextCallsEnd() async throws {
+        let bootID = try XCTUnwrap(PasswordStore.bootID)
+        try FileManager.default.createDirectory(atPath: scratch + "/password-given", withIntermediateDirectories: true)
+        // Given 59 s ago: the window runs out within the next two seconds.
+        try "\(bootID) \(Int64(time(nil)) - 59)\n".write(toFile: scratch + "/password-given/1000", atomically: true, encoding: .utf8)
+        makeEnvironment(passwordRequirement: .init(sinceBoot: false, within: 60))
+        seams.readersPresent = true
+        seams.enrolled = [1000]
+        let first = try await subscribe(":1.10", uid: 1000)
+        try await subscribe(":1.11", uid: 1001)
+        XCTAssertEqual(first[Key.biometryLockedOut], .boolean(false))
+        seams.stateReads = [:]
+        try await seams.waitUntil("the window to run out and a call to end", seconds: 4) {
+            environment.callEnded()
+            return !seams.emitted.isEmpty
+        }
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryLockedOut], .boolean(true))
+        XCTAssertEqual(seams.stateReads, [1000: 1], "only the uid whose window ran out (1001 never gave it: nothing to run out)")
+        environment.callEnded()
+        XCTAssertEqual(seams.stateReads, [1000: 1], "told once")
     }
 
     // MARK: Limits

@@ -61,13 +61,13 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
 
     func signals(to sender: String) -> [[String: DBusValue]] { emitted.filter { $0.sender == sender }.map(\.state) }
 
-    /// Waits (at most a second) for `condition`.
-    func waitUntil(_ what: String, _ condition: @ServiceActor () -> Bool) async throws {
-        for _ in 0..<1000 {
+    /// Waits (at most a second, or `seconds`) for `condition`.
+    func waitUntil(_ what: String, seconds: Int = 1, _ condition: @ServiceActor () -> Bool) async throws {
+        for _ in 0..<1000 * seconds {
             if condition() { return }
             try await Task.sleep(for: .milliseconds(1))
         }
-        XCTFail("waited a second for \(what)")
+        XCTFail("waited \(seconds) s for \(what)")
     }
 }
 

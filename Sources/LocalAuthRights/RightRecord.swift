@@ -41,8 +41,22 @@ public struct RightRecord: Sendable {
     public let created: Int64
     /// The `KeyProtector` that wrapped the per-right key.
     public let backendName: String
-    /// Usable without unlocking the right (Apple's `LAPublicKey`).
-    public let publicKey: P256.PublicKey
+    /// The public key's point, 04 ‖ X ‖ Y (65 bytes): what ListRights and
+    /// GetPublicKey give, and what tells two rights of one owner apart.
+    /// Decoding checks only that it is a point of P-256 (`P256.isPublicPoint`,
+    /// a few µs); the full key is built when it is used (`publicKey`). The
+    /// point came from the key pair made when the right was saved; a point
+    /// changed on disk makes the right fail to open (the header is the sealed
+    /// parts' associated data), and one off the curve fails to decode.
+    public let publicKeyPoint: [UInt8]
+
+    /// Usable without unlocking the right (Apple's `LAPublicKey`), built and
+    /// checked in full from `publicKeyPoint` (~50 µs).
+    public var publicKey: P256.PublicKey {
+        get throws(RightsError) {
+            do { return try P256.PublicKey(x963Representation: publicKeyPoint) } catch { throw RightsError(.malformed, "public key: \(error.message)") }
+        }
+    }
 
     let header: [UInt8]
     let wrappedKey: [UInt8]
@@ -101,7 +115,7 @@ public struct RightRecord: Sendable {
             let sealedPrivateKey = try AESGCM.seal(storedPrivateKey, key: rightKey,
                                                    associatedData: header.bytes + [Tag.privateKey.rawValue]).combined
             return RightRecord(owner: owner, requirement: requirement, created: created, backendName: protector.backendName,
-                               publicKey: publicKey, header: header.bytes, wrappedKey: wrapped,
+                               publicKeyPoint: publicKey.x963Representation, header: header.bytes, wrappedKey: wrapped,
                                sealedSecret: sealedSecret, sealedPrivateKey: sealedPrivateKey)
         } catch let error as RightsError {
             throw error
@@ -158,12 +172,12 @@ public struct RightRecord: Sendable {
         } catch {
             throw RightsError(.malformed, "owner: \(error.message)")
         }
-        let publicKey: P256.PublicKey
-        do { publicKey = try P256.PublicKey(x963Representation: publicKeyBytes) } catch { throw RightsError(.malformed, "public key: \(error.message)") }
+        // On the curve, no more: ListRights builds no key (BENCHMARKS.md, "Curves").
+        guard P256.isPublicPoint(publicKeyBytes) else { throw RightsError(.malformed, "public key: not a point of P-256") }
         let minimumSealed = AESGCM.nonceByteCount + AESGCM.tagByteCount
         guard sealedSecret.count > minimumSealed, sealedPrivateKey.count > minimumSealed else { throw RightsError(.malformed, "a sealed part too short") }
         return RightRecord(owner: owner, requirement: requirement, created: Int64(bitPattern: ByteReader.u64(createdBytes)),
-                           backendName: backendName, publicKey: publicKey, header: Array(bytes.prefix(headerSize)),
+                           backendName: backendName, publicKeyPoint: publicKeyBytes, header: Array(bytes.prefix(headerSize)),
                            wrappedKey: wrappedKey, sealedSecret: sealedSecret, sealedPrivateKey: sealedPrivateKey)
     }
 
@@ -215,7 +229,7 @@ public struct RightRecord: Sendable {
     private func privateKey(backend: any KeyProtector, rightKey: [UInt8]) throws(RightsError) -> any RightPrivateKey {
         let stored = try open(.privateKey, sealedPrivateKey, rightKey)
         let key = try backend.privateKey(stored: stored, context: KeyContext(owner: owner, purpose: .privateKey), rightKey: rightKey)
-        guard key.publicKey == publicKey else { throw RightsError(.authenticationFailed, "the private key of \(owner) does not match its public key") }
+        guard key.publicKey.x963Representation == publicKeyPoint else { throw RightsError(.authenticationFailed, "the private key of \(owner) does not match its public key") }
         return key
     }
 

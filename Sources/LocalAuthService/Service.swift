@@ -44,7 +44,7 @@ public final class LocalAuthService: CallRouterHost {
         work.yield(.sleepCycle(body))
     }
     /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
-    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: prints,
+    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: ServiceEnrollerPrints(self),
                                               scanTimeout: configuration.scanTimeout)
     /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
     private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
@@ -268,7 +268,9 @@ public final class LocalAuthService: CallRouterHost {
     func schedule(_ call: RoutedCall) { work.yield(.call(call)) }
 
     func callEnded() {
-        // Enrolled, deleted, locked out, the password given: subscribers hear it.
-        environment.mayHaveChanged()
+        // Enrolled, deleted, locked out, the password given: that user's
+        // subscribers hear it (Environment.userChanged); a call that changed
+        // nothing costs nothing there.
+        environment.callEnded()
     }
 }

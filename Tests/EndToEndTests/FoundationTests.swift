@@ -84,6 +84,30 @@ final class FoundationTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(service.log.contains("failed fingerprint match"), service.log)
     }
 
+    /// BENCHMARKS.md ("Curves"): on a verify-only reader an evaluation gives
+    /// up after 3 misses, and the next one used to start the rotation again,
+    /// so a 4th or later finger was never tried and trying locked biometry
+    /// out. The rotation now goes on across evaluations (docs/SECURITY.md,
+    /// "A verify-only reader"): the 5th finger matches at the second
+    /// evaluation's second scan, four misses in all, under the lockout.
+    func testAVerifyOnlyReaderReachesTheFifthFingerAcrossEvaluations() async throws {
+        let fingers = ["left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger", "left-little-finger"]
+        for finger in fingers { try await enroll(finger, as: "scan-of-\(finger)") }
+        present("scan-of-left-little-finger", times: 3)
+        let first = await evaluate()
+        XCTAssertEqual(first.code, .authenticationFailed, "\(first)")
+        present("scan-of-left-little-finger", times: 2)
+        let second = await evaluate()
+        XCTAssertTrue(second.succeeded, "\(second)")
+        XCTAssertEqual(service.log.components(separatedBy: "failed fingerprint match").count - 1, 4, service.log)
+        XCTAssertFalse(service.log.contains("locked out"), service.log)
+        // The finger that matched is tried first next time: one scan.
+        present("scan-of-left-little-finger")
+        let third = await evaluate()
+        XCTAssertTrue(third.succeeded, "\(third)")
+        XCTAssertEqual(service.log.components(separatedBy: "failed fingerprint match").count - 1, 4, service.log)
+    }
+
     func testNoReaderMeansBiometryNotAvailable() throws {
         service.stop()
         service = try ServiceProcess(bus: rig, withReader: false)

@@ -117,7 +117,20 @@ final class P256Tests: XCTestCase {
         ]
         for (name, bytes) in cases {
             assertCode(try P256.PublicKey(x963Representation: bytes), .invalidKey, name)
+            // The quick check the rights store lists with refuses the same.
+            XCTAssertFalse(P256.isPublicPoint(bytes), name)
         }
+        XCTAssertTrue(P256.isPublicPoint(good))
+        // The point with y negated (p − y) is on the curve too: both checks accept it.
+        var negated = good
+        var borrow = 0
+        for index in (1...32).reversed() {
+            let difference = Int(fieldPrime[index - 1]) - Int(good[32 + index]) - borrow
+            negated[32 + index] = UInt8((difference + 256) % 256)
+            borrow = difference < 0 ? 1 : 0
+        }
+        XCTAssertTrue(P256.isPublicPoint(negated))
+        XCTAssertNoThrow(try P256.PublicKey(x963Representation: negated))
         assertCode(try P256.PublicKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]), .invalidKey, "junk DER")
         assertCode(try P256.PrivateKey(derRepresentation: [0x30, 0x03, 0x02, 0x01, 0x00]), .invalidKey, "junk PKCS#8")
         assertCode(try P256.PrivateKey(derRepresentation: P256.PrivateKey().derRepresentation + [0]), .invalidKey, "trailing byte")

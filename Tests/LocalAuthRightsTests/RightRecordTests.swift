@@ -24,14 +24,57 @@ final class RightRecordTests: XCTestCase {
         XCTAssertEqual(read.requirement, .biometry)
         XCTAssertEqual(read.created, 1_764_474_000)
         XCTAssertEqual(read.backendName, "software")
-        XCTAssertEqual(read.publicKey, record.publicKey)
+        XCTAssertEqual(read.publicKeyPoint, record.publicKeyPoint)
         XCTAssertEqual(read.encode(), bytes)
         XCTAssertNoThrow(try read.verify(using: protector))
         XCTAssertEqual(try read.secret(using: protector), secret)
         let privateKey = try read.privateKey(using: protector)
-        XCTAssertEqual(privateKey.publicKey, read.publicKey)
+        XCTAssertEqual(privateKey.publicKey, try read.publicKey)
         let signature = try privateKey.signature(for: [1, 2, 3])
-        XCTAssertTrue(read.publicKey.isValidSignature(signature, for: [1, 2, 3]))
+        XCTAssertTrue(try read.publicKey.isValidSignature(signature, for: [1, 2, 3]))
+    }
+
+    /// ListRights decodes every right of an app (BENCHMARKS.md, "Curves": ~80
+    /// µs per right, ~50 of them building and fully checking each public key
+    /// with OpenSSL). Decoding checks only that the stored point is on
+    /// P-256: it must cost well under what building the key costs. Timed
+    /// against the key built from the same points in the same process, the
+    /// best of 5 rounds of 200 each, so the machine's speed and load cancel
+    /// out: a decode that builds the key costs more than the key alone.
+    func testDecodingBuildsNoPublicKey() throws {
+        let files = try (0..<8).map { try make("right \($0)").encode() }
+        let points = try files.map { try RightRecord.decode($0).publicKeyPoint }
+        func best(_ body: () throws -> Void) rethrows -> Duration {
+            var fastest = Duration.seconds(3600)
+            for _ in 0..<5 {
+                let start = ContinuousClock.now
+                for _ in 0..<25 { try body() }
+                fastest = min(fastest, ContinuousClock.now - start)
+            }
+            return fastest
+        }
+        let decoding = try best { for file in files { _ = try RightRecord.decode(file) } }
+        let building = try best { for point in points { _ = try P256.PublicKey(x963Representation: point) } }
+        XCTAssertLessThan(decoding, building * 0.6,
+                          "decoding 200 rights took \(decoding), building their 200 public keys \(building)")
+    }
+
+    /// A point changed on disk: off the curve (any damage, almost surely)
+    /// the right does not decode (ListRights names it damaged in the log and
+    /// leaves it out); another valid point (only someone who can write the
+    /// service's state) decodes, and the right then fails to open.
+    func testAChangedPointIsDamageOrFailsToOpen() throws {
+        let record = try make()
+        var bytes = record.encode()
+        let at = try XCTUnwrap(bytes.firstRange(of: record.publicKeyPoint)?.lowerBound)
+        var damaged = bytes
+        damaged[at + 64] ^= 0x01
+        XCTAssertRightsError(try RightRecord.decode(damaged), .malformed)
+        let other = try P256.PrivateKey().publicKey.x963Representation
+        bytes.replaceSubrange(at..<at + 65, with: other)
+        let swapped = try RightRecord.decode(bytes)
+        XCTAssertEqual(swapped.publicKeyPoint, other)
+        XCTAssertRightsError(try swapped.verify(using: protector), .authenticationFailed)
     }
 
     func testEveryRequirementAndNoSecretRoundTrip() throws {
@@ -119,17 +162,17 @@ final class RightRecordTests: XCTestCase {
         let vault = try make("vault"), diary = try make("diary")
         // diary's header with vault's wrapped key and sealed parts.
         let mixed = RightRecord(owner: diary.owner, requirement: diary.requirement, created: diary.created, backendName: "software",
-                                publicKey: diary.publicKey, header: diary.header, wrappedKey: vault.wrappedKey,
+                                publicKeyPoint: diary.publicKeyPoint, header: diary.header, wrappedKey: vault.wrappedKey,
                                 sealedSecret: vault.sealedSecret, sealedPrivateKey: vault.sealedPrivateKey)
         XCTAssertRightsError(try mixed.verify(using: protector), .unwrapFailed)
         // Its own key, but the other right's sealed parts.
         let swapped = RightRecord(owner: diary.owner, requirement: diary.requirement, created: diary.created, backendName: "software",
-                                  publicKey: diary.publicKey, header: diary.header, wrappedKey: diary.wrappedKey,
+                                  publicKeyPoint: diary.publicKeyPoint, header: diary.header, wrappedKey: diary.wrappedKey,
                                   sealedSecret: vault.sealedSecret, sealedPrivateKey: vault.sealedPrivateKey)
         XCTAssertRightsError(try swapped.secret(using: protector), .authenticationFailed)
         // The secret's sealed bytes where the private key belongs.
         let crossed = RightRecord(owner: diary.owner, requirement: diary.requirement, created: diary.created, backendName: "software",
-                                  publicKey: diary.publicKey, header: diary.header, wrappedKey: diary.wrappedKey,
+                                  publicKeyPoint: diary.publicKeyPoint, header: diary.header, wrappedKey: diary.wrappedKey,
                                   sealedSecret: diary.sealedPrivateKey, sealedPrivateKey: diary.sealedSecret)
         XCTAssertRightsError(try crossed.secret(using: protector), .authenticationFailed)
     }

@@ -35,7 +35,7 @@ final class RightStorageTests: XCTestCase {
         try save("vault", uid: 1001)
 
         let loaded = try storage.load(owner("vault"))
-        XCTAssertEqual(loaded.publicKey, vault.publicKey)
+        XCTAssertEqual(loaded.publicKeyPoint, vault.publicKeyPoint)
         XCTAssertEqual(try loaded.secret(using: storage.protector), [1, 2, 3])
 
         let listing = try storage.list(uid: 1000, appID: "org.example.Notes")
@@ -57,7 +57,7 @@ final class RightStorageTests: XCTestCase {
         try save("vault", secret: [1])
         let second = try save("vault", secret: [2])
         let loaded = try storage.load(owner("vault"))
-        XCTAssertEqual(loaded.publicKey, second.publicKey)
+        XCTAssertEqual(loaded.publicKeyPoint, second.publicKeyPoint)
         XCTAssertEqual(try loaded.secret(using: storage.protector), [2])
         XCTAssertEqual(try storage.list(uid: 1000, appID: "org.example.Notes").rights.count, 1)
     }
@@ -127,12 +127,12 @@ final class RightStorageTests: XCTestCase {
         let path = try storage.path(of: owner("vault"))
         let newer = try RightRecord.create(owner: owner("vault"), requirement: .default, secret: [2], created: 2, protector: storage.protector)
         try Data(newer.encode().prefix(100)).write(to: URL(fileURLWithPath: path + ".tmp-99999"))
-        XCTAssertEqual(try storage.load(owner("vault")).publicKey, old.publicKey)
+        XCTAssertEqual(try storage.load(owner("vault")).publicKeyPoint, old.publicKeyPoint)
         let listing = try storage.list(uid: 1000, appID: "org.example.Notes")
         XCTAssertEqual(listing.rights.count, 1)
         XCTAssertTrue(listing.damaged.isEmpty)
         try storage.save(newer)
-        XCTAssertEqual(try storage.load(owner("vault")).publicKey, newer.publicKey)
+        XCTAssertEqual(try storage.load(owner("vault")).publicKeyPoint, newer.publicKeyPoint)
         XCTAssertFalse(try names(Files.directory(of: path)).contains { $0.hasSuffix(".tmp-\(getpid())") }, "no temporary file of ours remains")
     }
 

@@ -1,4 +1,5 @@
 import DBusCore
+import Foundation
 @testable import LocalAuthService
 import LocalAuthShared
 import XCTest
@@ -27,11 +28,11 @@ final class EnvironmentComponentTests: XCTestCase {
 
     /// A fresh component with fresh fakes (each test's first line).
     @ServiceActor
-    private func makeEnvironment() {
+    private func makeEnvironment(passwordRequirement: EnvironmentRules.PasswordRequirement = .init()) {
         seams = FakeEnvironmentSeams()
         sleep = FakeSleepSeams()
         environment = Environment(
-            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: .init(),
+            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: passwordRequirement,
             seams: seams, sleepSeams: sleep
         ) { body in Task { @ServiceActor in await body() } }
     }
@@ -95,6 +96,120 @@ final class EnvironmentComponentTests: XCTestCase {
         seams.readersPresent = true
         environment.mayHaveChanged()
         XCTAssertTrue(seams.emitted.isEmpty)
+    }
+
+    // MARK: What a call costs the subscribers (BENCHMARKS.md, "Curves")
+
+    /// 16 subscribers of each of 3 uids.
+    @ServiceActor
+    private func subscribeMany() async throws {
+        seams.readersPresent = true
+        seams.enrolled = [1000, 1001, 1002]
+        for uid: UInt32 in 1000...1002 {
+            for index in 0..<ServiceLimits.environmentSubscribersPerUser { try await subscribe(":\(uid).\(index)", uid: uid) }
+        }
+        seams.stateReads = [:]
+    }
+
+    @ServiceActor
+    func testAPreflightRecomputesNothing() async throws {
+        makeEnvironment()
+        try await subscribeMany()
+        // A call that changed nobody's state (a preflight, GetEnvironment, ListRights) ends.
+        environment.callEnded()
+        environment.callEnded()
+        XCTAssertEqual(seams.stateReads, [:], "no subscriber's state is computed after a call that changed nothing")
+        XCTAssertTrue(seams.emitted.isEmpty)
+    }
+
+    @ServiceActor
+    func testAChangeOfOneUidDoesNotRecomputeAnotherUidsSubscribers() async throws {
+        makeEnvironment()
+        try await subscribeMany()
+        // uid 1000 is locked out by its call (its lockout count changed).
+        seams.lockedOut = [1000, 1001]  // 1001's too, but nothing said so: not recomputed
+        environment.userChanged(1000)
+        environment.callEnded()
+        XCTAssertEqual(seams.stateReads, [1000: 1], "computed once for uid 1000's 16 connections, never for 1001 or 1002")
+        XCTAssertEqual(Set(seams.emitted.map(\.sender)), Set((0..<16).map { ":1000.\($0)" }))
+        XCTAssertTrue(seams.emitted.allSatisfy { $0.state[Key.biometryLockedOut] == .boolean(true) })
+        // Told once: the next call, which changed nothing, costs nothing.
+        environment.callEnded()
+        XCTAssertEqual(seams.stateReads, [1000: 1])
+        XCTAssertEqual(seams.emitted.count, 16)
+        // A global event (a reader, the lid, sleep, a session) recomputes everyone, once per uid.
+        environment.mayHaveChanged()
+        XCTAssertEqual(seams.stateReads, [1000: 2, 1001: 1, 1002: 1])
+        XCTAssertEqual(seams.signals(to: ":1001.0").last?[Key.biometryLockedOut], .boolean(true))
+        XCTAssertTrue(seams.signals(to: ":1002.0").isEmpty)
+    }
+
+    @ServiceActor
+    func testAPasswordChangeInShadowIsSeen() async throws {
+        makeEnvironment()
+        try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
+        let shadow = scratch + "/shadow", passwd = scratch + "/passwd"
+        func write(_ path: String, _ text: String) throws {
+            // As passwd(1) and chpasswd do: a new file renamed over the old one.
+            try text.write(toFile: path + "+", atomically: false, encoding: .utf8)
+            XCTAssertEqual(rename(path + "+", path), 0)
+        }
+        try write(passwd, "alice:x:1000:1000::/home/alice:/bin/sh\n")
+        try write(shadow, "alice:!:20000:0:99999:7:::\n")
+        var lookups = 0
+        seams.passwordSet = PasswordSetCache(shadowPath: shadow, passwdPath: passwd) { uid in
+            // The test's own Accounts.hasPassword over the test's files.
+            lookups += 1
+            guard uid == 1000, let text = try? String(contentsOfFile: shadow, encoding: .utf8) else { return false }
+            let hash = text.split(separator: ":", omittingEmptySubsequences: false)[1]
+            return !hash.isEmpty && !hash.hasPrefix("!") && !hash.hasPrefix("*")
+        }
+        seams.readersPresent = true
+        let first = try await subscribe(":1.10", uid: 1000)
+        try await subscribe(":1.11", uid: 1000)
+        XCTAssertEqual(first[Key.passwordSet], .boolean(false), "a locked password is no password")
+        XCTAssertEqual(lookups, 1)
+        seams.lockedOut = [1000]
+        environment.userChanged(1000)
+        environment.callEnded()
+        XCTAssertEqual(lookups, 1, "/etc/shadow unchanged: the answer is kept, the file not read again")
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.passwordSet], .boolean(false))
+
+        // The user sets a password: the next call's end sees the new file, and both hear it.
+        try write(shadow, "alice:$y$j9T$salt$hash:20000:0:99999:7:::\n")
+        environment.callEnded()
+        XCTAssertEqual(lookups, 2)
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.passwordSet], .boolean(true))
+        XCTAssertEqual(seams.signals(to: ":1.11").last?[Key.passwordSet], .boolean(true))
+        environment.callEnded()
+        XCTAssertEqual(lookups, 2)
+        XCTAssertEqual(seams.emitted.count, 4)
+    }
+
+    /// `--require-password-after 60`: no call says that the time ran out, so
+    /// the end of any call after that moment tells the subscriber (as every
+    /// call's end did when all subscribers were recomputed each time).
+    @ServiceActor
+    func testAPasswordWindowRunningOutIsToldAtTheNextCallsEnd() async throws {
+        let bootID = try XCTUnwrap(PasswordStore.bootID)
+        try FileManager.default.createDirectory(atPath: scratch + "/password-given", withIntermediateDirectories: true)
+        // Given 59 s ago: the window runs out within the next two seconds.
+        try "\(bootID) \(Int64(time(nil)) - 59)\n".write(toFile: scratch + "/password-given/1000", atomically: true, encoding: .utf8)
+        makeEnvironment(passwordRequirement: .init(sinceBoot: false, within: 60))
+        seams.readersPresent = true
+        seams.enrolled = [1000]
+        let first = try await subscribe(":1.10", uid: 1000)
+        try await subscribe(":1.11", uid: 1001)
+        XCTAssertEqual(first[Key.biometryLockedOut], .boolean(false))
+        seams.stateReads = [:]
+        try await seams.waitUntil("the window to run out and a call to end", seconds: 4) {
+            environment.callEnded()
+            return !seams.emitted.isEmpty
+        }
+        XCTAssertEqual(seams.signals(to: ":1.10").last?[Key.biometryLockedOut], .boolean(true))
+        XCTAssertEqual(seams.stateReads, [1000: 1], "only the uid whose window ran out (1001 never gave it: nothing to run out)")
+        environment.callEnded()
+        XCTAssertEqual(seams.stateReads, [1000: 1], "told once")
     }
 
     // MARK: Limits

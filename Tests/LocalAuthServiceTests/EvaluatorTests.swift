@@ -46,6 +46,57 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertEqual(rig.reader.galleries, [[.leftIndex, .rightIndex], [.rightIndex, .leftIndex]])
     }
 
+    // MARK: A verify-only reader (docs/SECURITY.md, "A verify-only reader")
+
+    @ServiceActor
+    func testAVerifyOnlyReaderReachesTheFifthFingerWithoutALockout() async throws {
+        let rig = try EvaluatorRig()
+        let fingers: [FingerName] = [.leftThumb, .leftIndex, .rightThumb, .rightIndex, .rightMiddle]
+        for finger in fingers { rig.prints.enroll(finger, for: rig.uid) }
+        rig.reader.verifyOnlyPerson = .rightMiddle  // the 5th: four prints come before it
+
+        // Three attempts: three prints tried, three misses, each counted.
+        let first = await rig.evaluate().value
+        XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3)
+        // The next evaluation goes on with the 4th and reaches the 5th: four misses in all, under the limit of 5.
+        let second = await rig.evaluate().value
+        XCTAssertNil(second, "the person's finger is reached")
+        XCTAssertEqual(rig.reader.galleries.map(\.first), fingers.map { $0 })
+        XCTAssertFalse(rig.evaluator.isLockedOut(rig.uid))
+        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the match resets the count")
+        XCTAssertEqual(rig.environment.lockoutChanges, Array(repeating: rig.uid, count: 5),
+                       "every judged scan, four misses and the match, was counted (and told to the environment)")
+
+        // Next time the finger that matched is tried first.
+        let third = await rig.evaluate().value
+        XCTAssertNil(third)
+        XCTAssertEqual(rig.reader.scans, 6)
+        XCTAssertEqual(rig.reader.galleries.last?.first, .rightMiddle)
+    }
+
+    @ServiceActor
+    func testARetryTriesTheSamePrintAndPastTheLockoutTheRotationGoesOnAfterThePassword() async throws {
+        let rig = try EvaluatorRig()
+        let fingers: [FingerName] = [.leftThumb, .leftIndex, .leftMiddle, .rightThumb, .rightIndex, .rightMiddle, .rightRing]
+        for finger in fingers { rig.prints.enroll(finger, for: rig.uid) }
+        // A scan to repeat was not judged: the same print again.
+        rig.reader.script = [.retry(.tooShort)]
+        rig.reader.verifyOnlyPerson = .rightRing  // the 7th: six prints come before it
+        let first = await rig.evaluate().value
+        XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(rig.reader.galleries.map(\.first), [.leftThumb, .leftThumb, .leftIndex, .leftMiddle])
+        // Five misses in a row lock biometry: the limit of a verify-only reader.
+        let second = await rig.evaluate().value
+        XCTAssertEqual(second?.code.rawValue, Code.biometryLockout.dbusName)
+        XCTAssertTrue(rig.evaluator.isLockedOut(rig.uid))
+        // The password lifts the lockout; the rotation goes on to the prints not tried yet.
+        rig.evaluator.ownerPasswordAccepted(rig.uid)
+        let third = await rig.evaluate().value
+        XCTAssertNil(third)
+        XCTAssertEqual(rig.reader.galleries.compactMap(\.first).suffix(4), [.rightThumb, .rightIndex, .rightMiddle, .rightRing])
+    }
+
     @ServiceActor
     func testNoMatchesUpToTheAttemptsFailAndEachCountsInTheLockout() async throws {
         let rig = try EvaluatorRig()

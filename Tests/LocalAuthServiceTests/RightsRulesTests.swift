@@ -136,7 +136,7 @@ final class RightsRulesTests: XCTestCase {
         let owner = try RightOwner(uid: 1000, appID: "org.example.App", identifier: "key")
         let key = try P256.PrivateKey().publicKey
         func authorization(_ sender: String, expires: ContinuousClock.Instant = .now + .seconds(300)) -> RightAuthorization {
-            RightAuthorization(sender: sender, uid: 1000, owner: owner, publicKey: key, expires: expires)
+            RightAuthorization(sender: sender, uid: 1000, owner: owner, publicKeyPoint: key.x963Representation, expires: expires)
         }
         // One connection keeps at most 32: the oldest goes.
         var handles: [String] = []

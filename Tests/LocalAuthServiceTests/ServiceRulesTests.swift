@@ -79,11 +79,11 @@ final class ServiceRulesTests: XCTestCase {
 
     func testTheLastMatchedFingerIsTriedFirstThenEachInTurn() {
         let fingers: [FingerName] = [.leftIndex, .rightIndex, .rightThumb]
-        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: nil, scansSoFar: $0) }, [0, 1, 2, 0])
-        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: .rightIndex, scansSoFar: $0) },
+        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: nil, missesSinceMatch: $0) }, [0, 1, 2, 0])
+        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: .rightIndex, missesSinceMatch: $0) },
                        [1, 2, 0, 1])
-        XCTAssertEqual(Evaluator.galleryStart(fingers, lastMatched: .leftThumb, scansSoFar: 0), 0,
+        XCTAssertEqual(Evaluator.galleryStart(fingers, lastMatched: .leftThumb, missesSinceMatch: 0), 0,
                        "a finger no longer enrolled: from the start")
-        XCTAssertEqual(Evaluator.galleryStart([], lastMatched: .rightIndex, scansSoFar: 3), 0)
+        XCTAssertEqual(Evaluator.galleryStart([], lastMatched: .rightIndex, missesSinceMatch: 3), 0)
     }
 }

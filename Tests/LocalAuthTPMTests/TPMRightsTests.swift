@@ -52,7 +52,7 @@ final class TPMRightsTests: XCTestCase {
         let again = try TPMKeyProtector(stateDirectory: state, device: tpm.device)
         let loaded = try RightStorage(stateDirectory: state, protector: again).load(owner("vault"))
         XCTAssertEqual(try loaded.secret(using: again), Array("the secret".utf8))
-        XCTAssertEqual(loaded.publicKey, record.publicKey)
+        XCTAssertEqual(loaded.publicKeyPoint, record.publicKeyPoint)
 
         // On disk: no plaintext machine key, the sealed one is a TPM blob
         // without the machine key's bytes in it.
@@ -74,22 +74,22 @@ final class TPMRightsTests: XCTestCase {
         let record = try save("signer", "s", protector)
         let key = try record.openPrivateKey(using: protector)
         XCTAssertEqual(key.backendName, "tpm2")
-        XCTAssertEqual(key.publicKey, record.publicKey)
+        XCTAssertEqual(key.publicKey.x963Representation, record.publicKeyPoint)
 
         let message = Array("sign me".utf8)
-        XCTAssertTrue(record.publicKey.isValidSignature(try key.signature(for: message), for: message))
+        XCTAssertTrue(try record.publicKey.isValidSignature(try key.signature(for: message), for: message))
         let digest = try SHA256.hash(message)
-        XCTAssertTrue(record.publicKey.isValidSignature(try key.signature(forDigest: digest), forDigest: digest))
+        XCTAssertTrue(try record.publicKey.isValidSignature(try key.signature(forDigest: digest), forDigest: digest))
 
         let peer = try P256.PrivateKey()
-        XCTAssertEqual(try key.sharedSecret(with: peer.publicKey), try peer.sharedSecretFromKeyAgreement(with: record.publicKey))
+        XCTAssertEqual(try key.sharedSecret(with: peer.publicKey), try peer.sharedSecretFromKeyAgreement(with: try record.publicKey))
 
         // Apple's ECIES: encrypted by the software path (as a client would),
         // decrypted with the ECDH step in the TPM.
         let plaintext = Array("to the TPM right".utf8)
-        XCTAssertEqual(try key.decrypt(ECIES.encrypt(plaintext, to: record.publicKey)), plaintext)
+        XCTAssertEqual(try key.decrypt(ECIES.encrypt(plaintext, to: try record.publicKey)), plaintext)
         // The tag's last byte changed (flipped: a byte set to 0 was already 0 in 1 of 256 runs).
-        var damaged = try ECIES.encrypt(plaintext, to: record.publicKey)
+        var damaged = try ECIES.encrypt(plaintext, to: try record.publicKey)
         damaged[damaged.count - 1] ^= 1
         XCTAssertRightsError(try key.decrypt(damaged), .authenticationFailed)
 
@@ -130,9 +130,9 @@ final class TPMRightsTests: XCTestCase {
             XCTAssertEqual(record.backendName, "software")
             let index = record.owner.identifier.split(separator: " ").last!
             XCTAssertEqual(try record.secret(using: protector), Array("secret \(index)".utf8))
-            XCTAssertEqual(record.publicKey, before[record.owner.identifier]?.publicKey)
+            XCTAssertEqual(record.publicKeyPoint, before[record.owner.identifier]?.publicKeyPoint)
             let key = try record.openPrivateKey(using: protector)
-            XCTAssertTrue(record.publicKey.isValidSignature(try key.signature(for: [1]), for: [1]))
+            XCTAssertTrue(try record.publicKey.isValidSignature(try key.signature(for: [1]), for: [1]))
         }
         // New rights go to the TPM, beside the software ones.
         XCTAssertEqual(try save("new", "n", protector).backendName, "tpm2")
@@ -233,7 +233,7 @@ final class TPMRightsTests: XCTestCase {
         let reopened = try TPMKeyProtector(stateDirectory: state, device: back.device)
         let loaded = try RightStorage(stateDirectory: state, protector: reopened).load(owner("vault"))
         XCTAssertEqual(try loaded.secret(using: reopened), Array("v".utf8))
-        XCTAssertTrue(loaded.publicKey.isValidSignature(try loaded.openPrivateKey(using: reopened).signature(for: [2]), for: [2]))
+        XCTAssertTrue(try loaded.publicKey.isValidSignature(try loaded.openPrivateKey(using: reopened).signature(for: [2]), for: [2]))
     }
 }
 

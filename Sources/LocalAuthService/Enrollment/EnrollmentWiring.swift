@@ -74,5 +74,32 @@ final class ServiceEnrollerSeams: EnrollerSeams {
     }
 }
 
-extension PrintStore: EnrollerPrints {}
+/// The print store, as the Enroller uses it; each print saved or deleted
+/// tells the Environment that its user's state changed (LAEnvironment's
+/// subscribers of that uid hear it when the call ends).
+@ServiceActor
+final class ServiceEnrollerPrints: EnrollerPrints {
+    private unowned let service: LocalAuthService
+
+    init(_ service: LocalAuthService) { self.service = service }
+
+    func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
+        service.prints.prints(of: uid, for: reader)
+    }
+    func allPrints(of uid: UInt32) -> [PrintStore.StoredPrint] { service.prints.allPrints(of: uid) }
+    func everyPrint(on reader: Readers.Identity) -> [PrintStore.StoredPrint] { service.prints.everyPrint(on: reader) }
+    func isOurs(_ stored: PrintStore.StoredPrint) -> Bool { service.prints.isOurs(stored) }
+    func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Readers.Identity) throws -> PrintFile {
+        defer { service.environment.userChanged(uid) }
+        return try service.prints.save(print, finger: finger, uid: uid, reader: reader)
+    }
+    func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
+        defer { service.environment.userChanged(uid) }
+        return try service.prints.delete(finger, uid: uid)
+    }
+    func deleteAll(uid: UInt32) throws -> Int {
+        defer { service.environment.userChanged(uid) }
+        return try service.prints.deleteAll(uid: uid)
+    }
+}
 

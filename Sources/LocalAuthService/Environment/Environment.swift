@@ -34,6 +34,12 @@ final class Environment {
     private(set) var subscribers: [String: EnvironmentSubscriber] = [:]
     /// Counts logind's session changes: the newest judgment of subscribers' presence wins.
     private var presenceGeneration: UInt64 = 0
+    /// The uids whose state a call changed, told when the call ends.
+    private var changedUsers: Set<UInt32> = []
+    /// With a time-limited password requirement: when each subscriber uid's
+    /// password given last runs out (seconds since the epoch), and the first.
+    private var passwordExpiries: [UInt32: Int64] = [:]
+    private var earliestPasswordExpiry: Int64?
 
     init(passwords: PasswordStore, passwordRequirement: EnvironmentRules.PasswordRequirement,
          seams: any EnvironmentSeams, sleepSeams: any SleepSeams,
@@ -57,7 +63,10 @@ final class Environment {
     }
 
     /// The user gave the password now (policy 2).
-    func passwordGiven(_ uid: UInt32) { passwords.record(uid) }
+    func passwordGiven(_ uid: UInt32) {
+        passwords.record(uid)
+        userChanged(uid)
+    }
 
     /// Whether the caller can be the person at the reader now
     /// (Callers/Presence.swift). Without logind it is known at once, so a
@@ -92,24 +101,47 @@ final class Environment {
 
     /// The caller's LAEnvironment state (keys: LocalAuthBus.EnvironmentKey).
     func state(uid: UInt32, app: String, presence: EnvironmentRules.Presence) -> [String: DBusValue] {
-        typealias Key = LocalAuthBus.EnvironmentKey
+        userState(uid).state(app: app, presence: presence)
+    }
+
+    /// The part of the state all of a user's connections share, read once
+    /// (the reader, the store, the lockout, /etc/shadow): only the app's hash
+    /// and the session's presence differ per connection.
+    struct UserState {
+        let biometryType: BiometryKind
+        let enrolled: Bool
+        let enrolledSetHash: [UInt8]?
+        let lockedOut: Bool
+        let inaccessible: Bool
+        let hasUsablePrints: Bool
+        let passwordSet: Bool
+
+        func state(app: String, presence: EnvironmentRules.Presence) -> [String: DBusValue] {
+            typealias Key = LocalAuthBus.EnvironmentKey
+            return [
+                Key.biometryType: .uint32(biometryType.rawValue),
+                Key.biometryEnrolled: .boolean(enrolled),
+                Key.biometryLockedOut: .boolean(lockedOut),
+                Key.biometryStateHash: .bytes(enrolledSetHash.map { EnvironmentRules.appStateHash(enrolledSetHash: $0, app: app) } ?? []),
+                Key.builtInSensorInaccessible: .boolean(inaccessible),
+                Key.biometryUsable: .boolean(EnvironmentRules.refusal(presence) == nil && hasUsablePrints),
+                Key.passwordSet: .boolean(passwordSet),
+            ]
+        }
+    }
+
+    func userState(_ uid: UInt32) -> UserState {
         // The reader that would serve the user with the lid open: enrolment
         // and the hash do not change when the lid closes.
         let reader = seams.readerWithLidOpen(for: uid)
-        let enrolled = reader.map { seams.isEnrolled(uid, on: $0) } ?? false
-        let hash = reader.map { EnvironmentRules.appStateHash(enrolledSetHash: seams.enrolledSetHash(uid: uid, reader: $0),
-                                                              app: app) } ?? []
-        let inaccessible = asleep || (seams.lidClosed && seams.hasBuiltInReader)
-        let usableNow = EnvironmentRules.refusal(presence) == nil && seams.hasUsablePrints(uid)
-        return [
-            Key.biometryType: .uint32(seams.readersPresent ? BiometryKind.touchID.rawValue : BiometryKind.none.rawValue),
-            Key.biometryEnrolled: .boolean(enrolled),
-            Key.biometryLockedOut: .boolean(seams.isLockedOut(uid) || passwordNeeded(uid) != nil),
-            Key.biometryStateHash: .bytes(hash),
-            Key.builtInSensorInaccessible: .boolean(inaccessible),
-            Key.biometryUsable: .boolean(usableNow),
-            Key.passwordSet: .boolean(seams.hasPassword(uid)),
-        ]
+        return UserState(
+            biometryType: seams.readersPresent ? .touchID : .none,
+            enrolled: reader.map { seams.isEnrolled(uid, on: $0) } ?? false,
+            enrolledSetHash: reader.map { seams.enrolledSetHash(uid: uid, reader: $0) },
+            lockedOut: seams.isLockedOut(uid) || passwordNeeded(uid) != nil,
+            inaccessible: asleep || (seams.lidClosed && seams.hasBuiltInReader),
+            hasUsablePrints: seams.hasUsablePrints(uid),
+            passwordSet: seams.hasPassword(uid))
     }
 
     /// GetEnvironment: the caller's state now.
@@ -137,6 +169,7 @@ final class Environment {
             }
         }
         let state = state(uid: caller.uid, app: app, presence: presence)
+        notePasswordExpiry(of: caller.uid)
         subscribers[caller.sender] = EnvironmentSubscriber(uid: caller.uid, app: app, caller: caller,
                                                            presence: presence, last: state)
         return [.dictionary(state)]
@@ -144,7 +177,11 @@ final class Environment {
 
     /// UnsubscribeEnvironment, or the connection left the bus.
     func unsubscribe(_ sender: String) {
-        subscribers[sender] = nil
+        guard let gone = subscribers.removeValue(forKey: sender) else { return }
+        if passwordExpiries[gone.uid] != nil, !subscribers.values.contains(where: { $0.uid == gone.uid }) {
+            passwordExpiries[gone.uid] = nil
+            earliestPasswordExpiry = passwordExpiries.values.min()
+        }
     }
 
     /// A logind session became active or inactive: each subscriber's presence
@@ -168,16 +205,81 @@ final class Environment {
         }
     }
 
-    /// Something may have changed (a call ended, a reader came or went, the
-    /// lid, sleep): each subscriber whose own state differs from what it was
-    /// last told hears it once, unicast; nobody hears another user's.
+    // MARK: Who is told, and when
+
+    /// Something that concerns everyone changed (a reader came or went, the
+    /// lid, sleep, a session, the accounts): every subscriber's state is
+    /// computed again, once per uid.
     func mayHaveChanged() {
+        changedUsers.removeAll()
         guard !subscribers.isEmpty else { return }
-        for (sender, subscriber) in subscribers {
-            let state = state(uid: subscriber.uid, app: subscriber.app, presence: subscriber.presence)
+        tell { _ in true }
+    }
+
+    /// `uid`'s own state may have changed (a print enrolled or deleted, a
+    /// judged scan, a lockout reset, the password given): heard by that uid's
+    /// subscribers when the call ends (`callEnded`), so after its reply.
+    func userChanged(_ uid: UInt32) {
+        changedUsers.insert(uid)
+    }
+
+    /// A call was answered. Most calls change nothing (a preflight,
+    /// GetEnvironment, ListRights…) and cost nothing here; those that changed
+    /// a user's state said so (`userChanged`), and only that user's
+    /// subscribers are computed again. What no call announces is checked
+    /// cheaply: /etc/shadow or /etc/passwd changed (one stat each: everyone's
+    /// `passwordSet` is read again), and a `--require-password-after` window
+    /// that has run out since.
+    func callEnded() {
+        guard !subscribers.isEmpty else {
+            changedUsers.removeAll()
+            return
+        }
+        if seams.accountsChanged() { return mayHaveChanged() }
+        if let earliest = earliestPasswordExpiry, Int64(time(nil)) >= earliest {
+            let now = Int64(time(nil))
+            for (uid, expiry) in passwordExpiries where expiry <= now { changedUsers.insert(uid) }
+        }
+        guard !changedUsers.isEmpty else { return }
+        let changed = changedUsers
+        changedUsers.removeAll()
+        tell { changed.contains($0.uid) }
+    }
+
+    /// Each chosen subscriber whose own state differs from what it was last
+    /// told hears it once, unicast; nobody hears another user's. The user's
+    /// part is computed once per uid, whatever number of connections it has.
+    private func tell(_ chosen: (EnvironmentSubscriber) -> Bool) {
+        var users: [UInt32: UserState] = [:]
+        for (sender, subscriber) in subscribers where chosen(subscriber) {
+            let user: UserState
+            if let known = users[subscriber.uid] {
+                user = known
+            } else {
+                user = userState(subscriber.uid)
+                users[subscriber.uid] = user
+                notePasswordExpiry(of: subscriber.uid)
+            }
+            let state = user.state(app: subscriber.app, presence: subscriber.presence)
             guard state != subscriber.last else { continue }
             subscribers[sender]?.last = state
             seams.emitEnvironmentChanged(state, to: sender)
         }
+    }
+
+    /// `--require-password-after …` with a time limit: when a subscriber's
+    /// password given last runs out, it must hear `biometry-locked-out`
+    /// although no call changed anything; the next call after that moment
+    /// tells it (`callEnded`). Kept for subscribers' uids only.
+    private func notePasswordExpiry(of uid: UInt32) {
+        guard let within = passwordRequirement.within else { return }
+        // Already out (or none given): the state computed now says so, nothing more to wait for.
+        if case .record(let record) = passwords.stored(uid),
+           case let expiry = record.time + Int64(within.rounded(.down)) + 1, expiry > Int64(time(nil)) {
+            passwordExpiries[uid] = expiry
+        } else {
+            passwordExpiries[uid] = nil
+        }
+        earliestPasswordExpiry = passwordExpiries.values.min()
     }
 }

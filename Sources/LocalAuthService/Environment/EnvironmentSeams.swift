@@ -24,6 +24,9 @@ protocol EnvironmentSeams: AnyObject {
     /// Whether a fingerprint evaluation could start for `uid` now (usable prints).
     func hasUsablePrints(_ uid: UInt32) -> Bool
     func hasPassword(_ uid: UInt32) -> Bool
+    /// Whether /etc/shadow or /etc/passwd changed since this was last asked
+    /// (a password set, changed or locked: everyone's `passwordSet` again).
+    func accountsChanged() -> Bool
 
     // The caller (Callers/).
     func appKey(of caller: CallerRecord) -> String

@@ -12,6 +12,7 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
     /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
     /// retain and release on every call; see ServiceEvaluatorWiring).
     private unowned(unsafe) let service: LocalAuthService
+    private let passwordSet = PasswordSetCache()
 
     init(_ service: LocalAuthService) { self.service = service }
 
@@ -28,7 +29,8 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
     func interruptBuiltInReaders() { service.queue.interrupt(on: service.readers.builtIn, .lidClosed) }
     func isLockedOut(_ uid: UInt32) -> Bool { service.evaluator.isLockedOut(uid) }
     func hasUsablePrints(_ uid: UInt32) -> Bool { (try? service.evaluator.checkBiometricsUsable(for: uid)) != nil }
-    func hasPassword(_ uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
+    func hasPassword(_ uid: UInt32) -> Bool { passwordSet.hasPassword(uid) }
+    func accountsChanged() -> Bool { passwordSet.changedSinceLastAsked() }
     func appKey(of caller: CallerRecord) -> String { service.callers.identity(caller).stateKey }
     func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence? { service.callers.knownPresence(caller) }
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { await service.callers.presence(caller) }

@@ -31,6 +31,12 @@ final class Evaluator {
     private let lockout: LockoutStore
     /// The finger each user matched with last: a verify-only reader tries it first.
     private let lastFinger: LastFingerStore
+    /// Judged no-matches of each user since their last match: where a
+    /// verify-only reader's rotation through the prints has got to
+    /// (FingerprintScan.swift). Unlike the lockout count, the password and
+    /// ResetLockout leave it, so the rotation goes on to the fingers not yet
+    /// tried; in memory only (a restart starts again at the last matched).
+    private var missesSinceMatch: [UInt32: Int] = [:]
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     private var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
@@ -253,6 +259,7 @@ final class Evaluator {
     }
 
     func resetLockout(of uid: UInt32, by administrator: UInt32) throws(ServiceError) {
+        defer { environment.lockoutChanged(uid) }
         do {
             try lockout.reset(uid)
         } catch {
@@ -271,8 +278,10 @@ final class Evaluator {
     /// Verify: the lockout count is reset, the finger tried first next time.
     func scanMatched(_ uid: UInt32, finger: FingerName?) {
         if let finger { lastFinger.remember(finger, for: uid) }
+        missesSinceMatch[uid] = nil
         fairness.scanJudged(uid)
         try? lockout.reset(uid)  // logged; the count stays (fails closed)
+        environment.lockoutChanged(uid)
     }
 
     /// The reader judged a scan of `uid`'s no match: one more failure in a row
@@ -280,17 +289,25 @@ final class Evaluator {
     /// Throws if the count could not be written.
     func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool {
         fairness.scanJudged(uid)
+        // Bounded: the rotation needs it only modulo the user's number of
+        // prints (at most 10 on a reader), and 2,520 is a multiple of each.
+        missesSinceMatch[uid] = ((missesSinceMatch[uid] ?? 0) + 1) % 2_520
+        defer { environment.lockoutChanged(uid) }
         return try lockout.recordFailure(uid)
     }
 
     /// The finger `uid` matched with last, if known.
     func lastMatchedFinger(of uid: UInt32) -> FingerName? { lastFinger.finger(of: uid) }
 
+    /// `uid`'s judged no-matches since its last match (the rotation's step).
+    func missesSinceMatch(of uid: UInt32) -> Int { missesSinceMatch[uid] ?? 0 }
+
     /// Policy 2's password was accepted: it unlocks biometrics after a
     /// lockout (Apple's rule), and counts as the password given
     /// (`--require-password-after`).
     func ownerPasswordAccepted(_ uid: UInt32) {
         try? lockout.reset(uid)  // logged; the count stays (fails closed)
+        environment.lockoutChanged(uid)
         environment.passwordGiven(uid)
     }
 

@@ -79,6 +79,9 @@ protocol EvaluationEnvironment: AnyObject {
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
     /// `uid` gave the account password now.
     func passwordGiven(_ uid: UInt32)
+    /// `uid`'s lockout count changed (a judged scan, a reset): its
+    /// LAEnvironment subscribers may have a new state to hear.
+    func lockoutChanged(_ uid: UInt32)
     /// Whether the account has a usable password (Apple's "passcode set").
     func hasPassword(_ uid: UInt32) -> Bool
     /// Who the connection `sender` is, if it is still known.

@@ -56,7 +56,9 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { service.environment.passwordNeeded(uid) }
 
-    func passwordGiven(_ uid: UInt32) { service.environment.passwords.record(uid) }
+    func passwordGiven(_ uid: UInt32) { service.environment.passwordGiven(uid) }
+
+    func lockoutChanged(_ uid: UInt32) { service.environment.userChanged(uid) }
 
     func hasPassword(_ uid: UInt32) -> Bool { Accounts.hasPassword(uid: uid) }
 

@@ -42,22 +42,22 @@ extension Evaluator {
     func scan(_ evaluation: Evaluation, on session: any ReaderSession) async throws(ServiceError) -> Bool {
         if let interruption = evaluation.biometricInterruption { throw interruption.error }
         var failures = 0
-        var scans = 0
         observers.status(evaluation, .placeFinger)
         while true {
             // Re-read after every await: prints may have changed, the reader may be gone.
             let usable = try usablePrints(for: evaluation.uid)
             // The user's prints are all on the reader that serves them: the one held.
             guard readers.reader(for: evaluation.uid) == session.identity else { throw readers.noReaderError }
-            // A reader that can only verify compares a scan with one print: the
-            // first scan tries the finger that matched last time (the one the
-            // person usually uses), each new scan the next of the user's
-            // prints, so every enrolled finger gets its turn within one
-            // evaluation (docs/SECURITY.md: each no-match counts).
+            // A reader that can only verify compares a scan with one print:
+            // the finger that matched last time (the one the person usually
+            // uses) first, then one more of the user's prints after each
+            // judged no-match, counted since the last match and not per
+            // evaluation, so the next evaluation goes on where this one
+            // stops and every enrolled finger is reached (docs/SECURITY.md,
+            // "A verify-only reader"). A scan to repeat tries the same print.
             let offset = Self.galleryStart(
                 usable.map(\.finger), lastMatched: lastMatchedFinger(of: evaluation.uid),
-                scansSoFar: scans)
-            scans += 1
+                missesSinceMatch: missesSinceMatch(of: evaluation.uid))
             let gallery = Array(usable[offset...] + usable[..<offset])
             let result: ScanOutcome
             do {
@@ -105,11 +105,11 @@ extension Evaluator {
 
     /// Where in the user's prints a scan starts (a verify-only reader tries
     /// only that one), as pure logic: the last matched finger first, then
-    /// round the list, one step per scan.
-    nonisolated static func galleryStart(_ fingers: [FingerName], lastMatched: FingerName?, scansSoFar: Int) -> Int {
+    /// round the list, one step per judged no-match since the last match.
+    nonisolated static func galleryStart(_ fingers: [FingerName], lastMatched: FingerName?, missesSinceMatch: Int) -> Int {
         guard !fingers.isEmpty else { return 0 }
         let first = lastMatched.flatMap { fingers.firstIndex(of: $0) } ?? 0
-        return (first + scansSoFar) % fingers.count
+        return (first + missesSinceMatch % fingers.count) % fingers.count
     }
 
     /// What a judged no-match means, as pure logic: the persisted lockout

@@ -242,6 +242,8 @@ final class FprintdDevice {
     }
 
     private func removeFiles(_ doomed: [PrintStore.StoredPrint], finger: FingerName?, uid: UInt32) throws(DBusError) {
+        // The user's LAEnvironment subscribers hear it when the call ends (FprintdServer).
+        defer { service.environment.userChanged(uid) }
         for stored in doomed {
             do {
                 try AtomicFile.remove(stored.path)

@@ -255,6 +255,7 @@ extension FprintdDevice {
                 service.evaluator.scanMatched(uid, finger: gallery.first(where: { $0.print.pointer == matched.pointer })?.finger)
                 Log.info("fprintd device \(id): uid \(uid) matched")
                 status(.match)
+                service.environment.callEnded()  // the lockout reset: the user's LAEnvironment subscribers
                 return
             case .noMatch:
                 // One lockout for every client (docs/FPRINTD.md): a failed match here counts as one in an app.
@@ -263,6 +264,7 @@ extension FprintdDevice {
                            + "(\(service.evaluator.failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
                 status(.noMatch)
+                service.environment.callEnded()  // the lockout count: the user's LAEnvironment subscribers
                 return
             case .retry(let kind):
                 operation.restartTimer(service.configuration.fprintdScanTimeout)
@@ -354,6 +356,8 @@ extension FprintdDevice {
             }
             Log.info("enrolled \(finger.rawValue) of \(claim.username) on \(identity) through fprintd's interface")
             status(.completed)
+            service.environment.userChanged(claim.uid)
+            service.environment.callEnded()  // the user's LAEnvironment subscribers hear the new print
         } catch {
             if operation.disconnected || error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
                 service.readers.forget(device)

@@ -151,7 +151,11 @@ final class FprintdServer {
             guard !stopping else { return call.fail(FprintdBus.Error.internal("the service is stopping")) }
             guard let record = register(call) else { return }
             service.spawn { [self] in
-                defer { service.registry.remove(record) }
+                defer {
+                    service.registry.remove(record)
+                    // A delete: the user's LAEnvironment subscribers hear it now.
+                    service.environment.callEnded()
+                }
                 do throws(DBusError) {
                     // One caller record per connection (Callers/), as org.example.LocalAuth's calls have.
                     let caller: CallerRecord

@@ -50,7 +50,7 @@ final class RightsService {
             // A replaced right is another right: its authorizations end.
             state.dropAll { $0.owner == owner }
             Log.info("rights: saved \(owner) (\(arguments.requirement.rawValue))")
-            return [.bytes(record.publicKey.x963Representation)]
+            return [.bytes(record.publicKeyPoint)]
         } catch {
             throw RightsErrors.rights(error)
         }
@@ -120,7 +120,7 @@ final class RightsService {
                 LocalAuthRightsBus.RightKey.identifier: .string(record.owner.identifier),
                 LocalAuthRightsBus.RightKey.requirement: .string(RightsPolicy.requirementName(record.requirement).rawValue),
                 LocalAuthRightsBus.RightKey.created: .int64(record.created),
-                LocalAuthRightsBus.RightKey.publicKey: .bytes(record.publicKey.x963Representation),
+                LocalAuthRightsBus.RightKey.publicKey: .bytes(record.publicKeyPoint),
             ])
         }
         return [.array("a{sv}", entries)]
@@ -129,7 +129,7 @@ final class RightsService {
     /// GetPublicKey(identifier, options) → 04 ‖ X ‖ Y.
     func getPublicKey(_ call: RightsCall, _ arguments: GetPublicKeyArguments) async throws(ServiceError) -> [DBusValue] {
         let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
-        return [.bytes(try loadRight(owner).publicKey.x963Representation)]
+        return [.bytes(try loadRight(owner).publicKeyPoint)]
     }
 
     // MARK: Authorization
@@ -168,13 +168,13 @@ final class RightsService {
         try call.record.checkNotEnded()
         // Re-read after the await: the right may be gone or replaced, the enrolled set changed.
         let after = try loadRight(owner)
-        guard after.publicKey == before.publicKey else {
+        guard after.publicKeyPoint == before.publicKeyPoint else {
             throw ServiceError(.rightNotFound, "the right was replaced during the authorization")
         }
         _ = try self.policy(after.requirement, uid: call.uid)
         let handle = try state.authorize(
             RightAuthorization(
-                sender: call.sender, uid: call.uid, owner: owner, publicKey: after.publicKey,
+                sender: call.sender, uid: call.uid, owner: owner, publicKeyPoint: after.publicKeyPoint,
                 expires: seams.clock.now + authorizationLifetime))
         Log.info("rights: authorized \(owner) for \(call.sender)")
         return [.string(handle)]
@@ -203,7 +203,7 @@ final class RightsService {
             state.drop(handle)
             throw RightsErrors.notAuthorized("the right was removed")
         }
-        guard record.publicKey == authorization.publicKey else {
+        guard record.publicKeyPoint == authorization.publicKeyPoint else {
             state.drop(handle)
             throw RightsErrors.notAuthorized("the right was replaced")
         }

@@ -14,8 +14,8 @@ struct RightAuthorization {
     let sender: String
     let uid: UInt32
     let owner: RightOwner
-    /// The right it was made for: a right replaced since has another key.
-    let publicKey: P256.PublicKey
+    /// The right it was made for (its public key's point): a right replaced since has another key.
+    let publicKeyPoint: [UInt8]
     let expires: ContinuousClock.Instant
 }
 

@@ -28,9 +28,13 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     func isEnrolled(_ uid: UInt32, on reader: Readers.Identity) -> Bool { enrolled.contains(uid) }
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] { [UInt8(truncatingIfNeeded: uid)] }
     func interruptBuiltInReaders() { interruptedBuiltIn += 1 }
-    func isLockedOut(_ uid: UInt32) -> Bool { lockedOut.contains(uid) }
+    func isLockedOut(_ uid: UInt32) -> Bool {
+        stateReads[uid, default: 0] += 1
+        return lockedOut.contains(uid)
+    }
     func hasUsablePrints(_ uid: UInt32) -> Bool { readersPresent && enrolled.contains(uid) && !lockedOut.contains(uid) }
-    func hasPassword(_ uid: UInt32) -> Bool { true }
+    func hasPassword(_ uid: UInt32) -> Bool { passwordSet?.hasPassword(uid) ?? true }
+    func accountsChanged() -> Bool { passwordSet?.changedSinceLastAsked() ?? false }
     func appKey(of caller: CallerRecord) -> String { "app-of-\(caller.sender)" }
     func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence? {
         presenceNeedsLogind ? nil : presences[caller.sender] ?? .local
@@ -43,6 +47,11 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
 
     // MARK: For the tests
 
+    /// How many times each uid's state was computed (one lockout read each).
+    var stateReads: [UInt32: Int] = [:]
+    /// A real cache over a test's own shadow and passwd files, if set.
+    var passwordSet: PasswordSetCache?
+
     var pendingPresenceQuestions: Int { askedPresence.count }
 
     /// Answers the `index`th presence question still waiting (0: the oldest).
@@ -52,13 +61,13 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
 
     func signals(to sender: String) -> [[String: DBusValue]] { emitted.filter { $0.sender == sender }.map(\.state) }
 
-    /// Waits (at most a second) for `condition`.
-    func waitUntil(_ what: String, _ condition: @ServiceActor () -> Bool) async throws {
-        for _ in 0..<1000 {
+    /// Waits (at most a second, or `seconds`) for `condition`.
+    func waitUntil(_ what: String, seconds: Int = 1, _ condition: @ServiceActor () -> Bool) async throws {
+        for _ in 0..<1000 * seconds {
             if condition() { return }
             try await Task.sleep(for: .milliseconds(1))
         }
-        XCTFail("waited a second for \(what)")
+        XCTFail("waited \(seconds) s for \(what)")
     }
 }
 

@@ -36,6 +36,11 @@ final class FakeReader: EvaluationReaders, ReaderSession {
     private(set) var waiting = false
     /// Scans that ended because the evaluation cancelled them.
     private(set) var cancelledScans = 0
+    /// A verify-only reader (libfprint's `virtual_device`) and the finger the
+    /// person touches it with: once the script is used up, each scan
+    /// compares that finger with the gallery's first print only, as
+    /// `fp_device_verify` does (Readers.identify on such a reader).
+    var verifyOnlyPerson: FingerName?
 
     static let removed = GLibError(domain: 7, code: 1, message: "the device was removed")
     static let cancelled = GLibError(domain: 8, code: 19, message: "Operation was cancelled")
@@ -64,6 +69,9 @@ final class FakeReader: EvaluationReaders, ReaderSession {
         precondition(isOpen, "a scan on a reader nobody opened")
         scans += 1
         galleries.append(gallery.map(\.finger))
+        if script.isEmpty, let person = verifyOnlyPerson {
+            return gallery.first?.finger == person ? .match(0) : .noMatch
+        }
         waiting = true
         defer { waiting = false }
         var waited = 0
@@ -126,6 +134,10 @@ final class FakeEnvironment: EvaluationEnvironment {
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
 
     func passwordGiven(_ uid: UInt32) { passwordsGiven.append(uid) }
+
+    /// The uids whose lockout count changed, in order.
+    private(set) var lockoutChanges: [UInt32] = []
+    func lockoutChanged(_ uid: UInt32) { lockoutChanges.append(uid) }
 
     func hasPassword(_ uid: UInt32) -> Bool { hasPassword }
 

@@ -12,7 +12,8 @@ extension P256 {
     /// is one `PublicKey(x963Representation:)` accepts too.
     public static func isPublicPoint(_ bytes: [UInt8]) -> Bool {
         guard bytes.count == x963ByteCount, bytes[0] == 0x04, let group = Curve.shared.group,
-              let point = EC_POINT_new(group) else { return false }
+            let point = EC_POINT_new(group)
+        else { return false }
         defer { EC_POINT_free(point) }
         let accepted = bytes.withUnsafeBufferPointer { EC_POINT_oct2point(group, point, $0.baseAddress, $0.count, nil) } == 1
         if !accepted { ERR_clear_error() }  // the reason is not ours to leave in the thread's queue

@@ -50,8 +50,10 @@ final class ContractErrorTableTests: XCTestCase {
     func testEveryErrorTheContractListsIsAKind() throws {
         let known = Set(ServiceError.Kind.allCases.map { String($0.contractName.split(separator: ".").last!) })
         // Words of the lists that are not error names.
-        let prose: Set<String> = ["Errors", "EvaluatePolicy", "Enroll", "DeleteEnrolledFinger", "DeleteEnrolledFingers",
-                                  "LAError", "Name", "Code"]
+        let prose: Set<String> = [
+            "Errors", "EvaluatePolicy", "Enroll", "DeleteEnrolledFinger", "DeleteEnrolledFingers",
+            "LAError", "Name", "Code",
+        ]
         let listed = documentedNames(try contract()).subtracting(prose)
         XCTAssertFalse(listed.isEmpty)
         for name in listed.sorted() {

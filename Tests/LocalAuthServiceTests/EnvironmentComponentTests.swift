@@ -148,7 +148,8 @@ final class EnvironmentComponentTests: XCTestCase {
     func testAPasswordChangeInShadowIsSeen() async throws {
         makeEnvironment()
         try FileManager.default.createDirectory(atPath: scratch, withIntermediateDirectories: true)
-        let shadow = scratch + "/shadow", passwd = scratch + "/passwd"
+        let shadow = scratch + "/shadow"
+        let passwd = scratch + "/passwd"
         func write(_ path: String, _ text: String) throws {
             // As passwd(1) and chpasswd do: a new file renamed over the old one.
             try text.write(toFile: path + "+", atomically: false, encoding: .utf8)

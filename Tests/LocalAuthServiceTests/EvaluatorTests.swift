@@ -65,8 +65,9 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertEqual(rig.reader.galleries.map(\.first), fingers.map { $0 })
         XCTAssertFalse(rig.evaluator.isLockedOut(rig.uid))
         XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the match resets the count")
-        XCTAssertEqual(rig.environment.lockoutChanges, Array(repeating: rig.uid, count: 5),
-                       "every judged scan, four misses and the match, was counted (and told to the environment)")
+        XCTAssertEqual(
+            rig.environment.lockoutChanges, Array(repeating: rig.uid, count: 5),
+            "every judged scan, four misses and the match, was counted (and told to the environment)")
 
         // Next time the finger that matched is tried first.
         let third = await rig.evaluate().value

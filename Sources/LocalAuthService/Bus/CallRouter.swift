@@ -41,8 +41,10 @@ final class CallRouter {
     private let methods: [String: MethodSpec]
     private let interfaceXML: String
 
-    init(host: any CallRouterHost, registry: CallRegistry, callers: Callers, authorizer: Authorizer,
-         methods: [String: MethodSpec], interfaceXML: String) {
+    init(
+        host: any CallRouterHost, registry: CallRegistry, callers: Callers, authorizer: Authorizer,
+        methods: [String: MethodSpec], interfaceXML: String
+    ) {
         self.host = host
         self.registry = registry
         self.callers = callers
@@ -59,7 +61,8 @@ final class CallRouter {
             return call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors").dbusError)
         }
         // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
-        let bodyLimit = call.member == LocalAuthRightsBus.Method.saveRight
+        let bodyLimit =
+            call.member == LocalAuthRightsBus.Method.saveRight
             ? RightsServiceLimits.saveRightBodyBytes : ServiceLimits.maximumBodyBytes
         if call.message.approximateBodySize > bodyLimit {
             return call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes").dbusError)
@@ -86,9 +89,10 @@ final class CallRouter {
             }
             // Registered now, before anything awaits: from here on a vanish,
             // Cancel or SIGTERM ends it wherever it waits.
-            let record = CallRecord(sender: call.sender,
-                                    requestID: arguments.callRequestID,
-                                    arguments: values, call: call)
+            let record = CallRecord(
+                sender: call.sender,
+                requestID: arguments.callRequestID,
+                arguments: values, call: call)
             do throws(ServiceError) {
                 try registry.register(record)
             } catch {

@@ -61,75 +61,109 @@ struct Request {
 
 extension LocalAuthService {
     // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging([
-        LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
-            signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
-        LocalAuthBus.Method.evaluatePolicy: MethodSpec(
-            signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.evaluator.evaluatePolicy(call.request, call.arguments) }),
-        LocalAuthBus.Method.cancel: MethodSpec(
-            signature: "s", action: nil, interactive: false, CancelArguments.self,
-            handler: { service, call throws(ServiceError) in try service.evaluator.cancel(call.request, call.arguments) }),
-        LocalAuthBus.Method.endEvaluation: MethodSpec(
-            signature: "ss", action: nil, interactive: false, EndEvaluationArguments.self,
-            handler: { service, call throws(ServiceError) in try service.evaluator.endEvaluation(call.request, call.arguments) }),
-        LocalAuthBus.Method.resetLockout: MethodSpec(
-            signature: "s", action: .manage, interactive: true, ResetLockoutArguments.self,
-            handler: { service, call throws(ServiceError) in try service.evaluator.resetLockout(call.request, call.arguments) }),
-        LocalAuthBus.Method.verifyUser: MethodSpec(
-            signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.evaluator.verifyUser(call.request, call.arguments) }),
-        LocalAuthBus.Method.getDomainState: MethodSpec(
-            signature: "", action: nil, interactive: false, NoArguments.self,
-            handler: { service, call throws(ServiceError) in try service.readerChoice.domainState(of: call.caller) }),
-        LocalAuthBus.Method.enroll: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, EnrollArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.enroll(call.arguments, caller: call.caller, record: call.record); return [] }),
-        LocalAuthBus.Method.enrollWithOptions: MethodSpec(
-            signature: "sa{sv}", action: .enroll, interactive: true, EnrollWithOptionsArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record); return [] }),
-        LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
-            signature: "", action: nil, interactive: false, NoArguments.self,
-            handler: { service, call throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: call.uid) }),
-        LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
-            signature: "a{sv}", action: nil, interactive: true, ListEnrolledPrintsArguments.self,
-            handler: { service, call throws(ServiceError) in service.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
-        LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
-            signature: "s", action: .enroll, interactive: true, DeleteEnrolledFingerArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record); return [] }),
-        LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
-            signature: "sa{sv}", action: .enroll, interactive: true, DeleteEnrolledFingerWithOptionsArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record); return [] }),
-        LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
-            signature: "", action: .enroll, interactive: true, NoArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.deleteAll(target: call.target, record: call.record); return [] }),
-        LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
-            signature: "a{sv}", action: .enroll, interactive: true, DeleteEnrolledFingersWithOptionsArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.deleteAll(call.arguments, target: call.target, record: call.record); return [] }),
-        LocalAuthBus.Method.listReaderPrints: MethodSpec(
-            signature: "a{sv}", action: .manage, interactive: true, ListReaderPrintsArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record) }),
-        LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
-            signature: "a{sv}", action: .manage, interactive: true, RemoveOrphanPrintsArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.enroller.removeOrphanPrints(call.arguments, uid: call.uid, record: call.record) }),
-        LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
-            signature: "o", action: nil, interactive: false, RegisterPromptAgentArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.promptAgents.register(call.arguments, caller: call.caller, record: call.record); return [] }),
-        LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
-            signature: "o", action: nil, interactive: false, UnregisterPromptAgentArguments.self,
-            handler: { service, call throws(ServiceError) in service.promptAgents.unregister(call.arguments, sender: call.sender); return [] }),
-        LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
-            signature: "ss", action: nil, interactive: false, PromptAnswerArguments.self,
-            handler: { service, call throws(ServiceError) in try service.promptAgents.answer(call.arguments, caller: call.caller); return [] }),
-        LocalAuthBus.Method.getEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, NoArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.environment.getEnvironment(caller: call.caller, record: call.record) }),
-        LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, NoArguments.self,
-            handler: { service, call throws(ServiceError) in try await service.environment.subscribe(caller: call.caller, record: call.record) }),
-        LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
-            signature: "", action: nil, interactive: false, NoArguments.self,
-            handler: { service, call throws(ServiceError) in service.environment.unsubscribe(call.sender); return [] }),
-    ], uniquingKeysWith: { rights, _ in rights })
+    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging(
+        [
+            LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
+                signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
+            LocalAuthBus.Method.evaluatePolicy: MethodSpec(
+                signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.evaluator.evaluatePolicy(call.request, call.arguments) }),
+            LocalAuthBus.Method.cancel: MethodSpec(
+                signature: "s", action: nil, interactive: false, CancelArguments.self,
+                handler: { service, call throws(ServiceError) in try service.evaluator.cancel(call.request, call.arguments) }),
+            LocalAuthBus.Method.endEvaluation: MethodSpec(
+                signature: "ss", action: nil, interactive: false, EndEvaluationArguments.self,
+                handler: { service, call throws(ServiceError) in try service.evaluator.endEvaluation(call.request, call.arguments) }),
+            LocalAuthBus.Method.resetLockout: MethodSpec(
+                signature: "s", action: .manage, interactive: true, ResetLockoutArguments.self,
+                handler: { service, call throws(ServiceError) in try service.evaluator.resetLockout(call.request, call.arguments) }),
+            LocalAuthBus.Method.verifyUser: MethodSpec(
+                signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.evaluator.verifyUser(call.request, call.arguments) }),
+            LocalAuthBus.Method.getDomainState: MethodSpec(
+                signature: "", action: nil, interactive: false, NoArguments.self,
+                handler: { service, call throws(ServiceError) in try service.readerChoice.domainState(of: call.caller) }),
+            LocalAuthBus.Method.enroll: MethodSpec(
+                signature: "s", action: .enroll, interactive: true, EnrollArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.enroll(call.arguments, caller: call.caller, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.enrollWithOptions: MethodSpec(
+                signature: "sa{sv}", action: .enroll, interactive: true, EnrollWithOptionsArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
+                signature: "", action: nil, interactive: false, NoArguments.self,
+                handler: { service, call throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: call.uid) }),
+            LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
+                signature: "a{sv}", action: nil, interactive: true, ListEnrolledPrintsArguments.self,
+                handler: { service, call throws(ServiceError) in service.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
+            LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
+                signature: "s", action: .enroll, interactive: true, DeleteEnrolledFingerArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
+                signature: "sa{sv}", action: .enroll, interactive: true, DeleteEnrolledFingerWithOptionsArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
+                signature: "", action: .enroll, interactive: true, NoArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.deleteAll(target: call.target, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
+                signature: "a{sv}", action: .enroll, interactive: true, DeleteEnrolledFingersWithOptionsArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.deleteAll(call.arguments, target: call.target, record: call.record)
+                    return []
+                }),
+            LocalAuthBus.Method.listReaderPrints: MethodSpec(
+                signature: "a{sv}", action: .manage, interactive: true, ListReaderPrintsArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record)
+                }),
+            LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
+                signature: "a{sv}", action: .manage, interactive: true, RemoveOrphanPrintsArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.enroller.removeOrphanPrints(call.arguments, uid: call.uid, record: call.record)
+                }),
+            LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
+                signature: "o", action: nil, interactive: false, RegisterPromptAgentArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try await service.promptAgents.register(call.arguments, caller: call.caller, record: call.record)
+                    return []
+                }),
+            LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
+                signature: "o", action: nil, interactive: false, UnregisterPromptAgentArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    service.promptAgents.unregister(call.arguments, sender: call.sender)
+                    return []
+                }),
+            LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
+                signature: "ss", action: nil, interactive: false, PromptAnswerArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    try service.promptAgents.answer(call.arguments, caller: call.caller)
+                    return []
+                }),
+            LocalAuthBus.Method.getEnvironment: MethodSpec(
+                signature: "", action: nil, interactive: false, NoArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.environment.getEnvironment(caller: call.caller, record: call.record) }),
+            LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
+                signature: "", action: nil, interactive: false, NoArguments.self,
+                handler: { service, call throws(ServiceError) in try await service.environment.subscribe(caller: call.caller, record: call.record) }),
+            LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
+                signature: "", action: nil, interactive: false, NoArguments.self,
+                handler: { service, call throws(ServiceError) in
+                    service.environment.unsubscribe(call.sender)
+                    return []
+                }),
+        ], uniquingKeysWith: { rights, _ in rights })
 }

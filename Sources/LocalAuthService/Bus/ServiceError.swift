@@ -23,13 +23,14 @@ struct ServiceError: DomainError {
         // The rights methods' errors (LocalAuthRightsError).
         case rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding
 
-        static let allCases: [Kind] = LocalAuthErrorCode.allCases.map { .la($0) } + [
-            .invalidArgs, .failed,
-            .permissionDenied, .alreadyEnrolled, .notEnrolled, .busy, .readOnly, .storageFailed, .limitExceeded,
-            .readerCoolingDown, .notAtTheReader, .unprovenSandbox, .readerInUse, .duplicatePrint, .readerStorageFull,
-            .promptAgentExists,
-            .rightNotFound, .rightInvalidated, .notAuthorized, .noSecret, .accountChanged, .tpmNotResponding,
-        ]
+        static let allCases: [Kind] =
+            LocalAuthErrorCode.allCases.map { .la($0) } + [
+                .invalidArgs, .failed,
+                .permissionDenied, .alreadyEnrolled, .notEnrolled, .busy, .readOnly, .storageFailed, .limitExceeded,
+                .readerCoolingDown, .notAtTheReader, .unprovenSandbox, .readerInUse, .duplicatePrint, .readerStorageFull,
+                .promptAgentExists,
+                .rightNotFound, .rightInvalidated, .notAuthorized, .noSecret, .accountChanged, .tpmNotResponding,
+            ]
 
         /// The one table: each kind's error name on the wire.
         var contractName: String {

@@ -22,11 +22,13 @@ final class Enroller {
         self.scanTimeout = scanTimeout
     }
 
-    static let duplicateError = ServiceError(.duplicatePrint,
+    static let duplicateError = ServiceError(
+        .duplicatePrint,
         "this finger is already enrolled on the fingerprint reader; enroll another finger")
-    static let chipFullError = ServiceError(.readerStorageFull,
+    static let chipFullError = ServiceError(
+        .readerStorageFull,
         "the fingerprint reader's memory is full; delete an enrolled finger, or ask an administrator "
-        + "to remove the prints no account owns (localauthctl reader-prints --clean)")
+            + "to remove the prints no account owns (localauthctl reader-prints --clean)")
 
     // MARK: Enrollment
 
@@ -36,14 +38,19 @@ final class Enroller {
     }
 
     /// EnrollWithOptions(s finger, a{sv} options): `user` (settled: `target`), `replace`.
-    func enroll(_ arguments: EnrollWithOptionsArguments, caller: CallerRecord, target: UInt32,
-                record: CallRecord) async throws(ServiceError) {
-        try await enroll(arguments.finger, replace: arguments.options.replace, caller: caller, target: target,
-                         record: record)
+    func enroll(
+        _ arguments: EnrollWithOptionsArguments, caller: CallerRecord, target: UInt32,
+        record: CallRecord
+    ) async throws(ServiceError) {
+        try await enroll(
+            arguments.finger, replace: arguments.options.replace, caller: caller, target: target,
+            record: record)
     }
 
-    private func enroll(_ finger: FingerName, replace: Bool, caller: CallerRecord, target uid: UInt32,
-                        record: CallRecord) async throws(ServiceError) {
+    private func enroll(
+        _ finger: FingerName, replace: Bool, caller: CallerRecord, target uid: UInt32,
+        record: CallRecord
+    ) async throws(ServiceError) {
         guard let reader = seams.reader(for: uid) else { throw seams.noReaderError }
         if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
         guard !seams.isEnrolling(caller.sender) else {
@@ -64,13 +71,15 @@ final class Enroller {
         // While this caller waited, the reader may have gone.
         guard seams.isReachable(reader) else { throw ServiceErrors.noReader }
         let sender = caller.sender
-        let device = try await seams.open(reader, cancellable: cancellable, interruption: { record.interruption },
-                                          busy: { [weak self] in self?.emitStatus(sender, .readerBusy, 0, 0) })
+        let device = try await seams.open(
+            reader, cancellable: cancellable, interruption: { record.interruption },
+            busy: { [weak self] in self?.emitStatus(sender, .readerBusy, 0, 0) })
         defer { seams.relinquish(device) }
         // A match-on-chip reader: replacing frees the old print's slot first;
         // then the finger must not be on the chip already, for any account.
         if replace, device.storesPrints,
-           let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && prints.isOurs($0) && $0.reader == reader }) {
+            let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && prints.isOurs($0) && $0.reader == reader })
+        {
             try await deleteFromChip(old, on: device)
         }
         let stages = UInt32(seams.enrollStages(on: reader))
@@ -88,8 +97,10 @@ final class Enroller {
         timer.restart()
         let username = Users.name(of: uid) ?? String(uid)
         do {
-            let print = try await seams.enroll(finger, username: username, on: device,
-                                               cancellable: cancellable) { [weak self] stage, retry in
+            let print = try await seams.enroll(
+                finger, username: username, on: device,
+                cancellable: cancellable
+            ) { [weak self] stage, retry in
                 timer.restart()
                 let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
                 self?.emitStatus(sender, progress, UInt32(stage), stages)
@@ -114,8 +125,9 @@ final class Enroller {
                 throw ServiceError(.storageFailed, "could not store the print: \(error)")
             }
             emitStatus(sender, .completed, stages, stages)
-            Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
-                     + (uid != caller.uid ? ", asked by uid \(caller.uid)" : ""))
+            Log.info(
+                "enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
+                    + (uid != caller.uid ? ", asked by uid \(caller.uid)" : ""))
         } catch let error as ServiceError {
             throw error
         } catch {
@@ -123,8 +135,11 @@ final class Enroller {
                 emitStatus(sender, .failed, 0, stages)
                 throw ServiceErrors.la(.systemCancel, "enrollment failed: \(error)")
             }
-            emitStatus(sender, failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) ? .dataFull
-                       : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
+            emitStatus(
+                sender,
+                failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE)
+                    ? .dataFull
+                    : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             if failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { throw Self.chipFullError }
             if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { throw Self.duplicateError }
@@ -137,9 +152,10 @@ final class Enroller {
     /// AlreadyEnrolled if `finger` of `uid` is offered on `reader`, from either source.
     private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Readers.Identity) throws(ServiceError) {
         guard let existing = prints.prints(of: uid, for: reader).first(where: { $0.finger == finger }) else { return }
-        throw ServiceError(.alreadyEnrolled,
+        throw ServiceError(
+            .alreadyEnrolled,
             "\(finger.rawValue) is already enrolled on \(reader)"
-            + (existing.source == .fprintd ? " (with fprintd)" : "") + "; ask to replace it to enroll it again")
+                + (existing.source == .fprintd ? " (with fprintd)" : "") + "; ask to replace it to enroll it again")
     }
 
     private func emitStatus(_ destination: String, _ progress: EnrollProgress, _ stage: UInt32, _ stages: UInt32) {

@@ -39,8 +39,10 @@ extension Enroller {
     }
 
     /// DeleteEnrolledFingerWithOptions(s finger, a{sv}): `user` (settled: `target`).
-    func deleteFinger(_ arguments: DeleteEnrolledFingerWithOptionsArguments, target: UInt32,
-                      record: CallRecord) async throws(ServiceError) {
+    func deleteFinger(
+        _ arguments: DeleteEnrolledFingerWithOptionsArguments, target: UInt32,
+        record: CallRecord
+    ) async throws(ServiceError) {
         try await deleteFinger(arguments.finger, uid: target, record: record)
     }
 
@@ -56,7 +58,8 @@ extension Enroller {
         }
         guard deleted else {
             if prints.allPrints(of: uid).contains(where: { $0.finger == finger && $0.source == .fprintd }) {
-                throw ServiceError(.readOnly,
+                throw ServiceError(
+                    .readOnly,
                     "\(finger.rawValue) was enrolled with fprintd, whose store localauthd only reads; remove it with fprintd-delete")
             }
             throw ServiceError(.notEnrolled, "\(finger.rawValue) is not enrolled")
@@ -70,8 +73,10 @@ extension Enroller {
     }
 
     /// DeleteEnrolledFingersWithOptions(a{sv}): `user` (settled: `target`).
-    func deleteAll(_ arguments: DeleteEnrolledFingersWithOptionsArguments, target: UInt32,
-                   record: CallRecord) async throws(ServiceError) {
+    func deleteAll(
+        _ arguments: DeleteEnrolledFingersWithOptionsArguments, target: UInt32,
+        record: CallRecord
+    ) async throws(ServiceError) {
         try await deleteAll(uid: target, record: record)
     }
 

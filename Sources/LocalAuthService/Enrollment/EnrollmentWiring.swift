@@ -102,4 +102,3 @@ final class ServiceEnrollerPrints: EnrollerPrints {
         return try service.prints.deleteAll(uid: uid)
     }
 }
-

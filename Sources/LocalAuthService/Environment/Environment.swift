@@ -41,9 +41,11 @@ final class Environment {
     private var passwordExpiries: [UInt32: Int64] = [:]
     private var earliestPasswordExpiry: Int64?
 
-    init(passwords: PasswordStore, passwordRequirement: EnvironmentRules.PasswordRequirement,
-         seams: any EnvironmentSeams, sleepSeams: any SleepSeams,
-         spawn: @escaping @ServiceActor (@escaping @ServiceActor () async -> Void) -> Void) {
+    init(
+        passwords: PasswordStore, passwordRequirement: EnvironmentRules.PasswordRequirement,
+        seams: any EnvironmentSeams, sleepSeams: any SleepSeams,
+        spawn: @escaping @ServiceActor (@escaping @ServiceActor () async -> Void) -> Void
+    ) {
         self.passwords = passwords
         self.passwordRequirement = passwordRequirement
         self.seams = seams
@@ -58,8 +60,9 @@ final class Environment {
     /// `--require-password-after`: the error while biometrics wait for the password.
     func passwordNeeded(_ uid: UInt32) -> ServiceError? {
         guard passwordRequirement.isActive else { return nil }
-        return EnvironmentRules.passwordNeeded(passwordRequirement, stored: passwords.stored(uid),
-                                               bootID: PasswordStore.bootID, now: Int64(time(nil)))
+        return EnvironmentRules.passwordNeeded(
+            passwordRequirement, stored: passwords.stored(uid),
+            bootID: PasswordStore.bootID, now: Int64(time(nil)))
     }
 
     /// The user gave the password now (policy 2).
@@ -84,8 +87,10 @@ final class Environment {
     /// ordered state machine decides (Readers/SleepCycle.swift).
     func prepareForSleep(_ sleeping: Bool) {
         guard !seams.stopping else { return }
-        Log.info(sleeping ? "the system is going to sleep: ending scans and closing the readers"
-                          : "the system resumed")
+        Log.info(
+            sleeping
+                ? "the system is going to sleep: ending scans and closing the readers"
+                : "the system resumed")
         sleepCycle.prepareForSleep(sleeping)
         mayHaveChanged()
     }
@@ -164,14 +169,16 @@ final class Environment {
             }
             let mine = subscribers.values.filter { $0.uid == caller.uid }.count
             guard mine < ServiceLimits.environmentSubscribersPerUser else {
-                throw ServiceErrors.limit("uid \(caller.uid) has \(ServiceLimits.environmentSubscribersPerUser) "
-                                          + "connections subscribed already")
+                throw ServiceErrors.limit(
+                    "uid \(caller.uid) has \(ServiceLimits.environmentSubscribersPerUser) "
+                        + "connections subscribed already")
             }
         }
         let state = state(uid: caller.uid, app: app, presence: presence)
         notePasswordExpiry(of: caller.uid)
-        subscribers[caller.sender] = EnvironmentSubscriber(uid: caller.uid, app: app, caller: caller,
-                                                           presence: presence, last: state)
+        subscribers[caller.sender] = EnvironmentSubscriber(
+            uid: caller.uid, app: app, caller: caller,
+            presence: presence, last: state)
         return [.dictionary(state)]
     }
 
@@ -275,7 +282,8 @@ final class Environment {
         guard let within = passwordRequirement.within else { return }
         // Already out (or none given): the state computed now says so, nothing more to wait for.
         if case .record(let record) = passwords.stored(uid),
-           case let expiry = record.time + Int64(within.rounded(.down)) + 1, expiry > Int64(time(nil)) {
+            case let expiry = record.time + Int64(within.rounded(.down)) + 1, expiry > Int64(time(nil))
+        {
             passwordExpiries[uid] = expiry
         } else {
             passwordExpiries[uid] = nil

@@ -21,9 +21,11 @@ final class PasswordSetCache {
     /// The files' versions when `changedSinceLastAsked` was last asked.
     private var versionLastAsked: [FileVersion?]
 
-    init(shadowPath: String = "/etc/shadow", passwdPath: String = "/etc/passwd",
-         maximumAge: Duration = .seconds(60),
-         lookup: @escaping (UInt32) -> Bool = { Accounts.hasPassword(uid: $0) }) {
+    init(
+        shadowPath: String = "/etc/shadow", passwdPath: String = "/etc/passwd",
+        maximumAge: Duration = .seconds(60),
+        lookup: @escaping (UInt32) -> Bool = { Accounts.hasPassword(uid: $0) }
+    ) {
         self.shadowPath = shadowPath
         self.passwdPath = passwdPath
         self.maximumAge = maximumAge

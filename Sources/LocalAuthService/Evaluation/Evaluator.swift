@@ -319,7 +319,8 @@ final class Evaluator {
     func refuseWhileCooling(_ uid: UInt32) throws(ServiceError) {
         let remaining = fairness.remaining(uid, at: clock.now, readerWarm: readerIsWarm(for: uid))
         guard remaining > 0 else { return }
-        throw ServiceError(.readerCoolingDown,
+        throw ServiceError(
+            .readerCoolingDown,
             "the fingerprint reader is cooling down; try again in about \(Int(remaining.rounded(.up))) s")
     }
 

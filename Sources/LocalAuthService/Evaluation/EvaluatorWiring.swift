@@ -128,4 +128,3 @@ final class LibfprintReaderSession: ReaderSession {
 
 /// libfprint's FpPrint is what a real reader compares with.
 extension GObjectRef: PrintTemplate {}
-

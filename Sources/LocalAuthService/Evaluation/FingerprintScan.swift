@@ -79,7 +79,8 @@ extension Evaluator {
                 do {
                     lockedOut = try scanDidNotMatch(evaluation.uid)
                 } catch {
-                    throw ServiceError(.storageFailed,
+                    throw ServiceError(
+                        .storageFailed,
                         "the failed attempt could not be recorded; try again later")
                 }
                 Log.notice(

@@ -115,8 +115,10 @@ final class PromptAgents {
 
     /// RegisterPromptAgent(o): the caller shows sheets for its own uid and
     /// logind session. Registering again from the same connection is not an error.
-    func register(_ arguments: RegisterPromptAgentArguments, caller: CallerRecord,
-                  record: CallRecord) async throws(ServiceError) {
+    func register(
+        _ arguments: RegisterPromptAgentArguments, caller: CallerRecord,
+        record: CallRecord
+    ) async throws(ServiceError) {
         let path = arguments.path
         if let known = agents[caller.sender] {
             if known.path == path { return }
@@ -135,10 +137,13 @@ final class PromptAgents {
         if case .none = session {
             throw ServiceErrors.permissionDenied("a prompt agent must run in a login session or its user's display session")
         }
-        if let other = agents.values.first(where: { $0.sender != caller.sender && $0.uid == caller.uid
-                                                    && $0.session == session }) {
-            throw ServiceError(.promptAgentExists,
-                                      "a prompt agent (\(other.sender)) is already registered for this session")
+        if let other = agents.values.first(where: {
+            $0.sender != caller.sender && $0.uid == caller.uid
+                && $0.session == session
+        }) {
+            throw ServiceError(
+                .promptAgentExists,
+                "a prompt agent (\(other.sender)) is already registered for this session")
         }
         agents[caller.sender] = Agent(sender: caller.sender, path: path, uid: caller.uid, session: session)
         Log.info("prompt agent \(caller.sender) registered for uid \(caller.uid) (\(session))")
@@ -160,7 +165,8 @@ final class PromptAgents {
     /// PermissionDenied, without saying whether the id exists.
     func answer(_ arguments: PromptAnswerArguments, caller: CallerRecord) throws(ServiceError) {
         guard let agent = agents[caller.sender], let sheet = sheets[arguments.promptID],
-              sheet.agent == caller.sender, agent.uid == sheet.evaluation.uid, agent.uid == caller.uid else {
+            sheet.agent == caller.sender, agent.uid == sheet.evaluation.uid, agent.uid == caller.uid
+        else {
             throw ServiceErrors.permissionDenied("only the prompt agent that shows this evaluation may answer it")
         }
         Log.info("prompt \(arguments.promptID) of uid \(agent.uid): the person chose \(arguments.answer.rawValue)")
@@ -184,8 +190,8 @@ final class PromptAgents {
     /// registered and the sheet is still in progress and not shown yet.
     private func offer(_ sheet: Sheet) {
         guard sheet.agent == nil, sheetOfEvaluation[ObjectIdentifier(sheet.evaluation)] === sheet,
-              let details = sheet.details, let session = sheet.callerSession,
-              let agent = agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
+            let details = sheet.details, let session = sheet.callerSession,
+            let agent = agents.values.first(where: { $0.serves(uid: sheet.evaluation.uid, session: session) })
         else { return }
         sheet.agent = agent.sender
         Log.info("prompt \(sheet.id) of uid \(agent.uid) shown by \(agent.sender)")

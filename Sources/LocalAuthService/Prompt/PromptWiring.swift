@@ -27,4 +27,3 @@ final class ServicePromptSeams: PromptSeams {
         service.bus.send(message)
     }
 }
-

@@ -42,15 +42,18 @@ final class ReaderChoice {
     }
 
     private func choose(among usable: [Readers.Identity], for uid: UInt32) -> Readers.Identity? {
-        Self.chooseReader(among: usable, configured: configured,
-                          withPrints: usable.count > 1 && configured == nil ? seams.readers(withPrintsOf: uid) : [])
+        Self.chooseReader(
+            among: usable, configured: configured,
+            withPrints: usable.count > 1 && configured == nil ? seams.readers(withPrintsOf: uid) : [])
     }
 
     /// The rule of `reader(for:)`, as pure logic: the configured reader or
     /// none; else the first of `usable` that has prints of the user, else the
     /// first. `withPrints` is read only when there is a choice to make.
-    nonisolated static func chooseReader(among usable: [Readers.Identity], configured: ReaderSelector?,
-                                         withPrints: Set<Readers.Identity>) -> Readers.Identity? {
+    nonisolated static func chooseReader(
+        among usable: [Readers.Identity], configured: ReaderSelector?,
+        withPrints: Set<Readers.Identity>
+    ) -> Readers.Identity? {
         if let configured { return usable.first { configured.matches($0.driver, $0.deviceID) } }
         return usable.first { withPrints.contains($0) } ?? usable.first
     }
@@ -60,8 +63,9 @@ final class ReaderChoice {
     var noReaderError: ServiceError {
         if seams.asleep { return ServiceErrors.la(.biometryNotAvailable, "the system is going to sleep") }
         if seams.lidClosed, !seams.builtInReaders.isEmpty {
-            return ServiceErrors.la(.biometryNotAvailable,
-                                    "the lid is closed: the built-in fingerprint reader cannot be touched")
+            return ServiceErrors.la(
+                .biometryNotAvailable,
+                "the lid is closed: the built-in fingerprint reader cannot be touched")
         }
         return ServiceErrors.noReader
     }
@@ -96,8 +100,12 @@ final class ReaderChoice {
     func domainState(of caller: CallerRecord) throws(ServiceError) -> [DBusValue] {
         let app = seams.appKey(of: caller)
         guard let reader = reader(for: caller.uid) else { throw noReaderError }
-        return [.bytes(EnvironmentRules.appStateHash(enrolledSetHash: enrolledSetHash(uid: caller.uid, reader: reader),
-                                                     app: app))]
+        return [
+            .bytes(
+                EnvironmentRules.appStateHash(
+                    enrolledSetHash: enrolledSetHash(uid: caller.uid, reader: reader),
+                    app: app))
+        ]
     }
 
     /// The hash behind the domain state and the rights' `biometryCurrentSet`.

@@ -21,9 +21,11 @@ final class ReaderGate {
 
     /// Opens `identity` for one operation, within the scan timeout: the
     /// errors a caller gets when it cannot (Readers.acquire).
-    func open(_ identity: Readers.Identity, cancellable: Cancellable,
-                    interruption: @ServiceActor () -> Evaluation.Interruption?,
-                    busy: @ServiceActor () -> Void) async throws(ServiceError) -> Readers.Reader {
+    func open(
+        _ identity: Readers.Identity, cancellable: Cancellable,
+        interruption: @ServiceActor () -> Evaluation.Interruption?,
+        busy: @ServiceActor () -> Void
+    ) async throws(ServiceError) -> Readers.Reader {
         let deadline = ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
         do {
             return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
@@ -34,7 +36,8 @@ final class ReaderGate {
             case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
             case .suspended: throw Evaluation.Interruption.systemSleeping.error
             case .heldByAnotherProgram(let why):
-                throw ServiceError(.readerInUse,
+                throw ServiceError(
+                    .readerInUse,
                     "the fingerprint reader is in use by another program (\(why)); try again when it is free")
             }
         }
@@ -59,16 +62,20 @@ final class ReaderGate {
     /// `record`: its turn in the reader queue (at most `readerQueueWait`),
     /// the device opened (retrying while another program holds it, within
     /// the scan timeout), and given back afterwards (closed after the linger).
-    func withReader<T>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                       _ body: (Readers.Reader) async throws(ServiceError) -> T) async throws(ServiceError) -> T {
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(ServiceError) -> T
+    ) async throws(ServiceError) -> T {
         try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
     }
 
     /// `withReader` for a body that speaks another contract's errors (fprintd's):
     /// `failedToOpen` says the queue's and the opening's errors in its words.
-    func withReader<T, Failure: Error>(_ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-                                       _ body: (Readers.Reader) async throws(Failure) -> T,
-                                       failedToOpen: (ServiceError) -> Failure) async throws(Failure) -> T {
+    func withReader<T, Failure: Error>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (Readers.Reader) async throws(Failure) -> T,
+        failedToOpen: (ServiceError) -> Failure
+    ) async throws(Failure) -> T {
         let device: Readers.Reader
         do throws(ServiceError) {
             device = try await openForMaintenance(identity, for: record, uid: uid)
@@ -83,8 +90,10 @@ final class ReaderGate {
     }
 
     /// A turn in the reader queue, then the reader opened; the caller gives back both.
-    private func openForMaintenance(_ identity: Readers.Identity, for record: CallRecord,
-                                    uid: UInt32) async throws(ServiceError) -> Readers.Reader {
+    private func openForMaintenance(
+        _ identity: Readers.Identity, for record: CallRecord,
+        uid: UInt32
+    ) async throws(ServiceError) -> Readers.Reader {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
         ticket.reader = identity
         ticket.interrupt = { reason in record.interrupt(reason) }
@@ -94,8 +103,9 @@ final class ReaderGate {
         guard acquired else { throw record.interruption?.error ?? Evaluation.Interruption.queueTimedOut.error }
         do throws(ServiceError) {
             try record.checkNotEnded()
-            return try await open(identity, cancellable: record.cancellable,
-                                        interruption: { record.interruption }, busy: {})
+            return try await open(
+                identity, cancellable: record.cancellable,
+                interruption: { record.interruption }, busy: {})
         } catch {
             queue.release()
             throw error

@@ -58,7 +58,8 @@ enum RightsErrors {
     }
 
     static var rightInvalidated: ServiceError {
-        ServiceError(.rightInvalidated,
+        ServiceError(
+            .rightInvalidated,
             "the enrolled fingerprints changed since this right was saved; it cannot be used again")
     }
 }

@@ -6,7 +6,9 @@ import Foundation
 // axis from 0; the median solid, the p99 dashed; the verdict under the title.
 
 func curvesPlot(_ curves: [Curve]) -> String {
-    let columns = 3, width = 360.0, height = 230.0
+    let columns = 3
+    let width = 360.0
+    let height = 230.0
     let rows = (curves.count + columns - 1) / columns
     let total = (width: Double(columns) * width, height: Double(rows) * height + 50)
     var svg = """
@@ -18,7 +20,8 @@ func curvesPlot(_ curves: [Curve]) -> String {
 
         """
     for (index, curve) in curves.enumerated() {
-        let x0 = Double(index % columns) * width, y0 = 50 + Double(index / columns) * height
+        let x0 = Double(index % columns) * width
+        let y0 = 50 + Double(index / columns) * height
         svg += panel(curve, x: x0, y: y0, width: width, height: height)
     }
     return svg + "</svg>\n"
@@ -32,7 +35,10 @@ private func escaped(_ text: String) -> String {
 private func number(_ value: Double) -> String { String(format: "%.1f", value) }
 
 private func panel(_ curve: Curve, x: Double, y: Double, width: Double, height: Double) -> String {
-    let left = x + 58, right = x + width - 28, top = y + 42, bottom = y + height - 40
+    let left = x + 58
+    let right = x + width - 28
+    let top = y + 42
+    let bottom = y + height - 40
     let points = curve.points.filter { $0.summary.count > 0 }
     let highest = max(1, points.map { max($0.summary.p99, $0.summary.median) }.max() ?? 1)
     let (scale, steps) = niceCeiling(highest * 1.05)
@@ -51,7 +57,8 @@ private func panel(_ curve: Curve, x: Double, y: Double, width: Double, height: 
     out += "<text x=\"\(number(x + 10))\" y=\"\(number(y + 29))\" fill=\"\(colour)\">\(curve.statistic): \(verdict), \(escaped(slope))</text>\n"
     // Axes, grid and labels.
     for step in 0...steps {
-        let value = scale * Double(step) / Double(steps), line = py(value)
+        let value = scale * Double(step) / Double(steps)
+        let line = py(value)
         out += "<line x1=\"\(number(left))\" y1=\"\(number(line))\" x2=\"\(number(right))\" y2=\"\(number(line))\" stroke=\"#ddd\"/>\n"
         out += "<text x=\"\(number(left - 6))\" y=\"\(number(line + 4))\" text-anchor=\"end\">\(grouped(Int(value.rounded())))</text>\n"
     }

@@ -22,18 +22,23 @@ struct CurveCounts: Sendable {
     /// stand-ins and the bench's own connections are root's too.
     var callers = [1, 8, 64, 240]
 
-    static let quick = CurveCounts(preflights: 400, cycles: 20, appPreflights: 200, concurrentCallsPerRound: 384,
-                                   users: [1, 100, 1000], subscribers: [0, 16, 256], rights: [1, 100, 250],
-                                   callers: [1, 8, 64, 240])
+    static let quick = CurveCounts(
+        preflights: 400, cycles: 20, appPreflights: 200, concurrentCallsPerRound: 384,
+        users: [1, 100, 1000], subscribers: [0, 16, 256], rights: [1, 100, 250],
+        callers: [1, 8, 64, 240])
 }
 
 extension Bench {
     static let curveRounds = 5
 
     /// Samples taken in rounds at one point: the statistic of each round is kept for the noise.
-    func point(x: Int, statistic: String = "median", rounds: Int = curveRounds,
-               _ round: (Int) async throws -> (samples: [UInt64], errors: Int)) async throws -> CurvePoint {
-        var all: [UInt64] = [], perRound: [Double] = [], errors = 0
+    func point(
+        x: Int, statistic: String = "median", rounds: Int = curveRounds,
+        _ round: (Int) async throws -> (samples: [UInt64], errors: Int)
+    ) async throws -> CurvePoint {
+        var all: [UInt64] = []
+        var perRound: [Double] = []
+        var errors = 0
         for index in 0..<rounds {
             let outcome = try await round(index)
             all += outcome.samples
@@ -53,7 +58,8 @@ extension Bench {
 
     func evaluationPoint(_ bus: BusConnection, x: Int, counts: CurveCounts, scanID: String = benchScanID) async throws -> CurvePoint {
         try await point(x: x) { _ in
-            var samples: [UInt64] = [], errors = 0
+            var samples: [UInt64] = []
+            var errors = 0
             for _ in 0..<max(1, counts.cycles / Self.curveRounds) {
                 let begin = Clock.nanoseconds()
                 do {
@@ -116,9 +122,10 @@ extension Bench {
 
     /// Concurrent callers: each its own connection, all at once; p99 of a preflight.
     func callerCurves(counts: CurveCounts) async throws -> [Curve] {
-        var curve = Curve(id: "callers-preflight", call: "preflight", axis: "concurrent callers", per: 1,
-                          perName: "caller", statistic: "p99", shouldBeFlat: false,
-                          note: "p99 must grow with callers once they outnumber the cores (queueing); throughput should not fall")
+        var curve = Curve(
+            id: "callers-preflight", call: "preflight", axis: "concurrent callers", per: 1,
+            perName: "caller", statistic: "p99", shouldBeFlat: false,
+            note: "p99 must grow with callers once they outnumber the cores (queueing); throughput should not fall")
         for clients in counts.callers {
             log("curves: \(clients) concurrent callers")
             let calls = max(6, counts.concurrentCallsPerRound / clients)
@@ -139,8 +146,9 @@ extension Bench {
     func subscriberCurves(_ ours: BusConnection, counts: CurveCounts) async throws -> [Curve] {
         let axis = "LAEnvironment subscribers"
         var preflight = Curve(id: "subscribers-preflight", call: "preflight", axis: axis, per: 100, perName: "subscribers", shouldBeFlat: true)
-        var app = Curve(id: "subscribers-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 100,
-                        perName: "subscribers", shouldBeFlat: true)
+        var app = Curve(
+            id: "subscribers-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 100,
+            perName: "subscribers", shouldBeFlat: true)
         var evaluation = Curve(id: "subscribers-evaluation", call: "evaluation", axis: axis, per: 100, perName: "subscribers", shouldBeFlat: true)
         let perUID = ServiceLimits.environmentSubscribersPerUser
         let (accounts, fake) = subscriberAccounts(((counts.subscribers.max() ?? 0) + perUID - 1) / perUID)
@@ -164,8 +172,9 @@ extension Bench {
     func userCurves(_ ours: BusConnection, counts: CurveCounts) async throws -> [Curve] {
         let axis = "users with prints"
         var preflight = Curve(id: "users-preflight", call: "preflight", axis: axis, per: 1000, perName: "users", shouldBeFlat: true)
-        var app = Curve(id: "users-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 1000,
-                        perName: "users", shouldBeFlat: true)
+        var app = Curve(
+            id: "users-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 1000,
+            perName: "users", shouldBeFlat: true)
         var evaluation = Curve(id: "users-evaluation", call: "evaluation", axis: axis, per: 1000, perName: "users", shouldBeFlat: true)
         let template = try rootPrint()
         var written = 0
@@ -186,11 +195,13 @@ extension Bench {
     /// Rights of root (software keys): ListRights of one app, LoadSecret with a held authorization.
     func rightsCurves(_ ours: BusConnection, counts: CurveCounts) async throws -> [Curve] {
         let axis = "rights per user"
-        var list = Curve(id: "rights-list", call: "ListRights (one app)", axis: axis, per: 1000, perName: "rights",
-                         shouldBeFlat: false, note: "lists the rights of the caller's app: min(rights, 250) entries, 4 apps of 250 at 1,000")
+        var list = Curve(
+            id: "rights-list", call: "ListRights (one app)", axis: axis, per: 1000, perName: "rights",
+            shouldBeFlat: false, note: "lists the rights of the caller's app: min(rights, 250) entries, 4 apps of 250 at 1,000")
         var load = Curve(id: "rights-load", call: "LoadSecret (authorized)", axis: axis, per: 1000, perName: "rights", shouldBeFlat: true)
-        var authorizeLoad = Curve(id: "rights-authorize-load", call: "AuthorizeRight + LoadSecret", axis: axis, per: 1000,
-                                  perName: "rights", shouldBeFlat: true)
+        var authorizeLoad = Curve(
+            id: "rights-authorize-load", call: "AuthorizeRight + LoadSecret", axis: axis, per: 1000,
+            perName: "rights", shouldBeFlat: true)
         try await removeAllRights(ours, app: OurRights.appID)
         var saved = 0
         for rights in counts.rights {
@@ -200,62 +211,74 @@ extension Bench {
                 saved += 1
             }
             log("curves: \(rights) rights (saving took \(Int(Double(Clock.nanoseconds() - savingStarted) / 1e6)) ms)")
-            let app = Self.curveApp(0), identifier = Self.rightIdentifier(min(rights, Self.rightsPerApp) - 1)
+            let app = Self.curveApp(0)
+            let identifier = Self.rightIdentifier(min(rights, Self.rightsPerApp) - 1)
             let options: DBusValue = .dictionary([LocalAuthRightsBus.Option.appID: .string(app)])
             let listed = min(rights, Self.rightsPerApp)
             let listCalls = max(20, counts.preflights / 10)
-            list.points.append(try await point(x: rights) { _ in
-                (try await serial(listCalls / Self.curveRounds) {
-                    let reply = try ours.callBlocking(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                                      member: LocalAuthRightsBus.Method.listRights, arguments: [options], timeout: callTimeout)
-                    guard case .array(_, let entries)? = reply.first, entries.count == listed else {
-                        throw BenchError("ListRights listed \(reply.first.map { "\($0)".prefix(80) } ?? "nothing"), not \(listed)")
-                    }
-                }, 0)
-            })
+            list.points.append(
+                try await point(x: rights) { _ in
+                    (
+                        try await serial(listCalls / Self.curveRounds) {
+                            let reply = try ours.callBlocking(
+                                destination: OurService.name, path: OurService.path, interface: OurService.interface,
+                                member: LocalAuthRightsBus.Method.listRights, arguments: [options], timeout: callTimeout)
+                            guard case .array(_, let entries)? = reply.first, entries.count == listed else {
+                                throw BenchError("ListRights listed \(reply.first.map { "\($0)".prefix(80) } ?? "nothing"), not \(listed)")
+                            }
+                        }, 0
+                    )
+                })
             let handle = try await authorizeCurveRight(ours, app: app, identifier: identifier)
-            load.points.append(try await point(x: rights) { _ in
-                (try await serial(counts.preflights / Self.curveRounds) { try self.loadSecretBlocking(ours, handle: handle) }, 0)
-            })
+            load.points.append(
+                try await point(x: rights) { _ in
+                    (try await serial(counts.preflights / Self.curveRounds) { try self.loadSecretBlocking(ours, handle: handle) }, 0)
+                })
             try await OurRights.deauthorize(ours, handle)
-            authorizeLoad.points.append(try await point(x: rights) { _ in
-                var samples: [UInt64] = []
-                for _ in 0..<max(1, counts.cycles / 2 / Self.curveRounds) {
-                    let begin = Clock.nanoseconds()
-                    let held = try await authorizeCurveRight(ours, app: app, identifier: identifier)
-                    try await loadSecret(ours, handle: held)
-                    samples.append(Clock.nanoseconds() - begin)
-                    try await OurRights.deauthorize(ours, held)
-                }
-                return (samples, 0)
-            })
+            authorizeLoad.points.append(
+                try await point(x: rights) { _ in
+                    var samples: [UInt64] = []
+                    for _ in 0..<max(1, counts.cycles / 2 / Self.curveRounds) {
+                        let begin = Clock.nanoseconds()
+                        let held = try await authorizeCurveRight(ours, app: app, identifier: identifier)
+                        try await loadSecret(ours, handle: held)
+                        samples.append(Clock.nanoseconds() - begin)
+                        try await OurRights.deauthorize(ours, held)
+                    }
+                    return (samples, 0)
+                })
         }
         for index in 0..<(saved + Self.rightsPerApp - 1) / Self.rightsPerApp { try? await removeAllRights(ours, app: Self.curveApp(index)) }
         return [list, load, authorizeLoad]
     }
 
     func authorizeCurveRight(_ bus: BusConnection, app: String, identifier: String) async throws -> String {
-        async let reply = bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                   member: LocalAuthRightsBus.Method.authorizeRight,
-                                   arguments: [.string(identifier), .string("localauth-bench"),
-                                               .dictionary([LocalAuthRightsBus.Option.appID: .string(app)])],
-                                   timeout: callTimeout)
+        async let reply = bus.call(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthRightsBus.Method.authorizeRight,
+            arguments: [
+                .string(identifier), .string("localauth-bench"),
+                .dictionary([LocalAuthRightsBus.Option.appID: .string(app)]),
+            ],
+            timeout: callTimeout)
         try oursSensor.send("SCAN \(benchScanID)", acknowledged: false)
         guard let handle = try await reply.first?.string else { throw BenchError("AuthorizeRight gave no handle") }
         return handle
     }
 
     func loadSecret(_ bus: BusConnection, handle: String) async throws {
-        let secret = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                        member: LocalAuthRightsBus.Method.loadSecret, arguments: [.string(handle)],
-                                        timeout: callTimeout)
+        let secret = try await bus.call(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthRightsBus.Method.loadSecret, arguments: [.string(handle)],
+            timeout: callTimeout)
         guard secret.first?.byteArray?.count == 32 else { throw BenchError("LoadSecret answered \(secret)") }
     }
 
     func loadSecretBlocking(_ bus: BusConnection, handle: String) throws {
-        let secret = try bus.callBlocking(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                          member: LocalAuthRightsBus.Method.loadSecret, arguments: [.string(handle)],
-                                          timeout: callTimeout)
+        let secret = try bus.callBlocking(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthRightsBus.Method.loadSecret, arguments: [.string(handle)],
+            timeout: callTimeout)
         guard secret.first?.byteArray?.count == 32 else { throw BenchError("LoadSecret answered \(secret)") }
     }
 
@@ -273,10 +296,12 @@ extension Bench {
         let axis = "prints per user"
         // A preflight needs one usable print; the store is checked print by print (one lstat each).
         var preflight = Curve(id: "prints-preflight", call: "preflight", axis: axis, per: 1, perName: "print", shouldBeFlat: true)
-        var app = Curve(id: "prints-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 1, perName: "print",
-                        shouldBeFlat: true)
-        var evaluation = Curve(id: "prints-evaluation", call: "evaluation", axis: axis, per: 1, perName: "print", shouldBeFlat: true,
-                               note: "verify-only reader: the finger that matched last is tried first, one print per scan")
+        var app = Curve(
+            id: "prints-app-preflight", call: "app preflight (Swift library)", axis: axis, per: 1, perName: "print",
+            shouldBeFlat: true)
+        var evaluation = Curve(
+            id: "prints-evaluation", call: "evaluation", axis: axis, per: 1, perName: "print", shouldBeFlat: true,
+            note: "verify-only reader: the finger that matched last is tried first, one print per scan")
         for finger in Self.otherFingers { try await enroll(ours, finger: finger) }
         let folder = oursState + "/prints/0/" + (try rootPrint().relative as NSString).deletingLastPathComponent
         let aside = oursState + "/prints-aside"
@@ -306,9 +331,10 @@ extension Bench {
                     try await serial(counts.preflights / Self.curveRounds) { try OurService.preflightBlocking(ours) })
                 if withApp {
                     let count = counts.appPreflights / Self.curveRounds
-                    samples["app", default: [:]][prints, default: []].append(try await onThread { [self] in
-                        try durations(of: helper, count: count, environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
-                    })
+                    samples["app", default: [:]][prints, default: []].append(
+                        try await onThread { [self] in
+                            try durations(of: helper, count: count, environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress])
+                        })
                 }
                 var cycles: [UInt64] = []
                 for _ in 0..<max(1, counts.cycles / Self.curveRounds) {
@@ -322,8 +348,10 @@ extension Bench {
         func fill(_ curve: inout Curve, _ key: String) {
             for prints in points {
                 guard let rounds = samples[key]?[prints] else { continue }
-                curve.points.append(CurvePoint(x: prints, summary: Summary(nanoseconds: rounds.flatMap { $0 }),
-                                               rounds: rounds.map { Summary(nanoseconds: $0).median }))
+                curve.points.append(
+                    CurvePoint(
+                        x: prints, summary: Summary(nanoseconds: rounds.flatMap { $0 }),
+                        rounds: rounds.map { Summary(nanoseconds: $0).median }))
             }
         }
         fill(&preflight, "preflight")

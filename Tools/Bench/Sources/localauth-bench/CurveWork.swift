@@ -20,7 +20,8 @@ extension Bench {
             var isDirectory: ObjCBool = false
             let path = base + "/" + relative
             guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue,
-                  !relative.contains(".tmp-"), let bytes = FileManager.default.contents(atPath: path) else { continue }
+                !relative.contains(".tmp-"), let bytes = FileManager.default.contents(atPath: path)
+            else { continue }
             return (relative, bytes)
         }
         throw BenchError("no print file under \(base)")
@@ -38,8 +39,9 @@ extension Bench {
         bytes.append(template.bytes[split.lowerBound...])
         let path = oursState + "/prints/\(uid)/" + template.relative
         let folder = (path as NSString).deletingLastPathComponent
-        try FileManager.default.createDirectory(atPath: folder, withIntermediateDirectories: true,
-                                                attributes: [.posixPermissions: 0o700])
+        try FileManager.default.createDirectory(
+            atPath: folder, withIntermediateDirectories: true,
+            attributes: [.posixPermissions: 0o700])
         guard FileManager.default.createFile(atPath: path, contents: bytes, attributes: [.posixPermissions: 0o600]) else {
             throw BenchError("cannot write \(path)")
         }
@@ -55,9 +57,11 @@ extension Bench {
     // MARK: Prints per user
 
     /// fprintd's finger names; root has right-index-finger from the table's enrollment.
-    static let otherFingers = ["left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger",
-                               "left-little-finger", "right-thumb", "right-middle-finger", "right-ring-finger",
-                               "right-little-finger"]
+    static let otherFingers = [
+        "left-thumb", "left-index-finger", "left-middle-finger", "left-ring-finger",
+        "left-little-finger", "right-thumb", "right-middle-finger", "right-ring-finger",
+        "right-little-finger",
+    ]
 
     static func scanID(of finger: String) -> String { finger == benchFinger ? benchScanID : "localauth-bench-\(finger)" }
 
@@ -65,8 +69,9 @@ extension Bench {
     /// `scanID(of: finger)`: exactly the driver's 5 stages of scans (an extra
     /// one would wait in the virtual device and be taken by the next scan).
     func enroll(_ bus: BusConnection, finger: String) async throws {
-        async let reply = bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                   member: LocalAuthBus.Method.enroll, arguments: [.string(finger)], timeout: 30)
+        async let reply = bus.call(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthBus.Method.enroll, arguments: [.string(finger)], timeout: 30)
         for _ in 0..<5 {
             try await Task.sleep(for: .milliseconds(30))
             try oursSensor.send("SCAN \(Self.scanID(of: finger))", acknowledged: true)
@@ -103,10 +108,13 @@ extension Bench {
     /// the helper says every subscription was answered.
     func startSubscribers(_ account: (uid: UInt32, gid: UInt32), perUID: Int, index: Int) async throws -> Child {
         let logPath = directory + "/subscribers-\(index).log"
-        let child = try Child("/usr/bin/setpriv",
-                              ["--reuid=\(account.uid)", "--regid=\(account.gid)", "--clear-groups",
-                               Locations.executableDirectory + "/localauth-bench", "--subscribe-helper", String(perUID)],
-                              environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress], logPath: logPath)
+        let child = try Child(
+            "/usr/bin/setpriv",
+            [
+                "--reuid=\(account.uid)", "--regid=\(account.gid)", "--clear-groups",
+                Locations.executableDirectory + "/localauth-bench", "--subscribe-helper", String(perUID),
+            ],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": busAddress], logPath: logPath)
         let deadline = Clock.nanoseconds() + 60_000_000_000
         while true {
             let text = readText(logPath)
@@ -132,18 +140,22 @@ extension Bench {
             LocalAuthRightsBus.Option.appID: .string(Self.curveApp(number / Self.rightsPerApp)),
             LocalAuthRightsBus.Option.secret: .bytes(Array(repeating: UInt8(number & 0xff), count: 32)),
         ])
-        _ = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                               member: LocalAuthRightsBus.Method.saveRight,
-                               arguments: [.string(Self.rightIdentifier(number % Self.rightsPerApp)),
-                                           .string(RightRequirementName.biometry.rawValue), options],
-                               timeout: callTimeout)
+        _ = try await bus.call(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthRightsBus.Method.saveRight,
+            arguments: [
+                .string(Self.rightIdentifier(number % Self.rightsPerApp)),
+                .string(RightRequirementName.biometry.rawValue), options,
+            ],
+            timeout: callTimeout)
     }
 
     func removeAllRights(_ bus: BusConnection, app: String) async throws {
-        _ = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                               member: LocalAuthRightsBus.Method.removeAllRights,
-                               arguments: [.dictionary([LocalAuthRightsBus.Option.appID: .string(app)])],
-                               timeout: callTimeout)
+        _ = try await bus.call(
+            destination: OurService.name, path: OurService.path, interface: OurService.interface,
+            member: LocalAuthRightsBus.Method.removeAllRights,
+            arguments: [.dictionary([LocalAuthRightsBus.Option.appID: .string(app)])],
+            timeout: callTimeout)
     }
 }
 
@@ -162,8 +174,9 @@ func subscribeHelper(count: Int) async -> Int32 {
         for _ in 0..<count {
             let bus = try BusConnection.connect(to: .address(address), loop: loop)
             connections.append(bus)
-            _ = try await bus.call(destination: OurService.name, path: OurService.path, interface: OurService.interface,
-                                   member: LocalAuthBus.Method.subscribeEnvironment, timeout: callTimeout)
+            _ = try await bus.call(
+                destination: OurService.name, path: OurService.path, interface: OurService.interface,
+                member: LocalAuthBus.Method.subscribeEnvironment, timeout: callTimeout)
         }
     } catch {
         say("failed: uid \(getuid()): \(error)")

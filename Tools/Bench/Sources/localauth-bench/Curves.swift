@@ -50,8 +50,10 @@ struct Curve: Codable, Sendable {
     var fit: CurveFit?
     var note: String?
 
-    init(id: String, call: String, axis: String, per: Int, perName: String, statistic: String = "median",
-         shouldBeFlat: Bool, note: String? = nil) {
+    init(
+        id: String, call: String, axis: String, per: Int, perName: String, statistic: String = "median",
+        shouldBeFlat: Bool, note: String? = nil
+    ) {
         self.id = id
         self.call = call
         self.axis = axis
@@ -68,17 +70,21 @@ struct Curve: Codable, Sendable {
     mutating func finish() {
         let usable = points.filter { $0.summary.count > 0 && value($0).isFinite }
         guard usable.count >= 2 else { return }
-        let xs = usable.map { Double($0.x) }, ys = usable.map(value)
-        let meanX = xs.reduce(0, +) / Double(xs.count), meanY = ys.reduce(0, +) / Double(ys.count)
-        var covariance = 0.0, variance = 0.0
+        let xs = usable.map { Double($0.x) }
+        let ys = usable.map(value)
+        let meanX = xs.reduce(0, +) / Double(xs.count)
+        let meanY = ys.reduce(0, +) / Double(ys.count)
+        var covariance = 0.0
+        var variance = 0.0
         for (x, y) in zip(xs, ys) {
             covariance += (x - meanX) * (y - meanY)
             variance += (x - meanX) * (x - meanX)
         }
         let perItem = variance > 0 ? covariance / variance : 0
         let spread = usable.map { ($0.rounds.max() ?? 0) - ($0.rounds.min() ?? 0) }.max() ?? 0
-        fit = CurveFit(slope: perItem * Double(per), rise: perItem * (xs.last! - xs.first!),
-                       noise: max(spread, 0.03 * ys[0]))
+        fit = CurveFit(
+            slope: perItem * Double(per), rise: perItem * (xs.last! - xs.first!),
+            noise: max(spread, 0.03 * ys[0]))
     }
 
     var verdict: String {

@@ -17,12 +17,14 @@ enum RightEvaluationNeeded: Equatable {
 
 enum RightsPolicy {
     /// The evaluation `requirement` requires, given the user's enrolled set now.
-    static func needed(_ requirement: RightRequirement, enrolledSet: EnrolledSetNow) throws(ServiceError) -> RightEvaluationNeeded {
+    /// `enrolledSet` is asked only for a `biometryCurrentSet` right: its
+    /// digest hashes every print of the user, which no other right needs.
+    static func needed(_ requirement: RightRequirement, enrolledSet: () -> EnrolledSetNow) throws(ServiceError) -> RightEvaluationNeeded {
         switch requirement {
         case .default, .biometryOrPassword: return .evaluate(.deviceOwnerAuthentication)
         case .biometry: return .evaluate(.deviceOwnerAuthenticationWithBiometrics)
         case .biometryCurrentSet(let digest):
-            guard try currentSetDigest(enrolledSet) == digest else { return .invalidated }
+            guard try currentSetDigest(enrolledSet()) == digest else { return .invalidated }
             return .evaluate(.deviceOwnerAuthenticationWithBiometrics)
         }
     }

@@ -136,7 +136,7 @@ final class RightsService {
 
     /// The policy that authorizes `requirement` for `uid` now; a dead right is RightInvalidated.
     func policy(_ requirement: RightRequirement, uid: UInt32) throws(ServiceError) -> PolicyValue {
-        switch try RightsPolicy.needed(requirement, enrolledSet: seams.enrolledSets.enrolledSet(of: uid)) {
+        switch try RightsPolicy.needed(requirement, enrolledSet: { seams.enrolledSets.enrolledSet(of: uid) }) {
         case .evaluate(let policy): return policy
         case .invalidated: throw RightsErrors.rightInvalidated
         }
@@ -207,7 +207,7 @@ final class RightsService {
             state.drop(handle)
             throw RightsErrors.notAuthorized("the right was replaced")
         }
-        switch try RightsPolicy.needed(record.requirement, enrolledSet: seams.enrolledSets.enrolledSet(of: call.uid)) {
+        switch try RightsPolicy.needed(record.requirement, enrolledSet: { seams.enrolledSets.enrolledSet(of: call.uid) }) {
         case .evaluate: return record
         case .invalidated:
             state.drop(handle)

@@ -8,21 +8,12 @@ import XCTest
 /// also when the TPM is the key backend. On 4dddfda both were linked (mapped
 /// by every start), and the start-up log's probe made the TPM create its
 /// storage primary key before the service took its name.
-final class LazyLibrariesTests: RigTestCase, @unchecked Sendable {
-    private var swtpm: Swtpm?
-    private var swtpmState = ""
-
+final class LazyLibrariesTests: TPMRigTestCase, @unchecked Sendable {
     override func setUpWithError() throws {
         // The library reads its app id once per process, at its first use of
         // LARightStore: the same id as RightsTests', whichever class runs first.
         setenv("LOCALAUTH_APP_ID", RightsTests.appID, 1)
         try super.setUpWithError()
-    }
-
-    override func tearDown() {
-        if let swtpm { Spawn.terminate(swtpm.pid, grace: 2) }
-        if !swtpmState.isEmpty { try? FileManager.default.removeItem(atPath: swtpmState) }
-        super.tearDown()
     }
 
     /// The service's mappings, read to the end (Foundation's
@@ -34,13 +25,7 @@ final class LazyLibrariesTests: RigTestCase, @unchecked Sendable {
     }
 
     func testWithATPMBackendNeitherLibraryIsMappedUntilARightIsUsed() async throws {
-        swtpmState = rig.directory + "/swtpm-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: swtpmState, withIntermediateDirectories: true)
-        let tpm = try Swtpm.start(stateDirectory: swtpmState)
-        swtpm = tpm
-        let state = service.stateDirectory
-        service.stop()
-        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--tpm", tpm.tcti])
+        let tpm = try restartServiceOnATPM()
         try await enroll(as: "owner-finger")
         present("owner-finger")
         let result = await evaluate()

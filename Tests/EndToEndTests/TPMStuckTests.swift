@@ -9,27 +9,10 @@ import XCTest
 /// TPMNotResponding within the time limit, while other callers are answered
 /// and SIGTERM still stops the service. On d7b8519 the TPM command ran on the
 /// service's loop: every caller, and SIGTERM, waited for the TPM.
-final class TPMStuckTests: RigTestCase, @unchecked Sendable {
-    private var swtpm: Swtpm?
-    private var swtpmState = ""
-
-    override func tearDown() {
-        if let swtpm {
-            kill(swtpm.pid, SIGCONT)
-            Spawn.terminate(swtpm.pid, grace: 2)
-        }
-        if !swtpmState.isEmpty { try? FileManager.default.removeItem(atPath: swtpmState) }
-        super.tearDown()
-    }
+final class TPMStuckTests: TPMRigTestCase, @unchecked Sendable {
 
     func testAStuckTPMFailsItsCallerWhileOthersAndSIGTERMGoOn() async throws {
-        swtpmState = rig.directory + "/swtpm-\(UInt32.random(in: 0...UInt32.max))"
-        try FileManager.default.createDirectory(atPath: swtpmState, withIntermediateDirectories: true)
-        let tpm = try Swtpm.start(stateDirectory: swtpmState)
-        swtpm = tpm
-        let state = service.stateDirectory
-        service.stop()
-        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--tpm", tpm.tcti])
+        let tpm = try restartServiceOnATPM()
         try await enroll(as: "owner-finger")
 
         // The library: authorizing and signing on one connection (a handle is that connection's).

@@ -10,11 +10,13 @@ import LocalAuthShared
 @ServiceActor
 final class CallRecord {
     let sender: String
-    /// The call's arguments, decoded once at arrival (`Message.arguments`
-    /// decodes the body on every access).
+    /// The call's body, decoded once at arrival (`Message.arguments` decodes
+    /// on every access): what fprintd's handlers read (Fprintd/);
+    /// org.example.LocalAuth's get their typed `CallArguments` instead.
     let arguments: [DBusValue]
-    /// EvaluatePolicy's `request-id` option, read at arrival, so that a
-    /// Cancel sent right after the call finds it even before polkit answered.
+    /// The request id the call carries (`CallArguments.callRequestID`), read
+    /// at arrival, so that a Cancel sent right after the call finds it even
+    /// before polkit answered.
     let requestID: String?
     /// The caller's uid, once the bus said it and the registry admitted the call.
     fileprivate(set) var uid: UInt32?

@@ -150,7 +150,8 @@ struct FprintdRequest {
     /// For methods that take a username: the user it names once allowed.
     let username: String?
     var sender: String { call.sender }
-    var arguments: [DBusValue] { call.arguments }
+    /// The body, decoded once when the call was registered (`Message.arguments` decodes on every access).
+    var arguments: [DBusValue] { record.arguments }
 }
 
 extension FprintdDevice {

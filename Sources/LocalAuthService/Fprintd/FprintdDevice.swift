@@ -54,7 +54,7 @@ final class FprintdDevice {
         try checkClaim(spec.claim, sender: call.sender)
         var username: String?
         if spec.takesUsername {
-            username = try await authorizeUsername(call.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
+            username = try await authorizeUsername(record.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
         }
         try await authorize(spec.actions, sender: call.sender, record: record)
         // Re-read after the awaits: the claim may have changed meanwhile.

@@ -16,13 +16,11 @@ struct RightsCall {
     let uid: UInt32
     /// The caller's connection: whose app it is (`RightsCallerApps`).
     let caller: CallerRecord
-    /// The call's registration: its arguments, and what ends it.
+    /// The call's registration: what ends it.
     let record: CallRecord
-    /// The whole request, for the evaluation seam's adapter (today's
-    /// `LocalAuthService.evaluate` takes one); nil where no bus call exists (unit tests).
+    /// The whole request, for the evaluation seam's adapter (the Evaluator's
+    /// `evaluate` takes one); nil where no bus call exists (unit tests).
     let request: Request?
-
-    var arguments: [DBusValue] { record.arguments }
 }
 
 /// The evaluation a right requires (AuthorizeRight, CanAuthorizeRight).

@@ -6,6 +6,12 @@ import DBusCore
 /// the body, so these decode it the same way (the same `CallArguments`
 /// structs) and call the handler.
 @ServiceActor
+extension RightsCall {
+    /// The body the test put in the call's record.
+    var arguments: [DBusValue] { record.arguments }
+}
+
+@ServiceActor
 extension RightsService {
     func saveRight(_ call: RightsCall) async throws(ServiceError) -> [DBusValue] {
         try await saveRight(call, SaveRightArguments(call.arguments))

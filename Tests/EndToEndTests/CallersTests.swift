@@ -208,6 +208,130 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
     }
 
+    // MARK: Login before a session (issue 29: the console and the login screen)
+
+    /// `login` started by getty@ttyN runs PAM as root in the getty service,
+    /// in no session, its controlling terminal the VT (agetty made it so);
+    /// while a getty's VT is in front, logind names no active session on
+    /// seat0. On this VT in front it verifies the person; on a VT behind it
+    /// is NotAtTheReader at once. (On main: NotAtTheReader "noSeat" both ways.)
+    func testLoginOnTheConsoleInFrontVerifiesAndOnAVTBehindIsRefused() async throws {
+        guard let front = try? String(contentsOfFile: "/sys/class/tty/tty0/active", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines), !front.isEmpty else {
+            throw XCTSkip("this machine has no virtual consoles (/sys/class/tty/tty0/active)")
+        }
+        let behind = front == "tty5" ? "tty6" : "tty5"
+        try await enroll(as: "owner-finger")
+        // Someone logged in earlier and switched to a text console: their session is not in front.
+        try desktop(["session", "c1", "0", "root", "seat0", "false", "online", "display"])
+        try desktop(["seat-active", "seat0", "none"])
+
+        let refused = try run(onConsole: behind, in: "/system.slice/system-getty.slice/getty@\(behind).service",
+                              Self.call("VerifyUser", ["root", "{'request-id': <'login-behind'>}"], timeout: 10))
+        XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.NotAtTheReader", refused.output)
+        XCTAssertTrue(refused.output.contains("not the active one"), refused.output)
+
+        let output = rig.directory + "/login-\(UInt32.random(in: 0...UInt32.max)).out"
+        let signals = try statusMonitor()
+        defer { signals.child.signal(SIGTERM); signals.child.wait(timeout: 5) }
+        let login = try start(onConsole: front, in: "/system.slice/system-getty.slice/getty@\(front).service",
+                              Self.call("VerifyUser", ["root", "{'request-id': <'login-front'>}"], timeout: 30),
+                              output: output)
+        try waitForText("place-finger", in: signals.path)
+        try service.sensor("SCAN owner-finger")
+        login.wait(timeout: 20)
+        XCTAssertTrue(readText(output).contains("()"), readText(output) + service.log)
+        XCTAssertTrue(service.log.contains("console \(front) is in front"), service.log)
+    }
+
+    /// gdm's worker runs the user's PAM conversation as root in gdm.service,
+    /// in no session, while the greeter session (class greeter, started by
+    /// the same gdm daemon) is active on seat0: pam_localauth verifies the
+    /// finger. sshd's own PAM at the same moment (root in ssh.service, no
+    /// terminal, PAM_RHOST 127.0.0.1 as through a port-forward, which the
+    /// module lets through to the service) is NotAtTheReader at once, no
+    /// scan queued. (On main both are refused: the worker with "noSeat".)
+    func testGdmsWorkerVerifiesWhileItsGreeterIsInFrontAndSshdsPamNever() async throws {
+        let module = Paths.root + "/.build/pam/pam_localauth.so"
+        if !FileManager.default.fileExists(atPath: module) { _ = try runProgram("/usr/bin/make", ["-C", Paths.root, "pam"]) }
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let name = "localauth-login-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "auth required \(module) timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/" + name) }
+
+        let started = Date()
+        let sshd = try run(in: "/system.slice/ssh.service", "/usr/bin/pamtester",
+                           ["-v", "-I", "rhost=127.0.0.1", name, "root", "authenticate"])
+        XCTAssertTrue(sshd.output.contains("Authentication service cannot retrieve authentication info"), sshd.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "no wait for a finger")
+        XCTAssertTrue(service.log.contains("is not at the reader: noSeat"), service.log)
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+
+        let output = rig.directory + "/gdm-worker-\(UInt32.random(in: 0...UInt32.max)).out"
+        let signals = try statusMonitor()
+        defer { signals.child.signal(SIGTERM); signals.child.wait(timeout: 5) }
+        let worker = try start(in: Self.gdm, "/usr/bin/pamtester", ["-v", name, "root", "authenticate"], output: output)
+        try waitForText("place-finger", in: signals.path)
+        try service.sensor("SCAN owner-finger")
+        worker.wait(timeout: 20)
+        XCTAssertTrue(readText(output).contains("successfully authenticated"), readText(output) + service.log)
+        XCTAssertTrue(service.log.contains("seat0's greeter is in front"), service.log)
+    }
+
+    /// The same worker is nobody once a person's session is in front (the
+    /// greeter switched away from), and a root program of another system
+    /// service is nobody while the greeter is in front.
+    func testOnlyTheGreetersOwnServiceWhileTheGreeterIsInFront() async throws {
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let other = try run(in: "/system.slice/cron.service", "/usr/bin/gdbus",
+                            Self.call("VerifyUser", ["root", "{'request-id': <'cron'>}"], timeout: 10))
+        XCTAssertEqual(errorName(other), "org.example.LocalAuth.Error.NotAtTheReader", other.output)
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        try desktop(["set", "g1", "false", "online"])
+        let worker = try run(in: Self.gdm, "/usr/bin/gdbus",
+                             Self.call("VerifyUser", ["root", "{'request-id': <'gdm'>}"], timeout: 10))
+        XCTAssertEqual(errorName(worker), "org.example.LocalAuth.Error.NotAtTheReader", worker.output)
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+    }
+
+    static let gdm = "/system.slice/gdm.service"
+
+    /// gdm's daemon in gdm.service, and the greeter session it started: its
+    /// leader (the greeter's worker) is the daemon's child, moved into the
+    /// session's scope as pam_systemd does; logind has it as seat0's active
+    /// session of class greeter, led by that child.
+    private func gdmWithGreeter() throws -> Child {
+        try makeCgroup(Self.gdm)
+        let scope = "/user.slice/user-116.slice/session-g1.scope"
+        try makeCgroup(scope)
+        let pidFile = rig.directory + "/greeter-\(UInt32.random(in: 0...UInt32.max)).pid"
+        let daemon = try Child("/bin/sh", ["-c", """
+            echo $$ > '\(Self.hierarchy + Self.gdm)/cgroup.procs' || exit 91
+            sleep 600 &
+            echo $! > '\(Self.hierarchy + scope)/cgroup.procs' || exit 92
+            echo $! > '\(pidFile).tmp' && mv '\(pidFile).tmp' '\(pidFile)'
+            trap 'kill $!; exit 0' TERM
+            wait
+            """], stdoutPath: pidFile + ".log", stderrPath: pidFile + ".log")
+        try waitUntil("the greeter's leader runs") { FileManager.default.fileExists(atPath: pidFile) }
+        let leader = readText(pidFile).trimmingCharacters(in: .whitespacesAndNewlines)
+        try desktop(["session", "g1", "116", "Debian-gdm", "seat0", "true", "active", "greeter", "leader=\(leader)"])
+        return daemon
+    }
+
+    /// dbus-monitor for EvaluationStatus, once it listens.
+    private func statusMonitor() throws -> (child: Child, path: String) {
+        let path = rig.directory + "/status-\(UInt32.random(in: 0...UInt32.max)).out"
+        let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address, "type='signal',member='EvaluationStatus'"],
+                                stdoutPath: path, stderrPath: path)
+        try waitForText("NameAcquired", in: path)
+        return (monitor, path)
+    }
+
     // MARK: Prompt agents (item 1)
 
     /// The sheet started by our user unit (or autostart) runs in no session:
@@ -355,6 +479,26 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
     private func run(in path: String, _ program: String, _ arguments: [String]) throws -> Outcome {
         try runProgram(try wrapper(path)[0], Array(try wrapper(path).dropFirst()) + [program] + arguments,
                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    /// The shell that runs gdbus as `login` would: in `path`, in a session
+    /// of its own whose controlling terminal is /dev/`vt` (setsid --ctty
+    /// takes stdin's terminal).
+    private func consoleWrapper(_ vt: String, _ path: String, _ arguments: [String]) throws -> [String] {
+        try makeCgroup(path)
+        return ["/bin/sh", "-c", "echo $$ > '\(Self.hierarchy + path)/cgroup.procs' && exec /usr/bin/setsid --ctty --wait \"$@\" < /dev/\(vt)",
+                "sh", "/usr/bin/gdbus"] + arguments
+    }
+
+    private func run(onConsole vt: String, in path: String, _ arguments: [String]) throws -> Outcome {
+        let wrap = try consoleWrapper(vt, path, arguments)
+        return try runProgram(wrap[0], Array(wrap.dropFirst()), environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    private func start(onConsole vt: String, in path: String, _ arguments: [String], output: String) throws -> Child {
+        let wrap = try consoleWrapper(vt, path, arguments)
+        return try Child(wrap[0], Array(wrap.dropFirst()), environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                         stdoutPath: output, stderrPath: output)
     }
 
     private func start(in path: String, _ program: String, _ arguments: [String], output: String) throws -> Child {

@@ -20,14 +20,7 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let log = rig.directory + "/mock-logind-\(UInt32.random(in: 0...UInt32.max)).log"
-        logind = try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
-                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
-        try waitUntil("logind is on the bus") {
-            try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
-                                                  "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
-                                                  "string:org.freedesktop.login1"]).stdout.contains("boolean true")
-        }
+        try startLogind()
         try desktop(["setup"])
         // The service follows logind from its start, with the unit's capabilities.
         service.stop()
@@ -41,6 +34,20 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         logind = nil
         for path in cgroups.reversed() { rmdir(Self.hierarchy + path) }
         cgroups = []
+    }
+
+    /// python-dbusmock's logind on the rig's bus, once it owns its name.
+    private func startLogind() throws {
+        let log = rig.directory + "/mock-logind-\(UInt32.random(in: 0...UInt32.max)).log"
+        logind = try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
+                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
+        try waitUntil("logind is on the bus") { try logindOnTheBus() }
+    }
+
+    private func logindOnTheBus() throws -> Bool {
+        try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                              "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                                              "string:org.freedesktop.login1"]).stdout.contains("boolean true")
     }
 
     // MARK: The shipped unit's view
@@ -296,6 +303,42 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
                              Self.call("VerifyUser", ["root", "{'request-id': <'gdm'>}"], timeout: 10))
         XCTAssertEqual(errorName(worker), "org.example.LocalAuth.Error.NotAtTheReader", worker.output)
         XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+    }
+
+    // MARK: logind restarting (issue 30, item 8)
+
+    /// logind leaves the bus mid-run (a restart, a crash): the service has
+    /// seen it, so its absence is no "machine without logind" where callers
+    /// count as local: nobody is at the reader until it is back, then the
+    /// same session is judged again. (On main: "(true,)" while it is away.)
+    func testWhileLogindIsAwayNobodyIsAtTheReaderAndWhenItIsBackTheSessionIsJudgedAgain() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let scope = "/user.slice/user-0.slice/session-c1.scope"
+        let before = try run(in: scope, "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(before.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", before.output)
+
+        logind?.signal(SIGTERM)
+        logind?.wait(timeout: 5)
+        logind = nil
+        try waitUntil("logind left the bus") { !(try logindOnTheBus()) }
+        for member in ["CanEvaluatePolicy", "VerifyUser"] {
+            let arguments = member == "VerifyUser" ? ["root", "{'request-id': <'away'>}"] : ["1"]
+            let away = try run(in: scope, "/usr/bin/gdbus", Self.call(member, arguments, timeout: 10))
+            XCTAssertEqual(errorName(away), "org.example.LocalAuth.Error.NotAtTheReader", "\(member): \(away.output)")
+            XCTAssertTrue(away.output.contains("logind"), away.output)
+        }
+        // A new connection, placed while logind is away, too.
+        let fresh = try run(in: "/user.slice/user-0.slice/user@0.service/app.slice/app-org.example.Editor-9.scope",
+                            "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(errorName(fresh), "org.example.LocalAuth.Error.NotAtTheReader", fresh.output)
+        XCTAssertTrue(service.log.contains("logind left the bus"), service.log)
+
+        try startLogind()
+        try desktop(["setup"])
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let back = try run(in: scope, "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(back.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", back.output + service.log)
     }
 
     static let gdm = "/system.slice/gdm.service"

@@ -58,7 +58,7 @@ extension Callers {
     /// display session (the session a prompt agent in a user unit serves).
     func session(_ record: CallerRecord) async -> LoginSession {
         switch await place(record) {
-        case .noLogind: return .noLogind
+        case .noLogind: return logind.seen ? .none : .noLogind
         case .nowhere: return .none
         case .session(let path): return .session(path.rawValue)
         case .user(let user):

@@ -41,7 +41,19 @@ final class Logind {
     /// A session's `Active` or `State` changed (a user switch, a logout).
     var onSessionChange: (@ServiceActor () -> Void)?
 
-    init(bus: BusConnection) { self.bus = bus }
+    init(bus: BusConnection) {
+        self.bus = bus
+        // Started while logind is away (its restart, and we were activated
+        // meanwhile): systemd runs the machine and logind has run since boot.
+        seen = Self.logindHasRun()
+    }
+
+    /// Under systemd (`/run/systemd/system`, sd_booted) with logind's seat
+    /// directory made since boot (`/run/systemd/seats`, written by logind
+    /// only): a machine with logind, whether it is on the bus now or not.
+    nonisolated static func logindHasRun(root: String = "") -> Bool {
+        access(root + "/run/systemd/system", F_OK) == 0 && access(root + "/run/systemd/seats", F_OK) == 0
+    }
 
     var lidClosed: Bool { lidClosedLogind || lidClosedUPower }
     var isPresent: Bool { bus.owner(of: Self.name) != nil }
@@ -93,6 +105,8 @@ final class Logind {
             seen = true
             await takeInhibitor()
             Log.info("following logind: lid \(lidClosed ? "closed" : "open")")
+        } else if seen {
+            Log.warning("logind has run since boot but is not on the bus: no caller is at the reader until it is back")
         } else {
             noLogind()
         }

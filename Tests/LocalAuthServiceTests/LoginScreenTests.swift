@@ -1,3 +1,4 @@
+import Foundation
 @testable import LocalAuthService
 import XCTest
 
@@ -95,5 +96,20 @@ final class LoginScreenTests: XCTestCase {
         let fields = ProcessFacts.statFields(stat: "123 (a) b) S 1 123 123 1027 123 4194560")
         XCTAssertEqual(fields.flatMap(ProcessFacts.controllingTTY(fields:)), 1027)
         XCTAssertEqual(LoginScreen.virtualConsole(ttyNr: 1027), 3)
+    }
+}
+
+/// Issue 30, item 8: a machine whose logind has run since boot is one with
+/// logind, whether it is on the bus at the service's start or not.
+final class LogindAwayTests: XCTestCase {
+    func testLogindHasRunOnlyUnderSystemdWithItsSeatDirectory() throws {
+        let root = NSTemporaryDirectory() + "logind-\(UInt32.random(in: 0...UInt32.max))"
+        defer { try? FileManager.default.removeItem(atPath: root) }
+        try FileManager.default.createDirectory(atPath: root + "/run/systemd/seats", withIntermediateDirectories: true)
+        XCTAssertFalse(Logind.logindHasRun(root: root), "not booted with systemd (a container's init, the rig)")
+        try FileManager.default.createDirectory(atPath: root + "/run/systemd/system", withIntermediateDirectories: true)
+        XCTAssertTrue(Logind.logindHasRun(root: root))
+        try FileManager.default.removeItem(atPath: root + "/run/systemd/seats")
+        XCTAssertFalse(Logind.logindHasRun(root: root), "systemd without logind")
     }
 }

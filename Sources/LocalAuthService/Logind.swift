@@ -45,14 +45,18 @@ final class Logind {
         self.bus = bus
         // Started while logind is away (its restart, and we were activated
         // meanwhile): systemd runs the machine and logind has run since boot.
-        seen = Self.logindHasRun()
+        seen = Self.logindHasRun(busAddress: getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) })
     }
 
     /// Under systemd (`/run/systemd/system`, sd_booted) with logind's seat
     /// directory made since boot (`/run/systemd/seats`, written by logind
     /// only): a machine with logind, whether it is on the bus now or not.
-    nonisolated static func logindHasRun(root: String = "") -> Bool {
-        access(root + "/run/systemd/system", F_OK) == 0 && access(root + "/run/systemd/seats", F_OK) == 0
+    /// Only for the machine's own system bus: a private one (the test rig
+    /// on a systemd host) never had the machine's logind on it.
+    nonisolated static func logindHasRun(root: String = "", busAddress: String?) -> Bool {
+        if let busAddress, !["unix:path=/run/dbus/system_bus_socket", "unix:path=/var/run/dbus/system_bus_socket"]
+            .contains(busAddress) { return false }
+        return access(root + "/run/systemd/system", F_OK) == 0 && access(root + "/run/systemd/seats", F_OK) == 0
     }
 
     var lidClosed: Bool { lidClosedLogind || lidClosedUPower }

@@ -106,10 +106,13 @@ final class LogindAwayTests: XCTestCase {
         let root = NSTemporaryDirectory() + "logind-\(UInt32.random(in: 0...UInt32.max))"
         defer { try? FileManager.default.removeItem(atPath: root) }
         try FileManager.default.createDirectory(atPath: root + "/run/systemd/seats", withIntermediateDirectories: true)
-        XCTAssertFalse(Logind.logindHasRun(root: root), "not booted with systemd (a container's init, the rig)")
+        XCTAssertFalse(Logind.logindHasRun(root: root, busAddress: nil), "not booted with systemd (a container's init, the rig)")
         try FileManager.default.createDirectory(atPath: root + "/run/systemd/system", withIntermediateDirectories: true)
-        XCTAssertTrue(Logind.logindHasRun(root: root))
+        XCTAssertTrue(Logind.logindHasRun(root: root, busAddress: nil))
+        XCTAssertTrue(Logind.logindHasRun(root: root, busAddress: "unix:path=/run/dbus/system_bus_socket"))
+        XCTAssertFalse(Logind.logindHasRun(root: root, busAddress: "unix:path=/tmp/localauth-rig-1/bus"),
+                       "a private bus never had the machine's logind")
         try FileManager.default.removeItem(atPath: root + "/run/systemd/seats")
-        XCTAssertFalse(Logind.logindHasRun(root: root), "systemd without logind")
+        XCTAssertFalse(Logind.logindHasRun(root: root, busAddress: nil), "systemd without logind")
     }
 }

@@ -341,6 +341,40 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(back.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", back.output + service.log)
     }
 
+    // MARK: exec after connect (issue 30, item 10)
+
+    /// A process of another uid connects, calls once, then execs another
+    /// program (a copy of python3: another file) that keeps the connection.
+    /// The service read the executable when it made the record and compares
+    /// it at each call: the next call is PermissionDenied. (On main: "again
+    /// ok", the call served as the first program's.)
+    func testACallerThatExecsAnotherProgramAfterItsFirstCallIsRefused() throws {
+        let outcome = try execAfterConnect("first")
+        XCTAssertTrue(outcome.stdout.contains("first ok"), outcome.output + service.log)
+        XCTAssertTrue(outcome.stdout.contains("again error org.example.LocalAuth.Error.PermissionDenied"),
+                      outcome.output + service.log)
+        XCTAssertTrue(service.log.contains("runs another executable than when it connected"), service.log)
+    }
+
+    /// The same without a first call: the service follows new unique names
+    /// on the bus and reads each new connection's process then, so an exec
+    /// a second after connecting is caught at the first call. (On main:
+    /// "again ok", the record was made at that call, of the new program.)
+    func testACallerThatExecsBeforeItsFirstCallIsRefusedOnceTheServiceSawItConnect() throws {
+        let outcome = try execAfterConnect("quiet")
+        XCTAssertTrue(outcome.stdout.contains("again error org.example.LocalAuth.Error.PermissionDenied"),
+                      outcome.output + service.log)
+    }
+
+    private func execAfterConnect(_ mode: String) throws -> Outcome {
+        let trusted = rig.directory + "/trusted-program"
+        if !FileManager.default.fileExists(atPath: trusted) {
+            try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path, toPath: trusted)
+            chmod(trusted, 0o755)
+        }
+        return try runAs(65534, "/usr/bin/python3", [try testScript("exec-after-connect.py"), mode, trusted])
+    }
+
     static let gdm = "/system.slice/gdm.service"
 
     /// gdm's daemon in gdm.service, and the greeter session it started: its

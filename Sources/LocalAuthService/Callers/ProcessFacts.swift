@@ -77,6 +77,21 @@ enum ProcessFacts {
         return nil
     }
 
+    /// A file as the kernel knows it: same device and inode, same file.
+    struct FileID: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// The file the process executes (stat of /proc/PID/exe, which follows
+    /// the kernel's link even to a deleted or replaced file). nil: gone, or
+    /// not readable (no CAP_SYS_PTRACE for another uid's process).
+    static func executableID(pid: UInt32) -> FileID? {
+        var info = stat()
+        guard stat("/proc/\(pid)/exe", &info) == 0 else { return nil }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     /// The executable's path as the kernel names it (not argv[0], which the
     /// process chooses). nil: gone, or not readable (no CAP_SYS_PTRACE).
     static func executable(pid: UInt32) -> String? {

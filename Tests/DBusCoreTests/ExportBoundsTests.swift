@@ -20,8 +20,10 @@ final class ExportBoundsTests: XCTestCase {
     }
 
     /// A handler that counts the calls it saw and echoes their first argument back in an error.
-    private func exportCounting(_ path: ObjectPath, limit: Int,
-                                oversized: (@Sendable (IncomingCall) -> Void)? = nil) -> Counter {
+    private func exportCounting(
+        _ path: ObjectPath, limit: Int,
+        oversized: (@Sendable (IncomingCall) -> Void)? = nil
+    ) -> Counter {
         let seen = Counter()
         server.export(path, maximumBodyBytes: limit, oversized: oversized) { call in
             seen.increment()
@@ -32,8 +34,9 @@ final class ExportBoundsTests: XCTestCase {
 
     private func get(_ path: ObjectPath, name: String) async -> DBusError? {
         do {
-            _ = try await client.call(destination: server.uniqueName, path: path, interface: "org.freedesktop.DBus.Properties",
-                                      member: "Get", arguments: [.string("org.example.Test"), .string(name)])
+            _ = try await client.call(
+                destination: server.uniqueName, path: path, interface: "org.freedesktop.DBus.Properties",
+                member: "Get", arguments: [.string("org.example.Test"), .string(name)])
             return nil
         } catch {
             return error

@@ -242,8 +242,10 @@ extension FprintdDevice {
                     service.readers.forget(device)
                     status(.disconnected)
                 } else if error.isCancelled {
-                    // VerifyStop or Release: nothing more to say. A timeout or sleep is an error to report.
-                    if operation.timedOut { status(.unknownError) }
+                    // VerifyStop or Release: fprintd's final status for a cancelled
+                    // verify is verify-no-match (nothing was judged, nothing counts),
+                    // sent before their reply. A timeout or sleep is an error to report.
+                    status(operation.timedOut ? .unknownError : .noMatch)
                 } else {
                     Log.warning("fprintd device \(id): verify failed: \(error)")
                     status(.unknownError)

@@ -554,6 +554,23 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         }
     }
 
+    /// Issue 30 item 6: a claimer that leaves between its Claim's arrival
+    /// and the claim being set (polkit's answer is an await) must not leave
+    /// the device claimed by nobody, for ever (AlreadyInUse for everyone, no
+    /// idle exit). 2,000 claimers each close 0-4 ms after sending Claim;
+    /// then another client claims and releases.
+    func testAClaimerThatLeftNeverKeepsTheDevice() throws {
+        let race = try run("/usr/bin/python3", [try testScript("claim-race.py"), "2000"])
+        XCTAssertEqual(race.status, 0, race.output)
+        XCTAssertTrue(race.output.contains("sent=2000"), race.output)
+        // Whatever was still on its way has arrived and ended.
+        try waitUntil("every claim ended", timeout: 60) {
+            let after = try self.run("/usr/bin/python3", [self.client, "calls", "Claim:", "Release"])
+            return after.output.contains("Claim ok") && after.output.contains("Release ok")
+        }
+        XCTAssertTrue(service.isRunning, service.log)
+    }
+
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {
         try await enroll("right-index-finger", as: "owner")
         // Claimed and idle: a claim holds no reader open (other programs may

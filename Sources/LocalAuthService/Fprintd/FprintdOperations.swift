@@ -346,6 +346,13 @@ extension FprintdDevice {
                 // The last stage is told by the final status.
                 if stage < stages || retry != nil { status(retry.map(FprintdBus.EnrollResult.init) ?? .stagePassed) }
             }
+            // The claimer left (or Release, SIGTERM) while the last stage
+            // completed: no print is saved for a claim that has ended.
+            guard !operation.cancellable.isCancelled else {
+                if device.storesPrints { try? await service.readers.deleteFromChip(print, on: device) }
+                status(.failed)
+                return
+            }
             do {
                 try service.prints.saveInFprintdLayout(print, finger: finger, username: claim.username,
                                                        uid: claim.uid, reader: identity)

@@ -76,6 +76,31 @@ final class ExportBoundsTests: XCTestCase {
         XCTAssertTrue(text.hasPrefix("no property éé"), text)
     }
 
+    /// Issue 30 item 9: an object that is gone (an unplugged reader) is
+    /// not served, listed or kept.
+    func testAnUnexportedObjectIsGoneFromTheBus() async throws {
+        let seen = exportCounting("/test/Parent/Child", limit: 1024)
+        let before = await get("/test/Parent/Child", name: "x")
+        XCTAssertEqual(before?.name, .unknownProperty)
+        let listed = try await client.call(
+            destination: server.uniqueName, path: "/test/Parent", interface: "org.freedesktop.DBus.Introspectable",
+            member: "Introspect")
+        XCTAssertTrue(listed.first?.string?.contains("<node name=\"Child\"/>") ?? false, "\(listed)")
+        server.unexport("/test/Parent/Child")
+        XCTAssertFalse(server.exportedPaths.contains("/test/Parent/Child"))
+        let after = await get("/test/Parent/Child", name: "x")
+        XCTAssertEqual(after?.name, .unknownObject)
+        XCTAssertEqual(seen.value, 1)
+        do {
+            let parent = try await client.call(
+                destination: server.uniqueName, path: "/test/Parent", interface: "org.freedesktop.DBus.Introspectable",
+                member: "Introspect")
+            XCTFail("the parent still lists a child: \(parent)")
+        } catch {
+            XCTAssertEqual(error.name, .unknownObject)
+        }
+    }
+
     func testTheBufferedIncomingLimitIsSet() {
         XCTAssertGreaterThan(server.bufferedIncomingLimit, 8 << 20, "libdbus's default")
         server.limitBufferedIncoming(bytes: 1 << 20)

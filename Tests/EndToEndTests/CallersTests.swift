@@ -255,9 +255,11 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
     /// in no session, while the greeter session (class greeter, started by
     /// the same gdm daemon) is active on seat0: pam_localauth verifies the
     /// finger. sshd's own PAM at the same moment (root in ssh.service, no
-    /// terminal, PAM_RHOST 127.0.0.1 as through a port-forward, which the
-    /// module lets through to the service) is NotAtTheReader at once, no
-    /// scan queued. (On main both are refused: the worker with "noSeat".)
+    /// terminal) is NotAtTheReader at once, no scan queued, whatever
+    /// PAM_RHOST says: here the machine's own host name (what sshd with
+    /// UseDNS=yes sets for a connection from 127.0.1.1, Debian's address of
+    /// the host name), which the module counts as local and sends on to the
+    /// service. (On 1c36356 both are refused: the worker with "noSeat".)
     func testGdmsWorkerVerifiesWhileItsGreeterIsInFrontAndSshdsPamNever() async throws {
         let module = Paths.root + "/.build/pam/pam_localauth.so"
         if !FileManager.default.fileExists(atPath: module) { _ = try runProgram("/usr/bin/make", ["-C", Paths.root, "pam"]) }
@@ -268,9 +270,11 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         try "auth required \(module) timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true, encoding: .utf8)
         defer { unlink("/etc/pam.d/" + name) }
 
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
         let started = Date()
         let sshd = try run(in: "/system.slice/ssh.service", "/usr/bin/pamtester",
-                           ["-v", "-I", "rhost=127.0.0.1", name, "root", "authenticate"])
+                           ["-v", "-I", "rhost=" + String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), name, "root", "authenticate"])
         XCTAssertTrue(sshd.output.contains("Authentication service cannot retrieve authentication info"), sshd.output)
         XCTAssertLessThan(Date().timeIntervalSince(started), 5, "no wait for a finger")
         XCTAssertTrue(service.log.contains("is not at the reader: noSeat"), service.log)

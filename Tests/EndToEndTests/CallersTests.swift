@@ -291,6 +291,41 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("seat0's greeter is in front"), service.log)
     }
 
+    /// The fprintd variant: `localauthd --fprintd` replaces fprintd, and gdm's
+    /// `gdm-fingerprint` runs pam_fprintd in the same worker shape: the right
+    /// finger verifies; a wrong one fails and counts toward the lockout.
+    /// sshd's own PAM with pam_fprintd (no PAM_RHOST: pam_fprintd refuses a
+    /// remote one itself) is refused by the service before any scan.
+    /// (On 1c36356 the worker's VerifyStart was refused "Not at the reader".)
+    func testPamFprintdAtTheLoginScreenVerifiesAndCountsAndSshdsPamIsRefused() async throws {
+        for action in ["net.reactivated.fprint.device.verify"] { try rig.polkit(action, nil) }
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--fprintd"], launcher: try Self.unitLauncher())
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let name = "localauth-gdm-fingerprint-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "auth required pam_fprintd.so max-tries=1 timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true,
+                                                                          encoding: .utf8)
+        defer { unlink("/etc/pam.d/" + name) }
+
+        let sshd = try run(in: "/system.slice/ssh.service", "/usr/bin/pamtester", ["-v", name, "root", "authenticate"])
+        XCTAssertFalse(sshd.output.contains("successfully authenticated"), sshd.output)
+        XCTAssertTrue(service.log.contains("is not at the reader: noSeat"), service.log)
+
+        for (finger, expected) in [("owner-finger", "successfully authenticated"), ("stranger", "Failed to match fingerprint")] {
+            let output = rig.directory + "/gdm-fingerprint-\(UInt32.random(in: 0...UInt32.max)).out"
+            let worker = try start(in: Self.gdm, "/usr/bin/stdbuf", ["-o0", "/usr/bin/pamtester", "-v", name, "root", "authenticate"],
+                                   output: output)
+            try waitForText("fingerprint reader", in: output, timeout: 15)
+            try service.sensor("SCAN \(finger)")
+            worker.wait(timeout: 20)
+            XCTAssertTrue(readText(output).contains(expected), "\(finger): " + readText(output) + service.log)
+            XCTAssertEqual(readText(output).contains("successfully authenticated"), finger == "owner-finger", readText(output))
+        }
+        XCTAssertTrue(service.log.contains("through fprintd's interface (1 of 5 in a row)"), service.log)
+    }
+
     /// The same worker is nobody once a person's session is in front (the
     /// greeter switched away from), and a root program of another system
     /// service is nobody while the greeter is in front.

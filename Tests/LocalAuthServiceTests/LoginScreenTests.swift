@@ -16,8 +16,9 @@ final class LoginScreenTests: XCTestCase {
     }
 
     static let gdm = "/system.slice/gdm.service"
-    static let greeter = LoginScreen.Session(sessionClass: "greeter", remote: false, active: true, state: "active",
-                                             launcherCgroup: gdm)
+    static let greeter = LoginScreen.Session(
+        sessionClass: "greeter", remote: false, active: true, state: "active",
+        launcherCgroup: gdm)
 
     func testTheVirtualConsolesAreMajorFourMinorOneToSixtyThree() {
         XCTAssertEqual(LoginScreen.virtualConsole(ttyNr: Self.device(4, 1)), 1)
@@ -33,8 +34,9 @@ final class LoginScreenTests: XCTestCase {
     /// login from getty@tty3: its terminal is tty3; at the reader while tty3
     /// is on screen, someone else's VT otherwise.
     func testLoginOnTheConsoleInFrontIsAtTheReaderAndOnAnotherVTItIsNot() {
-        let login = Facts(uid: 0, controllingTTY: Self.device(4, 3), foregroundVT: "tty3",
-                          cgroup: "/system.slice/system-getty.slice/getty@tty3.service")
+        let login = Facts(
+            uid: 0, controllingTTY: Self.device(4, 3), foregroundVT: "tty3",
+            cgroup: "/system.slice/system-getty.slice/getty@tty3.service")
         XCTAssertEqual(LoginScreen.presence(login), .local)
         var behind = login
         behind.foregroundVT = "tty2"
@@ -57,8 +59,10 @@ final class LoginScreenTests: XCTestCase {
         var noneInFront = worker
         noneInFront.activeSession = nil
         XCTAssertEqual(LoginScreen.presence(noneInFront), .noSeat)
-        let changes: [(inout LoginScreen.Session) -> Void] = [{ $0.remote = true }, { $0.active = false },
-                                                               { $0.state = "online" }, { $0.launcherCgroup = nil }]
+        let changes: [(inout LoginScreen.Session) -> Void] = [
+            { $0.remote = true }, { $0.active = false },
+            { $0.state = "online" }, { $0.launcherCgroup = nil },
+        ]
         for change in changes {
             var facts = worker
             change(&facts.activeSession!)
@@ -89,8 +93,9 @@ final class LoginScreenTests: XCTestCase {
     }
 
     func testTheCgroupPathIsSystemdsHierarchyElseTheUnifiedOne() {
-        XCTAssertEqual(ProcessFacts.cgroupPath(cgroup: "9:name=systemd:/system.slice/gdm.service\n8:pids:/\n0::/x\n"),
-                       "/system.slice/gdm.service")
+        XCTAssertEqual(
+            ProcessFacts.cgroupPath(cgroup: "9:name=systemd:/system.slice/gdm.service\n8:pids:/\n0::/x\n"),
+            "/system.slice/gdm.service")
         XCTAssertEqual(ProcessFacts.cgroupPath(cgroup: "0::/system.slice/ssh.service\n"), "/system.slice/ssh.service")
         XCTAssertNil(ProcessFacts.cgroupPath(cgroup: "1:cpu:/\n"))
         let fields = ProcessFacts.statFields(stat: "123 (a) b) S 1 123 123 1027 123 4194560")
@@ -110,8 +115,9 @@ final class LogindAwayTests: XCTestCase {
         try FileManager.default.createDirectory(atPath: root + "/run/systemd/system", withIntermediateDirectories: true)
         XCTAssertTrue(Logind.logindHasRun(root: root, busAddress: nil))
         XCTAssertTrue(Logind.logindHasRun(root: root, busAddress: "unix:path=/run/dbus/system_bus_socket"))
-        XCTAssertFalse(Logind.logindHasRun(root: root, busAddress: "unix:path=/tmp/localauth-rig-1/bus"),
-                       "a private bus never had the machine's logind")
+        XCTAssertFalse(
+            Logind.logindHasRun(root: root, busAddress: "unix:path=/tmp/localauth-rig-1/bus"),
+            "a private bus never had the machine's logind")
         try FileManager.default.removeItem(atPath: root + "/run/systemd/seats")
         XCTAssertFalse(Logind.logindHasRun(root: root, busAddress: nil), "systemd without logind")
     }

@@ -64,10 +64,12 @@ enum LoginScreen {
             return front == "tty\(vt)" ? .local : .inactive
         }
         guard let session = facts.activeSession, session.sessionClass == "greeter",
-              EnvironmentRules.presence(remote: session.remote, seat: "seat0", active: session.active,
-                                        state: session.state) == .local,
-              let launcher = session.launcherCgroup, let cgroup = facts.cgroup,
-              isSystemService(launcher), cgroup == launcher else { return .noSeat }
+            EnvironmentRules.presence(
+                remote: session.remote, seat: "seat0", active: session.active,
+                state: session.state) == .local,
+            let launcher = session.launcherCgroup, let cgroup = facts.cgroup,
+            isSystemService(launcher), cgroup == launcher
+        else { return .noSeat }
         return .local
     }
 

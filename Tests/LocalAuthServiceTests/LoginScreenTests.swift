@@ -74,6 +74,21 @@ final class LoginScreenTests: XCTestCase {
         XCTAssertEqual(LoginScreen.presence(reparented), .noSeat, "only a system service's own cgroup")
     }
 
+    /// A display manager's worker that holds a VT not yet in front (the one
+    /// the new session will get) is still judged by its greeter; the same
+    /// VT with no greeter in front is someone else's screen.
+    func testAWorkerOnAVTBehindIsJudgedByItsGreeter() {
+        let worker = Facts(
+            uid: 0, controllingTTY: Self.device(4, 2), foregroundVT: "tty1", cgroup: Self.gdm, activeSession: Self.greeter)
+        XCTAssertEqual(LoginScreen.presence(worker), .local)
+        var noGreeter = worker
+        noGreeter.activeSession = nil
+        XCTAssertEqual(LoginScreen.presence(noGreeter), .inactive)
+        var otherService = worker
+        otherService.cgroup = "/system.slice/ssh.service"
+        XCTAssertEqual(LoginScreen.presence(otherService), .inactive)
+    }
+
     /// sshd's PAM: root, in ssh.service, no terminal. Never, whatever is on
     /// screen: the greeter, a console, nothing.
     func testSshdsOwnPamIsNeverAtTheReader() {

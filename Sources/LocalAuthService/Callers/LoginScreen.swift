@@ -54,23 +54,29 @@ enum LoginScreen {
         return Int(minor)
     }
 
-    /// The verdict: `.local` for the two shapes above; `.inactive` for a
-    /// console login on a VT not in front (someone else is at the screen);
-    /// `.noSeat` for everything else.
+    /// The verdict: `.local` for the two shapes above (either suffices: a
+    /// display manager's worker holding a VT that is not yet in front is
+    /// still judged by its greeter); `.inactive` for a console login on a VT
+    /// not in front (someone else is at the screen); `.noSeat` for
+    /// everything else.
     static func presence(_ facts: Facts) -> EnvironmentRules.Presence {
         guard facts.uid == 0 else { return .noSeat }
-        if let tty = facts.controllingTTY, let vt = virtualConsole(ttyNr: tty) {
-            guard let front = facts.foregroundVT else { return .noSeat }
-            return front == "tty\(vt)" ? .local : .inactive
-        }
+        let vt = facts.controllingTTY.flatMap(virtualConsole(ttyNr:))
+        if let vt, let front = facts.foregroundVT, front == "tty\(vt)" { return .local }
+        if atTheGreeter(facts) { return .local }
+        return vt != nil && facts.foregroundVT != nil ? .inactive : .noSeat
+    }
+
+    /// seat0's greeter is in front, and the caller runs in the service that started it.
+    static func atTheGreeter(_ facts: Facts) -> Bool {
         guard let session = facts.activeSession, session.sessionClass == "greeter",
             EnvironmentRules.presence(
                 remote: session.remote, seat: "seat0", active: session.active,
                 state: session.state) == .local,
             let launcher = session.launcherCgroup, let cgroup = facts.cgroup,
             isSystemService(launcher), cgroup == launcher
-        else { return .noSeat }
-        return .local
+        else { return false }
+        return true
     }
 
     /// A system service's own cgroup (`/system.slice/…`), never the root,

@@ -128,13 +128,14 @@ extension Callers {
         var facts = LoginScreen.Facts(uid: record.uid, controllingTTY: ProcessFacts.controllingTTY(pid: pid),
                                       foregroundVT: ProcessFacts.foregroundVT(), cgroup: ProcessFacts.cgroupPath(pid: pid))
         let vt = facts.controllingTTY.flatMap(LoginScreen.virtualConsole(ttyNr:))
-        if vt == nil { facts.activeSession = await seat0ActiveSession() }
+        let inFront = vt.map { "tty\($0)" == facts.foregroundVT } ?? false
+        if !inFront { facts.activeSession = await seat0ActiveSession() }
         // Read, then checked again: the pid named the caller's process throughout.
         guard record.livePID == pid else { return .noSeat }
         let presence = LoginScreen.presence(facts)
         if presence == .local {
-            let shape = vt.map { "its console tty\($0) is in front" }
-                ?? "seat0's greeter is in front and it runs in the greeter's service \(facts.cgroup ?? "")"
+            let shape = inFront ? "its console tty\(vt ?? 0) is in front"
+                : "seat0's greeter is in front and it runs in the greeter's service \(facts.cgroup ?? "")"
             Log.info("caller \(record.sender) (uid 0) is in no session; at the reader: \(shape)")
         }
         return presence

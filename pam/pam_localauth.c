@@ -74,15 +74,20 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/// A remote login (PAM_RHOST names another host): nobody there can touch the
-/// reader. The service also refuses callers whose logind session is remote;
-/// this check answers at once, before the bus.
+/// A remote login: PAM_RHOST is set. Only network logins set it (sshd,
+/// login -h from telnetd/rlogind, xrdp); sudo, su, login on a console and
+/// the display managers leave it empty (sudo's pam_rhost is off on Linux).
+/// A loopback address is no proof of presence: sshd reports 127.0.0.1 or
+/// ::1 for a connection through a port-forward or a tunnel, whose person
+/// may be anywhere. So any PAM_RHOST, "localhost" and loopback included,
+/// means no fingerprint (docs/SECURITY.md, "Callers in no session"). The
+/// service also refuses callers whose logind session is remote; this check
+/// answers at once, before the bus.
 static int is_remote(pam_handle_t *pamh) {
     const void *item = NULL;
     if (pam_get_item(pamh, PAM_RHOST, &item) != PAM_SUCCESS || item == NULL) return 0;
     const char *host = item;
-    return host[0] != '\0' && strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0 &&
-           strcmp(host, "::1") != 0;
+    return host[0] != '\0';
 }
 
 /// What the person reads for each EvaluationStatus.
@@ -336,6 +341,14 @@ static const char *sendable_user(pam_handle_t *pamh) {
     return user;
 }
 
+static int authenticate(pam_handle_t *pamh, const char *user, const Options *options) {
+    if (is_remote(pamh)) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    return verify(pamh, user, options);
+}
+
 EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     Options options = parse_options(pamh, argc, argv);
@@ -343,11 +356,14 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     if (user == NULL) return PAM_USER_UNKNOWN;
     // reset-lockout acts in pam_sm_setcred, after the stack succeeded.
     if (options.reset_lockout) return PAM_IGNORE;
-    if (is_remote(pamh)) {
-        if (options.debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
-        return PAM_AUTHINFO_UNAVAIL;
-    }
-    return verify(pamh, user, &options);
+    // With debug, one line per call: its result and the time from this
+    // function's start to its return (the system test reads it).
+    double start = now_seconds();
+    int result = authenticate(pamh, user, &options);
+    if (options.debug)
+        pam_syslog(pamh, LOG_DEBUG, "authenticate %s: %s after %.1f ms", user, pam_strerror(pamh, result),
+                   (now_seconds() - start) * 1000.0);
+    return result;
 }
 
 /// setcred runs after pam_authenticate succeeded (PAM's contract with the

@@ -6,7 +6,8 @@ service (systemd-run --unit=...): pam_systemd registers the session with
 logind, with the class, type and seat in XDG_SESSION_CLASS,
 XDG_SESSION_TYPE and XDG_SEAT; the holder itself becomes the session's
 leader. Usage: session-holder.py PAM-SERVICE USER
-Prints "session XDG_SESSION_ID" once the session is open."""
+Prints "session XDG_SESSION_ID" once the session is open, and writes the
+id to $SYSTEST_SESSION_FILE."""
 import ctypes, ctypes.util, os, signal, sys
 
 libpam = ctypes.CDLL(ctypes.util.find_library("pam") or "libpam.so.0")
@@ -58,7 +59,14 @@ result = libpam.pam_acct_mgmt(handle, 0) or libpam.pam_open_session(handle, 0)
 if result != 0:
     sys.exit("pam_open_session: %d" % result)
 session = libpam.pam_getenv(handle, b"XDG_SESSION_ID")
-print("session", session.decode() if session else "?", flush=True)
+session = session.decode() if session else "?"
+print("session", session, flush=True)
+# The journal files this line under the session's scope (logind moved us
+# there), not under the unit: the id goes to a file as well.
+if os.environ.get("SYSTEST_SESSION_FILE"):
+    with open(os.environ["SYSTEST_SESSION_FILE"] + ".tmp", "w") as out:
+        out.write(session + "\n")
+    os.rename(os.environ["SYSTEST_SESSION_FILE"] + ".tmp", os.environ["SYSTEST_SESSION_FILE"])
 
 stop = []
 signal.signal(signal.SIGTERM, lambda *_: stop.append(1))

@@ -106,6 +106,44 @@ enroll() {  # USER NAME
     wait "$pid" || { cat "$log" >&2; why "localauthctl enroll --user $user failed"; return 1; }
 }
 
+
+# Enrolled once per container: later scenarios reuse alice's finger.
+ensure_enrolled() {  # USER NAME
+    localauthctl list --user "$1" 2>/dev/null | grep -q right-index-finger || enroll "$1" "$2"
+}
+reset_lockout() {
+    busctl --system call org.example.LocalAuth $OBJ $IFACE ResetLockout s "$1" >/dev/null
+}
+
+# pam_localauth as the first line of a real service's auth stack (debug: its
+# verdict and time reach the journal), before Debian's common-auth.
+enable_module_in() {  # PAM-SERVICE
+    grep -q pam_localauth "/etc/pam.d/$1" && return 0
+    sed -i '0,/^@include common-auth/s//auth [success=done default=ignore] pam_localauth.so timeout=10 debug\n@include common-auth/' "/etc/pam.d/$1"
+    grep -q pam_localauth "/etc/pam.d/$1" || why "could not put pam_localauth into /etc/pam.d/$1"
+}
+
+# Every VerifyUser on the system bus while it runs, to a file (what proves
+# "no scan was even asked for"; the real dbus-daemon's monitor interface).
+watch_verify_user() {  # FILE; sets WATCH_PID
+    dbus-monitor --system "type='method_call',interface='$IFACE',member='VerifyUser'" >"$1" 2>&1 &
+    WATCH_PID=$!
+    sleep 0.3
+}
+verify_user_calls() { kill "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null; grep -c 'member=VerifyUser' "$1"; }
+
+# An SSH client on the container's loopback. Key login as alice (root holds
+# her key), or a password login through SSH_ASKPASS.
+ssh_key() {  # USER COMMAND
+    ssh -i /root/.ssh/id_alice -o BatchMode=yes -o PreferredAuthentications=publickey "$1@127.0.0.1" "$2"
+}
+ssh_password() {  # USER PASSWORD COMMAND
+    printf '#!/bin/sh\necho %s\n' "$2" > /run/systest-askpass; chmod 0700 /run/systest-askpass
+    setsid -w env SSH_ASKPASS=/run/systest-askpass SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+        ssh -o PubkeyAuthentication=no -o PreferredAuthentications=password -o NumberOfPasswordPrompts=1 \
+        "$1@127.0.0.1" "$3" </dev/null
+}
+
 lockout_count() { cat "/var/lib/localauth/lockout/$(uid_of "$1")" 2>/dev/null || echo 0; }
 
 # An evaluation by USER's app in a user scope, fed FINGER (or nothing) by the
@@ -169,7 +207,10 @@ scenario_bus_activation_and_idle_exit() {
     local t0 out; t0=$(now)
     out="$(setpriv --reuid=alice --regid=alice --init-groups busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 2>&1)"
     echo "first CanEvaluatePolicy (alice, no session): $out in $(since "$t0") s" >&2
-    case "$out" in "b "*|*org.example.LocalAuth.Error.*) ;; *) why "CanEvaluatePolicy got no answer of the service: $out"; return 1 ;; esac
+    # Any answer of the service will do (alice is in no session here: it may
+    # say she is not at the reader); not one of the bus's activation errors.
+    case "$out" in "b "*) ;; *"not provided by any .service"*|*Timeout*|*"Connection timed out"*|*ServiceUnknown*|*"Failed to activate"*|*"start job"*)
+        why "CanEvaluatePolicy got no answer of the service: $out"; return 1 ;; esac
     is_active localauthd || why "the call did not start localauthd.service through systemd" || return 1
     local pid; pid="$(systemctl show -P MainPID localauthd)"
     [ "$(readlink /proc/"$pid"/exe)" = /usr/libexec/localauthd ] || why "MainPID $pid is not /usr/libexec/localauthd" || return 1
@@ -219,9 +260,246 @@ scenario_app_scope_in_active_display_session() {
     [ "$EVAL_RC" = 0 ] || why "alice's app was refused after switching back" || return 1
 }
 
-scenario_cleanup_sessions() { close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter; }
 
-ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session)
+# gdm's worker: a greeter session (class greeter, gdm's account) is active on
+# seat0; root in gdm's system service, in no session and in no user slice,
+# runs the fingerprint PAM stack for alice before any session of hers exists.
+# Right finger: success. Wrong finger: failure, and the lockout counts it.
+scenario_greeter_worker_fingerprint_login() {
+    local greeter out="$LOGS/gdm-worker.log" before
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    greeter="$(open_seat_session systest-greeter Debian-gdm greeter)" || return 1
+    [ "$(active_session_of_seat)" = "$greeter" ] || why "the greeter session $greeter is not active on seat0" || return 1
+    echo "greeter session $greeter: $(loginctl show-session "$greeter" -p Class -p Seat -p Active -p Remote | paste -sd' ')" >&2
+    pam_service systest-gdm-fingerprint
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
+    local pid=$!
+    vfp "$VFP" SCAN alice-right-index 2>>"$out"
+    wait "$pid"; local rc=$?
+    cat "$out" >&2
+    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in with her finger" || return 1
+
+    before=$(lockout_count alice)
+    local t0=$EPOCHSECONDS
+    systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    for _ in 1 2 3; do vfp "$VFP" SCAN someone-else 2>>"$out"; sleep 0.3; done
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    module_log_since "$t0" pamtester >&2
+    [ $rc != 0 ] && module_log_since "$t0" pamtester | grep -q "AuthenticationFailed" ||
+        why "a wrong finger at the greeter did not fail with PAM_AUTH_ERR (AuthenticationFailed)" || return 1
+    [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count the wrong finger ($before → $(lockout_count alice))" || return 1
+    echo "lockout of alice: $before → $(lockout_count alice)" >&2
+    reset_lockout alice
+}
+
+# sshd's own PAM: root in ssh.service, no session, PAM_RHOST=127.0.0.1 (a
+# loopback connection, as through a port-forward), pam_localauth first in
+# /etc/pam.d/sshd, and alice's display session active on seat0 (the person
+# may be at the machine; the login is not). The password login works and no
+# VerifyUser ever reaches the bus.
+scenario_sshd_own_pam_never_scans() {
+    local t0 calls
+    ensure_enrolled alice alice-right-index || return 1
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sshd || return 1
+    systemctl restart ssh || why "ssh.service does not start" || return 1
+    t0=$EPOCHSECONDS
+    watch_verify_user "$LOGS/sshd-verify.log"
+    ssh_password alice alice-password 'echo LOGGED-IN' >"$LOGS/sshd-login.log" 2>&1
+    local rc=$?
+    calls=$(verify_user_calls "$LOGS/sshd-verify.log")
+    cat "$LOGS/sshd-login.log" >&2
+    module_log_since "$t0" sshd >&2
+    [ $rc = 0 ] && grep -q LOGGED-IN "$LOGS/sshd-login.log" || why "the SSH password login failed" || return 1
+    [ "$calls" = 0 ] || why "sshd's PAM asked localauthd for a fingerprint ($calls VerifyUser, PAM_RHOST=127.0.0.1)" || return 1
+    module_log_since "$t0" sshd | grep -q "remote login: no fingerprint" || why "pam_localauth did not log the remote login" || return 1
+}
+
+# sudo inside a real SSH session (key login, the session remote in logind),
+# pam_localauth first in /etc/pam.d/sudo, alice's display session active on
+# seat0: no scan, and the password follows at once: under 100 ms from
+# pam_sm_authenticate's start to its return, as the module logs it.
+scenario_sudo_in_ssh_session_falls_to_password() {
+    local t0 ms
+    ensure_enrolled alice alice-right-index || return 1
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sudo || return 1
+    systemctl start ssh || return 1
+    t0=$EPOCHSECONDS
+    watch_verify_user "$LOGS/sudo-ssh-verify.log"
+    ssh_key alice 'loginctl show-session $XDG_SESSION_ID -p Remote -p Class -p Seat | paste -sd" "; echo alice-password | sudo -S -k -p "" -v && echo SUDO-OK' \
+        >"$LOGS/sudo-ssh.log" 2>&1
+    local rc=$? calls; calls=$(verify_user_calls "$LOGS/sudo-ssh-verify.log")
+    cat "$LOGS/sudo-ssh.log" >&2
+    module_log_since "$t0" sudo >&2
+    [ $rc = 0 ] && grep -q SUDO-OK "$LOGS/sudo-ssh.log" || why "sudo with the password failed in the SSH session" || return 1
+    ms="$(module_log_since "$t0" sudo | sed -n 's/.*authenticate alice: .* after \([0-9.]*\) ms.*/\1/p' | tail -n1)"
+    [ -n "$ms" ] || why "pam_localauth logged no authenticate time for sudo" || return 1
+    module_log_since "$t0" sudo | grep "authenticate alice:" | grep -q -v "Success" || why "the fingerprint succeeded inside an SSH session" || return 1
+    echo "pam_sm_authenticate in sudo over SSH: $ms ms, $calls VerifyUser" >&2
+    awk -v m="$ms" 'BEGIN { exit !(m < 100) }' || why "the module took $ms ms before the password (limit 100 ms)" || return 1
+}
+
+# GNOME Terminal's shape: sudo in a vte-spawn scope of alice's user manager
+# while her display session is active on seat0: the finger answers.
+scenario_terminal_scope_sudo_gets_fingerprint() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sudo || return 1
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/terminal-sudo.log" 2>&1 &
+    local pid=$!
+    vfp "$VFP" SCAN alice-right-index 2>>"$LOGS/terminal-sudo.log"
+    wait "$pid"; local rc=$?
+    cat "$LOGS/terminal-sudo.log" >&2
+    [ $rc = 0 ] || why "sudo in alice's terminal scope did not take her finger" || return 1
+}
+
+# The service's messages reach the journal with their priorities: five
+# wrong fingers from alice's app lock biometry out (a warning), each failed
+# match is a notice; `journalctl -u localauthd -p warning` shows the first
+# and not the second.
+scenario_journal_priorities() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    local since=$EPOCHSECONDS
+    for _ in 1 2; do
+        in_user_scope alice app-gnome-systest localauthctl evaluate --reason "journal" >>"$LOGS/journal-eval.log" 2>&1 &
+        local pid=$!
+        for _ in 1 2 3; do vfp "$VFP" SCAN someone-else 2>/dev/null || break; sleep 0.3; done
+        wait "$pid"
+    done
+    cat "$LOGS/journal-eval.log" >&2
+    [ "$(lockout_count alice)" -ge 5 ] || why "five wrong fingers did not lock alice out (count $(lockout_count alice))" || return 1
+    journalctl -q -u localauthd --since "@$since" -p warning -o cat >"$LOGS/journal-warning.log"
+    journalctl -q -u localauthd --since "@$since" -o json --output-fields=PRIORITY,MESSAGE >"$LOGS/journal-all.log"
+    cat "$LOGS/journal-warning.log" >&2
+    grep -q "biometry locked out for uid $(uid_of alice)" "$LOGS/journal-warning.log" || why "the lockout warning is not in journalctl -p warning" || return 1
+    grep -q '"PRIORITY":"5"' "$LOGS/journal-all.log" || why "no notice-level message from localauthd" || return 1
+    python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; bad=[r["MESSAGE"] for r in rows if r.get("MESSAGE","").startswith("<")]; sys.exit("priority prefixes left in messages: %s" % bad[:3] if bad else 0)' "$LOGS/journal-all.log" || why "journald did not parse the <N> priority prefixes" || return 1
+    reset_lockout alice
+}
+
+# fprintd's fingers of USER through net.reactivated.Fprint (whoever serves it:
+# Debian's fprintd or localauthd --fprintd), as GNOME Settings asks.
+fprint_fingers() {  # USER
+    local device
+    device="$(gdbus call --system --dest net.reactivated.Fprint --object-path /net/reactivated/Fprint/Manager \
+        --method net.reactivated.Fprint.Manager.GetDefaultDevice | sed -n "s/^(objectpath '\(.*\)',)$/\1/p")"
+    [ -n "$device" ] || { echo "no fprint device"; return 1; }
+    gdbus call --system --dest net.reactivated.Fprint --object-path "$device" \
+        --method net.reactivated.Fprint.Device.ListEnrolledFingers "$1"
+}
+status_of() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || echo not-installed; }
+apt_quiet() { DEBIAN_FRONTEND=noninteractive apt-get -y -q --no-install-recommends "$@" >>"$LOGS/apt-swap.log" 2>&1 ||
+    { tail -n 25 "$LOGS/apt-swap.log" >&2; why "apt-get $* failed"; }; }
+
+# Debian's fprintd enrolls a finger (fprintd-enroll, fed by the reader until
+# it says enroll-completed).
+fprintd_enroll() {  # USER FINGER NAME
+    local log="$LOGS/fprintd-enroll-$1.log" pid sent=0 passed
+    fprintd-enroll -f "$2" "$1" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        passed=$(grep -c -E "enroll-stage-passed|Enrolling" "$log" 2>/dev/null || true)
+        if [ "${passed:-0}" -gt "$sent" ]; then vfp "$FPRINTD_VFP" SCAN "$3" || break; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    wait "$pid"; cat "$log" >&2
+    grep -q enroll-completed "$log" || why "fprintd-enroll $1 $2 did not complete"
+}
+
+# The package that replaces fprintd, next to libpam-fprintd, as apt resolves
+# it; prints survive a switch to Debian's fprintd and back; then everything
+# of ours is purged and leaves no file, no user, no process, no PAM line.
+scenario_fprintd_swap_and_purge() {
+    local fingers
+    [ "$(status_of fprintd)" = installed ] && [ "$(status_of libpam-fprintd)" = installed ] ||
+        why "the root has no fprintd + libpam-fprintd to start from" || return 1
+    # Debian's fprintd enrolls bob's right index finger.
+    systemctl stop localauthd
+    fprintd_enroll bob right-index-finger bob-right-index || return 1
+    systemctl stop fprintd
+
+    # localauth-fprintd in: fprintd out (Conflicts/Replaces), libpam-fprintd stays (Provides).
+    apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    [ "$(status_of localauth-fprintd)" = installed ] || why "localauth-fprintd is not installed" || return 1
+    [ "$(status_of fprintd)" != installed ] || why "fprintd is still installed beside localauth-fprintd" || return 1
+    [ "$(status_of libpam-fprintd)" = installed ] || why "libpam-fprintd went with fprintd" || return 1
+    ! command -v fprintd-list >/dev/null || why "fprintd-list is still there" || return 1
+    fingers="$(fprint_fingers bob 2>&1)"; echo "bob's fingers through localauthd --fprintd: $fingers" >&2
+    echo "$fingers" | grep -q right-index-finger || why "bob's fprintd print is not seen by localauthd --fprintd: $fingers" || return 1
+    # net.reactivated.Fprint activated the same unit, with --fprintd.
+    is_active localauthd || why "the gdbus call did not start localauthd.service" || return 1
+    tr '\0' ' ' </proc/"$(systemctl show -P MainPID localauthd)"/cmdline | grep -q -- --fprintd ||
+        why "localauthd.service does not run --fprintd" || return 1
+    ! systemctl is-active -q fprintd || why "Debian's fprintd.service runs too" || return 1
+    # localauthd enrolls bob's left index finger into fprintd's store.
+    localauthctl enroll left-index-finger --user bob >"$LOGS/enroll-bob-left.log" 2>&1 &
+    local pid=$! sent=0 asked
+    while kill -0 "$pid" 2>/dev/null; do
+        asked=$(grep -c -E "^The reader needs|^Scan [0-9]+ of [0-9]+ done" "$LOGS/enroll-bob-left.log" 2>/dev/null || true)
+        if [ "${asked:-0}" -gt "$sent" ]; then vfp "$VFP" SCAN bob-left-index || break; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    wait "$pid" || { cat "$LOGS/enroll-bob-left.log" >&2; why "localauthctl enroll --user bob (fprintd mode) failed"; return 1; }
+    systemctl stop localauthd
+
+    # Back to Debian's fprintd (from apt's cache: the container has no network).
+    apt_quiet install fprintd || return 1
+    [ "$(status_of fprintd)" = installed ] && [ "$(status_of localauth-fprintd)" != installed ] ||
+        why "installing fprintd did not replace localauth-fprintd" || return 1
+    fingers="$(fprintd-list bob 2>&1)"; echo "fprintd-list bob: $fingers" >&2
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "Debian's fprintd lost a print after the switch back: $fingers" || return 1
+    systemctl stop fprintd
+
+    # And localauth-fprintd once more: both prints still there.
+    apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    fingers="$(fprint_fingers bob 2>&1)"
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "localauthd --fprintd lost a print on the second switch: $fingers" || return 1
+
+    # Purge: with the pam-auth-update profile on, and the service running.
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
+    pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
+    grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
+    busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
+    local files; files="$(dpkg -L localauthd libpam-localauth localauth-tools localauth-fprintd liblocalauth-1-0 gir1.2-localauth-1.0 | sort -u)"
+    local users_before; users_before="$(getent passwd | cut -d: -f1 | sort)"
+    apt_quiet purge localauth-fprintd localauthd libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0 || return 1
+    local left=""
+    while read -r f; do [ -f "$f" ] || [ -L "$f" ] && left="$left $f"; done <<<"$files"
+    [ -z "$left" ] || why "files left after purge:$left" || return 1
+    [ ! -e /var/lib/localauth ] || why "/var/lib/localauth is left after purge" || return 1
+    ! pgrep -x localauthd >/dev/null || why "localauthd still runs after purge (pid $(pgrep -x localauthd))" || return 1
+    ! grep -rl pam_localauth /etc/pam.d >/dev/null || why "PAM still names pam_localauth: $(grep -rl pam_localauth /etc/pam.d)" || return 1
+    [ "$(getent passwd | cut -d: -f1 | sort)" = "$users_before" ] || why "the accounts changed with the purge" || return 1
+    ! getent passwd | grep -qi localauth || why "an account of ours is left" || return 1
+    systemctl cat localauthd.service >/dev/null 2>&1 && why "systemd still knows localauthd.service" && return 1
+    # The person's prints are fprintd's, not ours: Debian's fprintd, installed
+    # again, still has both.
+    apt_quiet install fprintd libpam-fprintd || return 1
+    fingers="$(fprintd-list bob 2>&1)"
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "bob's prints went with the purge: $fingers" || return 1
+    echo "purge left nothing; fprintd-list bob: $fingers" >&2
+}
+
+scenario_cleanup_sessions() {
+    close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null; true
+}
+
+ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
+     greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
+     terminal_scope_sudo_gets_fingerprint journal_priorities fprintd_swap_and_purge)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0

@@ -8,7 +8,7 @@
 # "N passed, N failed". On a failure: the scenario's own log and the
 # service's journal since the scenario started.
 set -uo pipefail
-export LANG=C.UTF-8
+export LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive
 
 DEBS=/opt/systest/debs
 VFP=/var/lib/localauth/vfp.sock
@@ -219,8 +219,11 @@ scenario_bus_activation_and_idle_exit() {
     echo "figures: $(systemctl show localauthd -p MainPID -p MemoryCurrent -p TasksCurrent -p NRestarts -p ExecMainStartTimestampMonotonic | paste -sd' ')" >&2
     echo "figures: $(systemd-analyze security localauthd.service --no-pager 2>/dev/null | tail -n1)" >&2
     # The sandbox as applied: only the state directory is writable.
-    grep -q ' /var/lib/localauth .*rw' /proc/"$pid"/mountinfo || why "the state directory is not mounted rw in the service" || return 1
-    grep -E ' / / .* ro[, ]' /proc/"$pid"/mountinfo >/dev/null || why "the root is not read-only in the service (ProtectSystem=strict)" || return 1
+    local root_options state_options
+    root_options="$(findmnt --task "$pid" -no OPTIONS /)"; state_options="$(findmnt --task "$pid" -no OPTIONS /var/lib/localauth)"
+    echo "in the service's mount namespace: / $root_options; /var/lib/localauth $state_options" >&2
+    case "$root_options" in ro,*) ;; *) why "the root is not read-only in the service (ProtectSystem=strict)"; return 1 ;; esac
+    case "$state_options" in rw,*) ;; *) why "the state directory is not writable in the service"; return 1 ;; esac
     # Idle exit (30 s, the shipped --idle-timeout) with Result=success.
     wait_for 45 "localauthd to exit when idle" is_inactive localauthd || return 1
     [ "$(systemctl show -P Result localauthd)" = success ] || why "the idle exit's result is $(systemctl show -P Result localauthd)" || return 1
@@ -468,6 +471,7 @@ scenario_fprintd_swap_and_purge() {
 
     # Purge: with the pam-auth-update profile on, and the service running.
     sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
+    rm -f /etc/pam.d/systest-gdm-fingerprint
     pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
     grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
     busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
@@ -475,7 +479,9 @@ scenario_fprintd_swap_and_purge() {
     local users_before; users_before="$(getent passwd | cut -d: -f1 | sort)"
     apt_quiet purge localauth-fprintd localauthd libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0 || return 1
     local left=""
-    while read -r f; do [ -f "$f" ] || [ -L "$f" ] && left="$left $f"; done <<<"$files"
+    while read -r f; do
+        [ -n "$f" ] && [ ! -d "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; } && left="$left $f"
+    done <<<"$files"
     [ -z "$left" ] || why "files left after purge:$left" || return 1
     [ ! -e /var/lib/localauth ] || why "/var/lib/localauth is left after purge" || return 1
     ! pgrep -x localauthd >/dev/null || why "localauthd still runs after purge (pid $(pgrep -x localauthd))" || return 1

@@ -21,6 +21,8 @@ mkdir -p "$LOGS"
 # ------------------------------------------------------------------ helpers
 # Every helper returns non-zero with a reason on stderr (the scenario's log).
 why() { echo "WHY: $*" >&2; return 1; }
+# A measured figure: shown on the scenario's PASS/FAIL line.
+figure() { echo "FIGURE: $*" >&2; }
 now() { echo "$EPOCHREALTIME"; }
 since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
 uid_of() { id -u "$1"; }
@@ -58,7 +60,11 @@ STATUS_LOG="$LOGS/evaluation-status.log"
 status_mark() { local n; n=$(grep -c -E '"(place-finger|no-match)"' "$STATUS_LOG" 2>/dev/null); echo "${n:-0}"; }
 feed() {  # PID MARK FINGER COUNT
     local pid="$1" mark="$2" finger="$3" count="$4" sent=0 asked end=$((EPOCHSECONDS + 30))
-    while kill -0 "$pid" 2>/dev/null && [ "$sent" -lt "$count" ] && [ "$EPOCHSECONDS" -lt "$end" ]; do
+    # "always": a client of fprintd's interface (pam_fprintd), whose scans the
+    # service does not announce on its own interface: the finger is placed
+    # every second until the client is done.
+    [ "$count" = always ] && sent=always
+    while [ "$sent" != always ] && kill -0 "$pid" 2>/dev/null && [ "$sent" -lt "$count" ] && [ "$EPOCHSECONDS" -lt "$end" ]; do
         asked=$(( $(status_mark) - mark ))
         if [ "$asked" -gt "$sent" ]; then
             vfp "$VFP" SCAN "$finger" || break
@@ -67,7 +73,7 @@ feed() {  # PID MARK FINGER COUNT
         fi
         sleep 0.05
     done
-    if [ "$count" = 1 ]; then
+    if [ "$count" = 1 ] || [ "$count" = always ]; then
         while kill -0 "$pid" 2>/dev/null && [ "$EPOCHSECONDS" -lt "$end" ]; do
             for _ in $(seq 10); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
             vfp "$VFP" SCAN "$finger" 2>/dev/null && echo "$EPOCHREALTIME SCAN $finger again" >&2
@@ -235,6 +241,7 @@ scenario_bus_activation_and_idle_exit() {
     local t0 out; t0=$(now)
     out="$(setpriv --reuid=alice --regid=alice --init-groups busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 2>&1)"
     echo "first CanEvaluatePolicy (alice, no session): $out in $(since "$t0") s" >&2
+    figure "activated by the first call in $(since "$t0") s"
     # Any answer of the service will do (alice is in no session here: it may
     # say she is not at the reader); not one of the bus's activation errors.
     case "$out" in "b "*) ;; *"not provided by any .service"*|*Timeout*|*"Connection timed out"*|*ServiceUnknown*|*"Failed to activate"*|*"start job"*)
@@ -246,6 +253,8 @@ scenario_bus_activation_and_idle_exit() {
         grep -q ":name=systemd:/system.slice/localauthd.service" /proc/"$pid"/cgroup || why "pid $pid is not in localauthd.service's cgroup" || return 1
     echo "figures: $(systemctl show localauthd -p MainPID -p MemoryCurrent -p TasksCurrent -p NRestarts -p ExecMainStartTimestampMonotonic | paste -sd' ')" >&2
     echo "figures: $(systemd-analyze security localauthd.service --no-pager 2>/dev/null | tail -n1)" >&2
+    figure "exposure $(systemd-analyze security localauthd.service --no-pager 2>/dev/null | tail -n1 | sed -n 's/.*: \([0-9.]* [A-Z]*\).*/\1/p')"
+    figure "RSS $(($(awk '/^VmRSS/ {print $2}' /proc/"$pid"/status) / 1024)) MB, $(ls /proc/"$pid"/task | wc -l) threads"
     # The sandbox as applied: only the state directory is writable.
     local root_options state_options
     root_options="$(findmnt --task "$pid" -no OPTIONS /)"; state_options="$(findmnt --task "$pid" -no OPTIONS /var/lib/localauth)"
@@ -256,10 +265,12 @@ scenario_bus_activation_and_idle_exit() {
     wait_for 45 "localauthd to exit when idle" is_inactive localauthd || return 1
     [ "$(systemctl show -P Result localauthd)" = success ] || why "the idle exit's result is $(systemctl show -P Result localauthd)" || return 1
     echo "idle exit after $(since "$t0") s since the first call" >&2
+    figure "idle exit $(since "$t0") s after the call"
     t0=$(now)
     setpriv --reuid=alice --regid=alice --init-groups busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
     is_active localauthd || why "the next call did not start it again" || return 1
     echo "activated again in $(since "$t0") s" >&2
+    figure "activated again in $(since "$t0") s"
 }
 
 # GNOME's app scope in alice's active display session: the app evaluates and
@@ -342,6 +353,40 @@ scenario_greeter_worker_fingerprint_login() {
     reset_lockout alice
 }
 
+# gdm's fingerprint login through pam_fprintd, with localauth-fprintd serving
+# fprintd's interface (gdm's gdm-fingerprint service): the same shapes as
+# greeter-worker-fingerprint-login, through Debian's pam_fprintd. Right
+# finger: success; wrong finger: failure, counted in the one lockout.
+scenario_greeter_worker_fingerprint_login_through_pam_fprintd() {
+    local out="$LOGS/gdm-fprintd-worker.log" rc before pid
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    [ "$(status_of localauth-fprintd)" = installed ] || apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    systemctl stop localauthd
+    open_seat_session systest-greeter Debian-gdm greeter >/dev/null || return 1
+    cat > /etc/pam.d/systest-gdm-fingerprint-fprintd <<'CONF'
+auth     [success=done default=ignore] pam_fprintd.so max-tries=1 timeout=10 debug
+auth     requisite pam_deny.so
+account  required pam_permit.so
+CONF
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    feed "$pid" 0 alice-right-index always
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in through pam_fprintd" || return 1
+    before=$(lockout_count alice)
+    systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    feed "$pid" 0 someone-else always
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    [ $rc != 0 ] || why "a wrong finger logged alice in through pam_fprintd" || return 1
+    [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count pam_fprintd's failed match ($before → $(lockout_count alice))" || return 1
+}
+
 # sshd's own PAM: root in ssh.service, no session, PAM_RHOST=127.0.0.1 (a
 # loopback connection, as through a port-forward), pam_localauth first in
 # /etc/pam.d/sshd, and alice's display session active on seat0 (the person
@@ -387,6 +432,7 @@ scenario_sudo_in_ssh_session_falls_to_password() {
     [ -n "$ms" ] || why "pam_localauth logged no authenticate time for sudo" || return 1
     module_log_since "$t0" sudo | grep "authenticate alice:" | grep -q -v "Success" || why "the fingerprint succeeded inside an SSH session" || return 1
     echo "pam_sm_authenticate in sudo over SSH: $ms ms, $calls VerifyUser" >&2
+    figure "pam_sm_authenticate ${ms} ms, then the password"
     awk -v m="$ms" 'BEGIN { exit !(m < 100) }' || why "the module took $ms ms before the password (limit 100 ms)" || return 1
 }
 
@@ -492,6 +538,9 @@ fprintd_enroll() {  # USER FINGER NAME
 # of ours is purged and leaves no file, no user, no process, no PAM line.
 scenario_fprintd_swap_and_purge() {
     local fingers
+    if [ "$(status_of localauth-fprintd)" = installed ]; then
+        systemctl stop localauthd; apt_quiet install fprintd || return 1
+    fi
     [ "$(status_of fprintd)" = installed ] && [ "$(status_of libpam-fprintd)" = installed ] ||
         why "the root has no fprintd + libpam-fprintd to start from" || return 1
     # Debian's fprintd enrolls bob's right index finger.
@@ -540,7 +589,7 @@ scenario_fprintd_swap_and_purge() {
 
     # Purge: with the pam-auth-update profile on, and the service running.
     sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
-    rm -f /etc/pam.d/systest-gdm-fingerprint
+    rm -f /etc/pam.d/systest-gdm-fingerprint /etc/pam.d/systest-gdm-fingerprint-fprintd
     pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
     grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
     busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
@@ -575,7 +624,7 @@ scenario_cleanup_sessions() {
 ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
-     journal_priorities fprintd_swap_and_purge)
+     journal_priorities greeter_worker_fingerprint_login_through_pam_fprintd fprintd_swap_and_purge)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0
@@ -597,8 +646,9 @@ for name in "${ALL[@]}"; do
     rc=$?
     scenario_cleanup_sessions >/dev/null 2>&1
     seconds=$(since "$t0")
+    figures="$(sed -n 's/^FIGURE: //p' "$log" | paste -sd';' | sed 's/;/; /g')"
     if [ $rc = 0 ]; then
-        echo "PASS ${name//_/-} (${seconds} s)"
+        echo "PASS ${name//_/-} (${seconds} s)${figures:+: $figures}"
         passed=$((passed + 1))
     else
         echo "FAIL ${name//_/-} (${seconds} s): $(grep '^WHY: ' "$log" | tail -n1 | cut -c6-)"

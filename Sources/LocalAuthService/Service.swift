@@ -119,7 +119,16 @@ public final class LocalAuthService: CallRouterHost {
         // Enumeration only: a reader opens when an operation needs it.
         service.readers.start()
         service.prepareStoreAndReaders()
-        bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
+        // What libdbus may hold of calls not yet released: all the calls the
+        // registry admits at their largest body fit well below it.
+        bus.limitBufferedIncoming(bytes: ServiceLimits.bufferedIncomingBytes)
+        // The connection refuses a body past SaveRight's (the largest we take)
+        // before the router runs; the router holds every other method to 16 KiB.
+        bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath),
+                   maximumBodyBytes: RightsServiceLimits.saveRightBodyBytes,
+                   oversized: { call in
+                       call.fail(ServiceErrors.limit("the call's arguments are larger than \(RightsServiceLimits.saveRightBodyBytes) bytes").dbusError)
+                   }) { call in
             ServiceActor.assumeIsolated { service.router.receive(call) }
         }
         // A caller that leaves the bus cancels what it started. Only the bus

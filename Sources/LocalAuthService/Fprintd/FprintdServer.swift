@@ -26,7 +26,11 @@ final class FprintdServer {
 
     /// Exports the objects, follows the readers, and takes the bus name.
     func start() throws(DBusError) {
-        service.bus.export(ObjectPath(stringLiteral: FprintdBus.managerPath)) { [weak self] call in
+        // fprintd's calls are small (a finger name, a user name): the same
+        // 16 KiB bound as org.example.LocalAuth's, checked by the connection
+        // before anything (Properties included) is decoded.
+        service.bus.export(ObjectPath(stringLiteral: FprintdBus.managerPath),
+                           maximumBodyBytes: ServiceLimits.maximumBodyBytes) { [weak self] call in
             ServiceActor.assumeIsolated { self?.receiveManagerCall(call) }
         }
         refreshDevices()
@@ -63,7 +67,8 @@ final class FprintdServer {
             let device = FprintdDevice(id: nextID, reader: reader, server: self)
             nextID += 1
             devices.append(device)
-            service.bus.export(ObjectPath(stringLiteral: device.path)) { [weak self] call in
+            service.bus.export(ObjectPath(stringLiteral: device.path),
+                               maximumBodyBytes: ServiceLimits.maximumBodyBytes) { [weak self] call in
                 ServiceActor.assumeIsolated { self?.receiveDeviceCall(call) }
             }
             Log.info("fprintd device \(device.path) is reader \(reader.identity)")

@@ -3,7 +3,8 @@
 # when the cache has none for this package list:
 #   mmdebstrap --variant=minbase --include=<packages> bookworm ROOT <sources>
 # then setup-root.sh inside it. The key is a SHA-256 of `packages`,
-# `setup-root.sh`, the suite and the apt sources; roots of other keys are
+# `setup-root.sh`, the suite, the apt sources and this machine's versions of
+# the libraries our packages link (their shlibs); roots of other keys are
 # removed (one root is kept, about 400 MB). apt's lists and downloaded
 # .debs stay in the root so the booted container (no network) can install
 # Debian's fprintd again. Needs root, mmdebstrap and a Debian mirror.
@@ -20,7 +21,12 @@ command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (scripts/in
 [ -r "$SOURCES" ] || die "no apt sources at $SOURCES (set SYSTEST_SOURCES)"
 
 PACKAGES="$(sed 's/#.*//' "$HERE/packages" | tr -s ' \t\n' '\n' | grep -v '^$' | paste -sd, -)"
-KEY="$( { echo "$SUITE"; echo "$PACKAGES"; cat "$HERE/setup-root.sh" "$SOURCES"; } | sha256sum | cut -c1-16)"
+# Our .debs are built on this machine: their shlibs dependencies are the
+# versions installed here. A root older than them could not install them
+# offline, so this machine's versions of those libraries are part of the key.
+HOST_LIBS="$(dpkg-query -W -f='${Package}=${Version}\n' libc6 libglib2.0-0 libfprint-2-2 libdbus-1-3 \
+    libpolkit-gobject-1-0 libssl3 libpam0g libgtk-4-1 2>/dev/null | sort)"
+KEY="$( { echo "$SUITE"; echo "$PACKAGES"; echo "$HOST_LIBS"; cat "$HERE/setup-root.sh" "$SOURCES"; } | sha256sum | cut -c1-16)"
 ROOT="$CACHE/root-$KEY"
 if [ -f "$ROOT/.systest-complete" ]; then
     echo "$ROOT"; exit 0

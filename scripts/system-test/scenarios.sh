@@ -387,6 +387,31 @@ CONF
     [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count pam_fprintd's failed match ($before → $(lockout_count alice))" || return 1
 }
 
+# logind away: the service cannot tell who is at the reader, so it must fail
+# closed: alice's app in her (formerly active) display session is refused
+# without a scan while systemd-logind is stopped (masked, so the bus cannot
+# start it again), and works again once logind is back.
+scenario_logind_away_fails_closed() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    systemctl stop localauthd
+    systemctl mask --runtime systemd-logind >/dev/null 2>&1
+    systemctl stop systemd-logind
+    local calls
+    watch_verify_user "$LOGS/logind-away-verify.log"
+    evaluate_in_app_scope alice alice-right-index
+    calls=$(verify_user_calls "$LOGS/logind-away-verify.log")
+    systemctl unmask --runtime systemd-logind >/dev/null 2>&1
+    systemctl start systemd-logind
+    journalctl -q -u localauthd --since "-60s" -o cat | grep -i logind >&2
+    [ "$EVAL_RC" != 0 ] || why "with logind stopped, alice's app was given a scan and passed (callers counted as local)" || return 1
+    systemctl stop localauthd
+    wait_for 10 "logind back" busctl --system status org.freedesktop.login1 || return 1
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app was refused after logind came back" || return 1
+}
+
 # sshd's own PAM: root in ssh.service, no session, PAM_RHOST=127.0.0.1 (a
 # loopback connection, as through a port-forward), pam_localauth first in
 # /etc/pam.d/sshd, and alice's display session active on seat0 (the person
@@ -624,7 +649,8 @@ scenario_cleanup_sessions() {
 ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
-     journal_priorities greeter_worker_fingerprint_login_through_pam_fprintd fprintd_swap_and_purge)
+     journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
+     fprintd_swap_and_purge)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0

@@ -641,7 +641,7 @@ scenario_fprintd_swap_and_purge() {
     echo "purge left nothing; fprintd-list bob: $fingers" >&2
 }
 
-scenario_cleanup_sessions() {
+cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
     systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null; true
 }
@@ -670,7 +670,7 @@ for name in "${ALL[@]}"; do
     fi
     ( "scenario_$name" ) >"$log" 2>&1
     rc=$?
-    scenario_cleanup_sessions >/dev/null 2>&1
+    cleanup_between_scenarios >/dev/null 2>&1
     seconds=$(since "$t0")
     figures="$(sed -n 's/^FIGURE: //p' "$log" | paste -sd';' | sed 's/;/; /g')"
     if [ $rc = 0 ]; then

@@ -18,7 +18,7 @@
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
 #                    Swift build inside; docs/PACKAGING.md); then lintian on them
-#   make system-test (root, ~12 min from a clean tree, ~2 min with the packages built and the root cached)
+#   make system-test (root, 5-12 min from a clean tree, 1-2.5 min with the packages built and the root cached)
 #                    make deb, then scripts/system-test/run: our .debs installed with apt into a
 #                    Debian 12 root (mmdebstrap, cached under /var/cache/localauth-system-test),
 #                    booted with systemd-nspawn (real systemd, logind, polkitd, dbus-daemon, sshd);

@@ -659,7 +659,11 @@ dbus-monitor --system "type='signal',interface='$IFACE',member='EvaluationStatus
 MONITOR=$!
 trap 'kill $MONITOR 2>/dev/null' EXIT
 sleep 0.3
-[ $# -gt 0 ] && ALL=("$@")
+if [ $# -gt 0 ]; then
+    ALL=("$@")
+    # Every scenario needs our packages: a subset starts by installing them.
+    [ "${1//-/_}" = apt_installs_the_packages ] || ALL=(apt_installs_the_packages "${ALL[@]}")
+fi
 for name in "${ALL[@]}"; do
     name="${name//-/_}"
     log="$LOGS/$name.log"

@@ -213,11 +213,11 @@ module_log_since() { journalctl -q --since "@$1" -o cat -t "$2" 2>/dev/null | gr
 # --------------------------------------------------------------- scenarios
 
 # Our .debs, installed with apt as a person would (apt-get install ./x.deb),
-# offline: every dependency must already be in the root. localauth-prompt is
-# left out (its GTK is not in the root; no display server here).
+# offline: every dependency must already be in the root (localauth-prompt's
+# GTK 4 too; Xvfb stands in for the screen in the agent's scenario).
 scenario_apt_installs_the_packages() {
     local debs=()
-    for package in localauthd libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0; do
+    for package in localauthd localauth-prompt libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0; do
         debs+=("$(ls $DEBS/${package}_*.deb)")
     done
     DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
@@ -410,6 +410,65 @@ scenario_logind_away_fails_closed() {
     wait_for 10 "logind back" busctl --system status org.freedesktop.login1 || return 1
     evaluate_in_app_scope alice alice-right-index
     [ "$EVAL_RC" = 0 ] || why "alice's app was refused after logind came back" || return 1
+}
+
+# The sheet's agent, started as our package starts it (its user unit,
+# localauth-prompt.service, in USER's user@UID.service) on an X server of its
+# own. Prints the agent's bus name once the service logged its registration.
+start_agent() {  # USER DISPLAY-NUMBER SINCE
+    local user="$1" n="$2" since="$3" uid name
+    uid="$(uid_of "$user")"
+    systemctl stop "xvfb-$user" 2>/dev/null; systemctl reset-failed "xvfb-$user" 2>/dev/null
+    systemd-run --quiet --unit="xvfb-$user" Xvfb ":$n" -ac -nolisten tcp -screen 0 800x600x24 || return 1
+    wait_for 10 "Xvfb :$n" test -S "/tmp/.X11-unix/X$n" || return 1
+    setpriv --reuid="$uid" --regid="$(id -g "$user")" --init-groups --reset-env \
+        env HOME="/home/$user" PATH=/usr/bin:/bin XDG_RUNTIME_DIR="/run/user/$uid" \
+        sh -c "systemctl --user set-environment DISPLAY=:$n && systemctl --user restart localauth-prompt.service" ||
+        why "systemctl --user start localauth-prompt.service as $user failed" || return 1
+    for _ in $(seq 100); do
+        name="$(journalctl -q -u localauthd --since "@$since" -o cat | sed -n "s/^prompt agent \(:[0-9.]*\) registered for uid $uid .*/\1/p" | tail -n1)"
+        [ -n "$name" ] && break
+        sleep 0.1
+    done
+    [ -n "$name" ] || { journalctl -q --since "@$since" -o cat _UID="$uid" | tail -n 20 >&2; why "$user's agent did not register"; return 1; }
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $name registered" >&2
+    echo "$name"
+}
+
+# The sheet's agent of each person registers for that person's display
+# session (GNOME's shape: the user unit under user@UID.service, judged by the
+# user's Display session); the sheet of an evaluation goes to the agent of
+# the person in front, never to the other's.
+scenario_prompt_agent_follows_the_active_display_session() {
+    local alice bob alice_agent bob_agent since=$EPOCHSECONDS
+    ensure_enrolled alice alice-right-index || return 1
+    ensure_enrolled bob bob-right-index || return 1
+    reset_lockout alice; reset_lockout bob
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    alice_agent="$(start_agent alice 11 "$since")" || return 1
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q -w "$alice" ||
+        why "alice's agent is not registered for her display session $alice" || return 1
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$bob"
+    wait_for 5 "bob's session in front" test "$(active_session_of_seat)" = "$bob" || return 1
+    bob_agent="$(start_agent bob 12 "$since")" || return 1
+    [ "$bob_agent" != "$alice_agent" ] || why "one agent for both" || return 1
+    local t1=$EPOCHSECONDS
+    evaluate_in_app_scope bob bob-right-index
+    [ "$EVAL_RC" = 0 ] || why "bob's app in front was refused" || return 1
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep "shown by" >&2
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "of uid $(uid_of bob) shown by $bob_agent" ||
+        why "bob's sheet was not shown by bob's agent" || return 1
+    ! journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "shown by $alice_agent" ||
+        why "alice's agent was asked while bob is in front" || return 1
+    # Back to alice: her agent shows her app's sheet.
+    loginctl activate "$alice"
+    wait_for 5 "alice's session in front" test "$(active_session_of_seat)" = "$alice" || return 1
+    t1=$EPOCHSECONDS
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app was refused after switching back" || return 1
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "of uid $(uid_of alice) shown by $alice_agent" ||
+        why "alice's sheet was not shown by alice's agent" || return 1
 }
 
 # sshd's own PAM: root in ssh.service, no session, PAM_RHOST=127.0.0.1 (a
@@ -618,9 +677,9 @@ scenario_fprintd_swap_and_purge() {
     pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
     grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
     busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
-    local files; files="$(dpkg -L localauthd libpam-localauth localauth-tools localauth-fprintd liblocalauth-1-0 gir1.2-localauth-1.0 | sort -u)"
+    local files; files="$(dpkg -L localauthd localauth-prompt libpam-localauth localauth-tools localauth-fprintd liblocalauth-1-0 gir1.2-localauth-1.0 | sort -u)"
     local users_before; users_before="$(getent passwd | cut -d: -f1 | sort)"
-    apt_quiet purge localauth-fprintd localauthd libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0 || return 1
+    apt_quiet purge localauth-fprintd localauthd localauth-prompt libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0 || return 1
     local left=""
     while read -r f; do
         [ -n "$f" ] && [ ! -d "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; } && left="$left $f"
@@ -628,6 +687,7 @@ scenario_fprintd_swap_and_purge() {
     [ -z "$left" ] || why "files left after purge:$left" || return 1
     [ ! -e /var/lib/localauth ] || why "/var/lib/localauth is left after purge" || return 1
     ! pgrep -x localauthd >/dev/null || why "localauthd still runs after purge (pid $(pgrep -x localauthd))" || return 1
+    ! pgrep -f /usr/libexec/localauth-prompt >/dev/null || why "localauth-prompt still runs after purge" || return 1
     ! grep -rl pam_localauth /etc/pam.d >/dev/null || why "PAM still names pam_localauth: $(grep -rl pam_localauth /etc/pam.d)" || return 1
     [ "$(getent passwd | cut -d: -f1 | sort)" = "$users_before" ] || why "the accounts changed with the purge" || return 1
     ! getent passwd | grep -qi localauth || why "an account of ours is left" || return 1
@@ -643,13 +703,13 @@ scenario_fprintd_swap_and_purge() {
 
 cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
-    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null; true
+    systemctl stop gdm xvfb-alice xvfb-bob 2>/dev/null; systemctl reset-failed gdm xvfb-alice xvfb-bob 2>/dev/null; true
 }
 
 ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
-     journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
+     prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
      fprintd_swap_and_purge)
 
 # ------------------------------------------------------------------ runner

@@ -129,6 +129,10 @@ in_user_scope() {  # USER SCOPE-PREFIX COMMAND...
         systemd-run --user --scope --quiet --unit="$prefix-$RANDOM$RANDOM.scope" -- "$@"
 }
 
+# What localauthctl enroll prints when it wants the next scan (the first, the
+# next stage, or again after a scan the reader could not use).
+ENROLL_ASKS="^The reader needs|^Scan [0-9]+ of [0-9]+ done|did not count"
+
 # Enroll USER's finger named NAME (the virtual reader's print) as root with
 # the installed localauthctl: one SCAN each time it asks.
 enroll() {  # USER NAME
@@ -136,7 +140,7 @@ enroll() {  # USER NAME
     localauthctl enroll --user "$user" >"$log" 2>&1 &
     pid=$!
     while kill -0 "$pid" 2>/dev/null; do
-        asked=$(grep -c -E "^The reader needs|^Scan [0-9]+ of [0-9]+ done" "$log" 2>/dev/null || true)
+        asked=$(grep -c -E "$ENROLL_ASKS" "$log" 2>/dev/null || true)
         if [ "${asked:-0}" -gt "$sent" ]; then vfp "$VFP" SCAN "$name" || break; sent=$((sent + 1)); fi
         sleep 0.05
     done
@@ -446,7 +450,8 @@ scenario_prompt_agent_follows_the_active_display_session() {
     reset_lockout alice; reset_lockout bob
     alice="$(open_seat_session systest-display-alice alice user)" || return 1
     alice_agent="$(start_agent alice 11 "$since")" || return 1
-    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q -w "$alice" ||
+    # The service names the session by its logind path (the id escaped: "175" → "_3175").
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q "/session/_3$alice)" ||
         why "alice's agent is not registered for her display session $alice" || return 1
     bob="$(open_seat_session systest-display-bob bob user)" || return 1
     loginctl activate "$bob"
@@ -649,7 +654,7 @@ scenario_fprintd_swap_and_purge() {
     localauthctl enroll left-index-finger --user bob >"$LOGS/enroll-bob-left.log" 2>&1 &
     local pid=$! sent=0 asked
     while kill -0 "$pid" 2>/dev/null; do
-        asked=$(grep -c -E "^The reader needs|^Scan [0-9]+ of [0-9]+ done" "$LOGS/enroll-bob-left.log" 2>/dev/null || true)
+        asked=$(grep -c -E "$ENROLL_ASKS" "$LOGS/enroll-bob-left.log" 2>/dev/null || true)
         if [ "${asked:-0}" -gt "$sent" ]; then vfp "$VFP" SCAN bob-left-index || break; sent=$((sent + 1)); fi
         sleep 0.05
     done

@@ -497,6 +497,28 @@ scenario_sshd_own_pam_never_scans() {
     [ $rc = 0 ] && grep -q LOGGED-IN "$LOGS/sshd-login.log" || why "the SSH password login failed" || return 1
     [ "$calls" = 0 ] || why "sshd's PAM asked localauthd for a fingerprint ($calls VerifyUser, PAM_RHOST=127.0.0.1)" || return 1
     module_log_since "$t0" sshd | grep -q "remote login: no fingerprint" || why "pam_localauth did not log the remote login" || return 1
+
+    # The service's own rule, for a module that does not look at PAM_RHOST:
+    # pam_exec in sshd's stack runs a VerifyUser as root from sshd's PAM
+    # process (in ssh.service, in no session, before any session exists).
+    # The service must refuse it at once, with no scan.
+    cat > /run/systest-verify-probe <<'PROBE'
+#!/bin/sh
+busctl --system --timeout=8 call org.example.LocalAuth /org/example/LocalAuth org.example.LocalAuth \
+    VerifyUser sa{sv} "$PAM_USER" 0 >/run/systest-verify-probe.out 2>&1
+echo "rc=$? cgroup=$(grep '^0::' /proc/self/cgroup)" >>/run/systest-verify-probe.out
+PROBE
+    chmod 0755 /run/systest-verify-probe; rm -f /run/systest-verify-probe.out
+    sed -i '0,/^auth \[success=done default=ignore\] pam_localauth.so/s//auth optional pam_exec.so quiet \/run\/systest-verify-probe\n&/' /etc/pam.d/sshd
+    local mark; mark=$(status_mark)
+    ssh_password alice alice-password 'echo LOGGED-IN' >"$LOGS/sshd-login2.log" 2>&1
+    sed -i '/systest-verify-probe/d' /etc/pam.d/sshd
+    cat /run/systest-verify-probe.out >&2
+    grep -q "rc=" /run/systest-verify-probe.out || why "pam_exec did not run the probe in sshd's PAM" || return 1
+    grep -q "system.slice/ssh.service" /run/systest-verify-probe.out || echo "NOTE: the probe did not run in ssh.service's cgroup" >&2
+    [ "$(status_mark)" = "$mark" ] || why "the service started a scan for sshd's own PAM (root in ssh.service, no session)" || return 1
+    grep -q -E "not at the reader|NotAtTheReader|no session on a seat" /run/systest-verify-probe.out ||
+        why "the service did not refuse VerifyUser from sshd's PAM as not at the reader" || return 1
 }
 
 # sudo inside a real SSH session (key login, the session remote in logind),

@@ -16,7 +16,7 @@ import LocalAuthShared
 /// (libfprint, the reader queue and gate, reader choice), Fprintd/ (fprintd's
 /// contract). docs/DESIGN.md draws them and follows one call through them.
 @ServiceActor
-public final class LocalAuthService: CallRouterHost {
+public final class LocalAuthService {
     let configuration: Configuration
     let bus: BusConnection
     let readers = Readers()
@@ -53,9 +53,14 @@ public final class LocalAuthService: CallRouterHost {
 
     /// Every call in flight, from arrival to answer (Bus/Requests.swift).
     let registry = CallRegistry()
-    /// The wire: bounds, typed arguments, polkit, the method table (Bus/).
-    private(set) lazy var router = CallRouter(host: self, registry: registry, callers: callers, authorizer: authorizer,
-                                              methods: Self.methods, interfaceXML: Self.interfaceXML)
+    /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
+    private(set) lazy var router = CallRouter(
+        registry: registry, callers: callers, authorizer: authorizer,
+        schedule: { [work] in work.yield(.call($0)) },
+        // Enrolled, deleted, locked out, the password given: that user's
+        // subscribers hear it (Environment.userChanged); a call that changed
+        // nothing costs nothing there.
+        callEnded: { [weak self] in self?.environment.callEnded() })
     /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
     private(set) lazy var evaluator: Evaluator = {
         let wiring = ServiceEvaluatorWiring(self)
@@ -68,7 +73,7 @@ public final class LocalAuthService: CallRouterHost {
     /// task has ended.
     private let work = WorkQueue<Work>()
     enum Work: Sendable {
-        case call(RoutedCall)
+        case call(any RoutedCall)
         case reader(Readers.Work)
         /// The sleep cycle's actions, run in order (SleepCoordinator).
         case sleepCycle(@Sendable @ServiceActor () async -> Void)
@@ -77,8 +82,6 @@ public final class LocalAuthService: CallRouterHost {
     }
     /// Runs `body` as a task of the service's task group (SIGTERM waits for it).
     func spawn(_ body: @escaping @Sendable @ServiceActor () async -> Void) { work.yield(.task(body)) }
-    /// When the service last did anything: the idle exit waits for quiet.
-    private var lastActivity = ContinuousClock.now
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?
@@ -86,7 +89,7 @@ public final class LocalAuthService: CallRouterHost {
     private var readersStuck = false
     private(set) var stopping = false
 
-    static let interfaceXML = String(cString: clocalauth_interface_xml())
+    nonisolated static let interfaceXML = String(cString: clocalauth_interface_xml())
 
     private init(configuration: Configuration, bus: BusConnection) {
         self.configuration = configuration
@@ -119,9 +122,7 @@ public final class LocalAuthService: CallRouterHost {
         // Enumeration only: a reader opens when an operation needs it.
         service.readers.start()
         service.prepareStoreAndReaders()
-        bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath)) { call in
-            ServiceActor.assumeIsolated { service.router.receive(call) }
-        }
+        service.router.export(LocalAuthBus.objectPath, contract, on: service, bus: bus)
         // A caller that leaves the bus cancels what it started. Only the bus
         // driver can say so: the subscription checks the sender of every
         // signal, since anyone may send a forged one straight to us.
@@ -165,7 +166,7 @@ public final class LocalAuthService: CallRouterHost {
             while let item = await work.next() {
                 switch item {
                 case .call(let routed):
-                    group.addImmediateTask { @ServiceActor in await self.router.serve(routed, on: self) }
+                    group.addImmediateTask { @ServiceActor in await routed.serve(on: self.router) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
                 case .sleepCycle(let actions):
@@ -190,6 +191,7 @@ public final class LocalAuthService: CallRouterHost {
         Log.info("stopping")
         idleTimer?.cancel()
         work.finish()
+        router.stop()
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
@@ -218,14 +220,14 @@ public final class LocalAuthService: CallRouterHost {
 
     /// The one idle rule: no call registered, and nothing received for the
     /// idle timeout. Checked when the timer fires; activity only moves
-    /// `lastActivity`, so a busy service arms no timers.
+    /// the router's `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
         // Environment subscribers do not keep it alive (one subscriber of any
         // uid would keep it running for ever): the library subscribes again
         // when the service is next started (docs/SECURITY.md, "Limits").
         // An fprintd claim does: its claimer holds the device between calls.
         registry.isEmpty && !(fprintd?.keepsServiceAlive ?? false)
-            && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+            && ContinuousClock.now - router.lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -236,7 +238,7 @@ public final class LocalAuthService: CallRouterHost {
                 Log.info("idle for \(Int(self.configuration.idleTimeout)) s; exiting")
                 self.stop()
             } else {
-                let quiet = ContinuousClock.now - self.lastActivity
+                let quiet = ContinuousClock.now - self.router.lastActivity
                 let quietSeconds = Double(quiet.components.seconds) + Double(quiet.components.attoseconds) / 1e18
                 self.armIdleTimer(after: self.configuration.idleTimeout - quietSeconds)
             }
@@ -257,20 +259,6 @@ public final class LocalAuthService: CallRouterHost {
         fprintd?.senderVanished(name)
     }
 
-    // MARK: The router's host
-
-    var isStopping: Bool { stopping }
-
+    /// BiometryType, org.example.LocalAuth's property.
     var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
-
-    func noteActivity() { lastActivity = .now }
-
-    func schedule(_ call: RoutedCall) { work.yield(.call(call)) }
-
-    func callEnded() {
-        // Enrolled, deleted, locked out, the password given: that user's
-        // subscribers hear it (Environment.userChanged); a call that changed
-        // nothing costs nothing there.
-        environment.callEnded()
-    }
 }

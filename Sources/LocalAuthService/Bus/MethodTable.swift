@@ -1,67 +1,29 @@
 import DBusCore
 import LocalAuthShared
 
-/// One row per method of org.example.LocalAuth: its argument signature and
-/// the polkit action it needs (checked before the handler runs, before any
-/// state changes). This table is the only place that pairs methods with actions.
+/// org.example.LocalAuth's contract (Bus/Contract.swift): one row per method,
+/// its argument signature and the polkit action it needs (checked before the
+/// handler runs, before any state changes). This table is the only place
+/// that pairs its methods with actions.
 ///
 /// Each row names its arguments struct (`CallArguments`), which the router
 /// decodes and validates once, at arrival. Methods about prints may name
 /// another user (the struct's `namedUser`): for those the action is `manage`
 /// instead, whatever the row says (Authorization.swift).
-struct MethodSpec {
-    let signature: String
-    /// The action for the caller's own prints (nil: none needed).
-    let action: PolkitAction?
-    /// Whether polkit may ask the person (a password) for this action.
-    let interactive: Bool
-    /// Decodes and validates the arguments in full, at arrival (Bus/CallArguments.swift).
-    let decode: @Sendable ([DBusValue]) throws(ServiceError) -> any CallArguments
-    /// Runs the call once the caller is known and polkit said yes.
-    let handler: @ServiceActor (LocalAuthService, Request, any CallArguments) async throws(ServiceError) -> [DBusValue]
-
-    /// A row whose handler takes its arguments typed.
-    init<Arguments: CallArguments>(
-        signature: String, action: PolkitAction?, interactive: Bool, _ arguments: Arguments.Type,
-        handler: @escaping @ServiceActor (LocalAuthService, Call<Arguments>) async throws(ServiceError) -> [DBusValue]
-    ) {
-        self.signature = signature
-        self.action = action
-        self.interactive = interactive
-        decode = { values throws(ServiceError) in try Arguments(values) }
-        self.handler = { service, request, decoded throws(ServiceError) in
-            // `decoded` was made by this row's own `decode`: always `Arguments`.
-            try await handler(service, Call(request: request, arguments: decoded as! Arguments))
-        }
-    }
-}
-
-/// A method call with its caller resolved.
-struct Request {
-    let call: IncomingCall
-    /// The caller's uid, from the bus.
-    let uid: UInt32
-    /// The caller's connection: its credentials, app identity and presence (Callers/).
-    let caller: CallerRecord
-    /// Whose prints the call is about: the caller, or the user a `user`
-    /// option named once `manage` was granted.
-    let target: UInt32
-    /// The call's registration (Requests.swift): what ends it, and whether it has ended.
-    let record: CallRecord
-
-    init(call: IncomingCall, caller: CallerRecord, target: UInt32? = nil, record: CallRecord) {
-        self.call = call
-        self.caller = caller
-        self.uid = caller.uid
-        self.target = target ?? uid
-        self.record = record
-    }
-    var sender: String { call.sender }
-}
-
 extension LocalAuthService {
     // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging(
+    nonisolated static let contract = BusContract<LocalAuthService>(
+        interface: LocalAuthBus.interface, methods: methods, errors: .localAuth, introspection: interfaceXML,
+        properties: { service in [LocalAuthBus.Property.biometryType: .uint32(service.biometryType.rawValue)] },
+        refusal: { action, decision in
+            switch decision {
+            case .dismissed: ServiceErrors.permissionDenied("the authentication for \(action) was dismissed")
+            case .denied(let why): ServiceErrors.permissionDenied(why)
+            case .authorized: ServiceErrors.permissionDenied("\(action) was not granted")
+            }
+        })
+
+    nonisolated static let methods: [String: MethodSpec<LocalAuthService>] = rightsMethods.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,

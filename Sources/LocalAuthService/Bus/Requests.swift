@@ -1,7 +1,7 @@
 import DBusCore
 import LocalAuthShared
 
-/// One call of org.example.LocalAuth from the moment it arrives until it is
+/// One call (of any contract) from the moment it arrives until it is
 /// answered. It is registered before anything awaits (the caller's uid,
 /// polkit, the reader), so that whatever ends it — the caller leaving the
 /// bus, Cancel or EndEvaluation of its request id, SIGTERM — ends it at any
@@ -10,10 +10,9 @@ import LocalAuthShared
 @ServiceActor
 final class CallRecord {
     let sender: String
-    /// The call's body, decoded once at arrival (`Message.arguments` decodes
-    /// on every access): what fprintd's handlers read (Fprintd/);
-    /// org.example.LocalAuth's get their typed `CallArguments` instead.
-    let arguments: [DBusValue]
+    /// How the contract it came through names errors: a shutdown that
+    /// answers it (`CallRegistry.abandonAll`) answers in those words.
+    let errors: ErrorTable
     /// The request id the call carries (`CallArguments.callRequestID`), read
     /// at arrival, so that a Cancel sent right after the call finds it even
     /// before polkit answered.
@@ -42,10 +41,10 @@ final class CallRecord {
     /// work it waits for never ends (a reader that ignores cancellation).
     let call: IncomingCall?
 
-    init(sender: String, requestID: String?, arguments: [DBusValue] = [], call: IncomingCall? = nil) {
+    init(sender: String, requestID: String?, errors: ErrorTable = .localAuth, call: IncomingCall? = nil) {
         self.sender = sender
         self.requestID = requestID
-        self.arguments = arguments
+        self.errors = errors
         self.call = call
     }
 
@@ -144,7 +143,7 @@ final class CallRegistry {
         var abandoned = 0
         for caller in callers.values {
             for call in caller.calls {
-                call.call?.fail(error.dbusError)
+                call.call?.fail(error.dbusError(call.errors))
                 call.abandoned = true
                 call.caller = nil
                 abandoned += 1

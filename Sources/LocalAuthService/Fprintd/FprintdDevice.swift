@@ -48,91 +48,51 @@ final class FprintdDevice {
 
     // MARK: Checks, in fprintd's order
 
-    func serve(_ call: IncomingCall, _ spec: FprintdMethodSpec, caller: CallerRecord,
-               record: CallRecord) async throws(DBusError) -> [DBusValue] {
-        let uid = caller.uid
-        try checkClaim(spec.claim, sender: call.sender)
-        var username: String?
-        if spec.takesUsername {
-            username = try await authorizeUsername(record.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
-        }
-        try await authorize(spec.actions, sender: call.sender, record: record)
-        // Re-read after the awaits: the claim may have changed meanwhile.
-        try checkClaim(spec.claim, sender: call.sender)
-        return try await spec.handler(self, FprintdRequest(call: call, caller: caller, record: record, username: username))
-    }
-
-    private func checkClaim(_ rule: FprintdMethodSpec.ClaimRule, sender: String) throws(DBusError) {
-        if isGone { throw FprintdBus.Error.internal("the reader \(identity) is gone") }
+    /// The claim a method needs (its row's `ClaimRule`), checked by the
+    /// router before polkit and again after it (FprintdContract.swift).
+    func checkClaim(_ rule: ClaimRule, sender: String) throws(ServiceError) {
+        if isGone { throw ServiceError(.failed, "the reader \(identity) is gone") }
         switch rule {
         case .anytime:
             return
         case .unclaimed:
-            if claim != nil { throw FprintdBus.Error.alreadyInUse("Device was already claimed") }
+            if claim != nil { throw ServiceError(.busy, "Device was already claimed") }
         case .claimedOrFree:
-            if let claim, claim.sender != sender { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+            if let claim, claim.sender != sender { throw ServiceError(.busy, "Device already in use by another user") }
         case .claimed:
-            guard let claim else { throw FprintdBus.Error.claimDevice("Device was not claimed before use") }
-            if claim.sender != sender { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+            guard let claim else { throw ServiceError(.notClaimed, "Device was not claimed before use") }
+            if claim.sender != sender { throw ServiceError(.busy, "Device already in use by another user") }
         }
     }
 
-    /// The user a call is about: the caller for an empty name or their own;
-    /// anyone else needs setusername (asked before the name is looked up).
-    private func authorizeUsername(_ requested: String, uid: UInt32, sender: String,
-                                   record: CallRecord) async throws(DBusError) -> String {
-        guard let own = Users.name(of: uid) else {
-            throw FprintdBus.Error.internal("Failed to get information about user UID \(uid)")
-        }
-        if requested.isEmpty || requested == own { return own }
-        guard requested.utf8.count <= 256 else { throw FprintdBus.Error.internal("the user name is too long") }
-        try await authorize([.setUsername], sender: sender, record: record)
-        return requested
-    }
-
-    /// Any one of `actions` authorized by polkit (fprintd asks with user interaction allowed).
-    private func authorize(_ actions: [FprintdBus.Action], sender: String, record: CallRecord) async throws(DBusError) {
-        guard !actions.isEmpty else { return }
-        for action in actions {
-            let check = Cancellable()
-            // SIGTERM or the caller leaving cancels the check (Requests.swift).
-            record.authorization = check
-            let decision = await service.authorizer.check(actionID: action.rawValue, busName: sender, interactive: true,
-                                                          cancellable: check)
-            record.authorization = nil
-            if decision == .authorized { return }
-            if record.interruption != nil { break }
-        }
-        throw FprintdBus.Error.permissionDenied("Not Authorized: \(actions.last!.rawValue)")
-    }
-
-    /// The uid of a username named in a call (fprintd keys prints by name; the
-    /// lockout and our store by uid).
-    private func uid(of username: String) throws(DBusError) -> UInt32 {
-        guard let uid = Users.uid(of: username) else {
-            throw FprintdBus.Error.internal("there is no user named \(ServiceErrors.echo(username))")
-        }
-        return uid
-    }
-
-    func currentClaim(_ sender: String) throws(DBusError) -> Claim {
-        guard let claim else { throw FprintdBus.Error.claimDevice("Device was not claimed before use") }
-        guard claim.sender == sender else { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+    func currentClaim(_ sender: String) throws(ServiceError) -> Claim {
+        guard let claim else { throw ServiceError(.notClaimed, "Device was not claimed before use") }
+        guard claim.sender == sender else { throw ServiceError(.busy, "Device already in use by another user") }
         return claim
     }
 
     // MARK: Claim and Release
 
-    func claim(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
-        let username = request.username!
-        let uid = try uid(of: username)
-        guard claim == nil else { throw FprintdBus.Error.alreadyInUse("Device was already claimed") }
-        claim = Claim(sender: request.sender, username: username, uid: uid)
+    /// Claims for the caller, or for the user the call named (the router
+    /// asked setusername and looked the name up: `request.target`).
+    func claim(_ call: Call<UsernameArgument>) throws(ServiceError) -> [DBusValue] {
+        let request = call.request
+        let username: String
+        if call.arguments.username.isEmpty {
+            guard let own = Users.name(of: request.uid) else {
+                throw ServiceError(.failed, "Failed to get information about user UID \(request.uid)")
+            }
+            username = own
+        } else {
+            username = call.arguments.username
+        }
+        guard claim == nil else { throw ServiceError(.busy, "Device was already claimed") }
+        claim = Claim(sender: request.sender, username: username, uid: request.target)
         Log.info("fprintd device \(id) claimed by \(request.sender) (uid \(request.uid)) for \(username)")
         return []
     }
 
-    func release(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func release(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try currentClaim(request.sender)
         if let operation {
             operation.cancel()
@@ -167,65 +127,62 @@ final class FprintdDevice {
         service.prints.prints(of: uid, for: identity)
     }
 
-    func listEnrolledFingers(_ request: FprintdRequest) throws(DBusError) -> [DBusValue] {
-        let fingers = enrolled(try uid(of: request.username!)).map(\.finger.rawValue)
-        guard !fingers.isEmpty else { throw FprintdBus.Error.noEnrolledPrints("Failed to discover prints") }
+    func listEnrolledFingers(_ request: Request) throws(ServiceError) -> [DBusValue] {
+        let fingers = enrolled(request.target).map(\.finger.rawValue)
+        guard !fingers.isEmpty else { throw ServiceError(.notEnrolled, "Failed to discover prints") }
         return [.strings(fingers)]
     }
 
-    func deleteEnrolledFingers(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
-        try await delete(nil, uid: try uid(of: request.username!), record: request.record)
+    func deleteEnrolledFingers(_ request: Request) async throws(ServiceError) -> [DBusValue] {
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
+        try await delete(nil, uid: request.target, record: request.record)
         return []
     }
 
-    func deleteEnrolledFingers2(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingers2(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let claim = try currentClaim(request.sender)
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
         try await delete(nil, uid: claim.uid, record: request.record)
         return []
     }
 
-    func deleteEnrolledFinger(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFinger(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
-        guard let name = request.arguments[0].string, let finger = FingerName(rawValue: name) else {
-            throw FprintdBus.Error.invalidFingername("Invalid finger name")
+        guard let finger = FingerName(rawValue: call.arguments.name) else {
+            throw ServiceError(.invalidArgs, "Invalid finger name")
         }
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
         try await delete(finger, uid: claim.uid, record: request.record)
         return []
     }
 
     /// The user's prints (one finger, or all) made on this reader, from both
     /// layouts: one print is one print, wherever it was enrolled.
-    private func doomed(_ finger: FingerName?, uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
+    private func doomed(_ finger: FingerName?, uid: UInt32) throws(ServiceError) -> [PrintStore.StoredPrint] {
         let doomed = service.prints.allPrints(of: uid).filter { $0.reader == identity && (finger == nil || $0.finger == finger) }
         guard !doomed.isEmpty else {
-            throw FprintdBus.Error.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+            throw ServiceError(.notEnrolled, finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
                                                     ?? "No fingerprint enrolled")
         }
         return doomed
     }
 
     /// Deletes outside an operation: on a reader that keeps prints on its
-    /// chip, the reader is taken for the delete as main's delete takes it
-    /// (Readers/ChipPrints.swift `withReader`: a turn in the queue, opened,
-    /// given back), and each print leaves the chip before its file goes.
-    private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(DBusError) {
+    /// chip, the reader is taken for the delete as LocalAuth's delete takes it
+    /// (`ReaderGate.withReader`: a turn in the queue, opened, given back),
+    /// and each print leaves the chip before its file goes.
+    private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         guard reader.storesPrints else { return try removeFiles(doomed, finger: finger, uid: uid) }
-        do {
-            try await service.readerGate.withReader(identity, for: record, uid: uid, { device throws(DBusError) in
-                try await delete(finger, uid: uid, on: device)
-            }, failedToOpen: { $0.dbusError })
-        } catch where !error.name.rawValue.hasPrefix("net.reactivated.Fprint.Error.") {
-            throw FprintdBus.Error.printsNotDeletedFromDevice("Failed to delete fingerprint from the reader: \(error.message)")
-        }
+        try await service.readerGate.withReader(identity, for: record, uid: uid, { device throws(ServiceError) in
+            try await delete(finger, uid: uid, on: device)
+        }, failedToOpen: { ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \($0.message)") })
     }
 
     /// Deletes with this reader held (`device`): from its chip first if it
     /// keeps prints (a file never goes while its slot stays taken), then the files.
-    func delete(_ finger: FingerName?, uid: UInt32, on device: Readers.Reader) async throws(DBusError) {
+    func delete(_ finger: FingerName?, uid: UInt32, on device: Readers.Reader) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         if device.storesPrints {
             for stored in doomed {
@@ -233,7 +190,7 @@ final class FprintdDevice {
                     try await service.readers.deleteFromChip(stored.print, on: device)
                 } catch {
                     if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) { service.readers.forget(device) }
-                    throw FprintdBus.Error.printsNotDeletedFromDevice("Failed to delete fingerprint from the reader: \(error.message)")
+                    throw ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \(error.message)")
                 }
                 Log.info("fprintd device \(id): deleted \(stored.finger.rawValue) of uid \(uid) from the chip of \(identity)")
             }
@@ -241,14 +198,14 @@ final class FprintdDevice {
         try removeFiles(doomed, finger: finger, uid: uid)
     }
 
-    private func removeFiles(_ doomed: [PrintStore.StoredPrint], finger: FingerName?, uid: UInt32) throws(DBusError) {
+    private func removeFiles(_ doomed: [PrintStore.StoredPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
         // The user's LAEnvironment subscribers hear it when the call ends (FprintdServer).
         defer { service.environment.userChanged(uid) }
         for stored in doomed {
             do {
                 try AtomicFile.remove(stored.path)
             } catch {
-                throw FprintdBus.Error.printsNotDeleted("Failed to delete fingerprint: \(error)")
+                throw ServiceError(.storageFailed, "Failed to delete fingerprint: \(error)")
             }
         }
         Log.info("fprintd device \(id): deleted \(finger?.rawValue ?? "every finger") of uid \(uid) on \(identity)")
@@ -256,7 +213,8 @@ final class FprintdDevice {
 
     // MARK: Properties
 
-    private var propertyValues: [String: DBusValue] {
+    /// The Device interface's properties (served by the router, FprintdContract.swift).
+    var propertyValues: [String: DBusValue] {
         let device = reader.fpDevice
         // Read from the device itself: known whether or not the reader is open now.
         let stages = fp_device_get_nr_enroll_stages(device) + (supportsIdentify ? 1 : 0)
@@ -267,27 +225,6 @@ final class FprintdDevice {
             FprintdBus.Property.fingerPresent: .boolean(fingerPresent),
             FprintdBus.Property.fingerNeeded: .boolean(fingerNeeded),
         ]
-    }
-
-    func properties(_ call: IncomingCall) {
-        let arguments = call.arguments
-        switch (call.member, call.signature) {
-        case ("Get", "ss"):
-            guard arguments[0].string == FprintdBus.deviceInterface else {
-                return call.fail(DBusError(.unknownInterface, "no interface \(arguments[0].string ?? "")"))
-            }
-            guard let value = propertyValues[arguments[1].string ?? ""] else {
-                return call.fail(DBusError(.unknownProperty, "no property \(arguments[1].string ?? "")"))
-            }
-            call.reply([.variant(value)])
-        case ("GetAll", "s"):
-            let ours = arguments[0].string == FprintdBus.deviceInterface || arguments[0].string == ""
-            call.reply([.dictionary(ours ? propertyValues : [:])])
-        case ("Set", "ssv"):
-            call.fail(DBusError(.propertyReadOnly, "\(arguments[1].string ?? "") is read-only"))
-        default:
-            call.fail(DBusError(.unknownMethod, "Properties has no method \(call.member)(\(call.signature))"))
-        }
     }
 
     /// libfprint's finger-status, followed as fprintd follows it: each change

@@ -99,9 +99,9 @@ extension FprintdDevice {
     /// Starts `operation`: its turn in the reader queue and the device open,
     /// within `FprintdOperation.startWait`. On failure the operation is over
     /// (and finished) and the error is fprintd's.
-    private func begin(_ operation: FprintdOperation) async throws(DBusError) -> Readers.Reader {
+    private func begin(_ operation: FprintdOperation) async throws(ServiceError) -> Readers.Reader {
         self.operation = operation
-        do throws(DBusError) {
+        do throws(ServiceError) {
             return try await takeReader(for: operation)
         } catch {
             if self.operation === operation { self.operation = nil }
@@ -110,7 +110,7 @@ extension FprintdDevice {
         }
     }
 
-    private func takeReader(for operation: FprintdOperation) async throws(DBusError) -> Readers.Reader {
+    private func takeReader(for operation: FprintdOperation) async throws(ServiceError) -> Readers.Reader {
         let queue = service.queue
         let deadline = ContinuousClock.now + .seconds(FprintdOperation.startWait)
         let waitLimit = EventLoopTimers.after(FprintdOperation.startWait) { [queue, ticket = operation.ticket] in
@@ -125,7 +125,7 @@ extension FprintdDevice {
         } catch {
             queue.release()
             switch error {
-            case .removed: throw FprintdBus.Error.internal("the reader \(identity) is gone")
+            case .removed: throw ServiceError(.failed, "the reader \(identity) is gone")
             case .suspended, .cancelled: throw startError(operation, busy: "")
             case .heldByAnotherProgram(let why):
                 throw startError(operation, busy: "the fingerprint reader is in use by another program (\(why))")
@@ -134,15 +134,15 @@ extension FprintdDevice {
     }
 
     /// Why Start could not take the reader, in fprintd's vocabulary.
-    private func startError(_ operation: FprintdOperation, busy: String) -> DBusError {
-        if operation.disconnected { return FprintdBus.Error.internal("the reader \(identity) is gone") }
+    private func startError(_ operation: FprintdOperation, busy: String) -> ServiceError {
+        if operation.disconnected { return ServiceError(.failed, "the reader \(identity) is gone") }
         if let reason = operation.interruption ?? (service.environment.asleep ? .systemSleeping : nil) {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
         }
         if operation.cancellable.isCancelled || busy.isEmpty {
-            return FprintdBus.Error.internal("the operation was stopped before it started")
+            return ServiceError(.failed, "the operation was stopped before it started")
         }
-        return FprintdBus.Error.internal("\(busy); try again")
+        return ServiceError(.failed, "\(busy); try again")
     }
 
     /// The operation's reader goes back: the queue's next, the device closing after the linger.
@@ -154,24 +154,25 @@ extension FprintdDevice {
 
     // MARK: Verify
 
-    func verifyStart(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func verifyStart(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
         try refuseWhileBusy()
-        let name = request.arguments[0].string ?? ""
+        let name = call.arguments.name
         let stored = service.prints.prints(of: claim.uid, for: identity)
         let gallery: [PrintStore.StoredPrint]
         let selected: String
         if name == FprintdBus.anyFinger {
-            guard !stored.isEmpty else { throw FprintdBus.Error.noEnrolledPrints("No fingerprints enrolled") }
+            guard !stored.isEmpty else { throw ServiceError(.notEnrolled, "No fingerprints enrolled") }
             // A reader that can identify takes every finger; one that cannot, the first (as fprintd).
             gallery = supportsIdentify ? stored : [stored[0]]
             selected = supportsIdentify ? FprintdBus.anyFinger : stored[0].finger.rawValue
         } else {
             guard let finger = FingerName(rawValue: name) else {
-                throw FprintdBus.Error.invalidFingername("Invalid finger name \(ServiceErrors.echo(name))")
+                throw ServiceError(.invalidArgs, "Invalid finger name \(ServiceErrors.echo(name))")
             }
             guard let print = stored.first(where: { $0.finger == finger }) else {
-                throw FprintdBus.Error.noEnrolledPrints("No such print \(finger.rawValue)")
+                throw ServiceError(.notEnrolled, "No such print \(finger.rawValue)")
             }
             gallery = [print]
             selected = finger.rawValue
@@ -183,7 +184,7 @@ extension FprintdDevice {
         // Re-read after the await.
         _ = try currentClaim(request.sender)
         try refuseWhileBusy()
-        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
+        guard !server.stopping else { throw ServiceError(.failed, "the service is stopping") }
         let operation = FprintdOperation(.verify, uid: claim.uid, purpose: .evaluation, reader: identity,
                                          queue: service.queue)
         let device = try await begin(operation)
@@ -198,28 +199,28 @@ extension FprintdDevice {
         return []
     }
 
-    private func refuseWhileBusy() throws(DBusError) {
+    private func refuseWhileBusy() throws(ServiceError) {
         switch operation?.kind {
         case nil: return
-        case .verify?: throw FprintdBus.Error.alreadyInUse("Verification already in progress")
-        case .enroll?: throw FprintdBus.Error.alreadyInUse("Enrollment already in progress")
+        case .verify?: throw ServiceError(.busy, "Verification already in progress")
+        case .enroll?: throw ServiceError(.busy, "Enrollment already in progress")
         }
     }
 
-    func verifyStop(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func verifyStop(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await stop(.verify, request)
     }
 
-    func enrollStop(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func enrollStop(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await stop(.enroll, request)
     }
 
-    private func stop(_ kind: FprintdOperation.Kind, _ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    private func stop(_ kind: FprintdOperation.Kind, _ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try currentClaim(request.sender)
         guard let operation else {
-            throw FprintdBus.Error.noActionInProgress(kind == .verify ? "No verification in progress" : "No enrollment in progress")
+            throw ServiceError(.nothingInProgress, kind == .verify ? "No verification in progress" : "No enrollment in progress")
         }
-        guard operation.kind == kind else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation.kind == kind else { throw ServiceError(.busy, "Another operation is already in progress") }
         operation.cancel()
         await operation.finished()
         if self.operation === operation { self.operation = nil }
@@ -275,16 +276,17 @@ extension FprintdDevice {
 
     // MARK: Enroll
 
-    func enrollStart(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func enrollStart(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
-        guard let name = request.arguments[0].string, let finger = FingerName(rawValue: name) else {
-            throw FprintdBus.Error.invalidFingername("Invalid finger name")
+        guard let finger = FingerName(rawValue: call.arguments.name) else {
+            throw ServiceError(.invalidArgs, "Invalid finger name")
         }
         try refuseWhileBusy()
         guard service.readerChoice.reachableReaders.contains(identity) else {
-            throw FprintdBus.Error.internal(service.readerChoice.noReaderError.message)
+            throw ServiceError(.failed, service.readerChoice.noReaderError.message)
         }
-        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
+        guard !server.stopping else { throw ServiceError(.failed, "the service is stopping") }
         let sender = request.sender
         let operation = FprintdOperation(.enroll, uid: claim.uid, purpose: .enrollment(sender: sender), reader: identity,
                                          queue: service.queue)
@@ -292,7 +294,7 @@ extension FprintdDevice {
         // As fprintd: enrolling a finger again deletes its print first (on a
         // reader with storage, its slot on the chip too, with the reader held).
         if service.prints.allPrints(of: claim.uid).contains(where: { $0.reader == identity && $0.finger == finger }) {
-            do throws(DBusError) {
+            do throws(ServiceError) {
                 try await delete(finger, uid: claim.uid, on: device)
             } catch {
                 end(operation, device)

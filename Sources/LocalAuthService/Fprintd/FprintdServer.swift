@@ -6,10 +6,11 @@ import LocalAuthShared
 /// same readers, prints and lockout as org.example.LocalAuth (docs/FPRINTD.md).
 ///
 /// This file: the Manager object, one `FprintdDevice` per reader (ids given in
-/// the order readers appear, never reused, as fprintd numbers them), routing
-/// of calls to them, and the hooks the service calls (a caller left, stop).
-/// FprintdDevice.swift: claims and the methods; FprintdOperations.swift: the
-/// scans; FprintdPrints.swift: prints in fprintd's layout.
+/// the order readers appear, never reused, as fprintd numbers them), and the
+/// hooks the service calls (a caller left, stop). Their calls take the same
+/// path as org.example.LocalAuth's (`CallRouter`), with fprintd's tables
+/// (FprintdContract.swift). FprintdDevice.swift: claims and the methods;
+/// FprintdOperations.swift: the scans; FprintdPrints.swift: prints in fprintd's layout.
 @ServiceActor
 final class FprintdServer {
     unowned let service: LocalAuthService
@@ -26,9 +27,7 @@ final class FprintdServer {
 
     /// Exports the objects, follows the readers, and takes the bus name.
     func start() throws(DBusError) {
-        service.bus.export(ObjectPath(stringLiteral: FprintdBus.managerPath)) { [weak self] call in
-            ServiceActor.assumeIsolated { self?.receiveManagerCall(call) }
-        }
+        service.router.export(FprintdBus.managerPath, Self.contract, on: self, bus: service.bus)
         refreshDevices()
         let previous = service.readers.onChange
         service.readers.onChange = { [weak self] in
@@ -63,9 +62,7 @@ final class FprintdServer {
             let device = FprintdDevice(id: nextID, reader: reader, server: self)
             nextID += 1
             devices.append(device)
-            service.bus.export(ObjectPath(stringLiteral: device.path)) { [weak self] call in
-                ServiceActor.assumeIsolated { self?.receiveDeviceCall(call) }
-            }
+            service.router.export(device.path, FprintdDevice.contract, on: device, bus: service.bus)
             Log.info("fprintd device \(device.path) is reader \(reader.identity)")
         }
     }
@@ -81,108 +78,14 @@ final class FprintdServer {
         for device in devices { device.stopAll() }
     }
 
-    // MARK: Routing
-
-    private func receiveManagerCall(_ call: IncomingCall) {
-        switch (call.interface, call.member, call.signature) {
-        case (FprintdBus.managerInterface?, "GetDevices", ""), (nil, "GetDevices", ""):
-            call.reply([.array("o", devices.map { .objectPath(ObjectPath(stringLiteral: $0.path)) })])
-        case (FprintdBus.managerInterface?, "GetDefaultDevice", ""), (nil, "GetDefaultDevice", ""):
-            guard let record = register(call) else { return }
-            service.spawn { [self] in
-                defer { service.registry.remove(record) }
-                do throws(DBusError) {
-                    call.reply([.objectPath(ObjectPath(stringLiteral: try await defaultDevice(for: call.sender).path))])
-                } catch {
-                    call.fail(error)
-                }
-            }
-        case ("org.freedesktop.DBus.Introspectable"?, "Introspect", ""):
-            call.reply([.string(Self.managerXML)])
-        case (FprintdBus.managerInterface?, _, _), (nil, _, _):
-            call.fail(DBusError(.unknownMethod, "\(FprintdBus.managerInterface) has no method \(call.member)(\(call.signature))"))
-        case ("org.freedesktop.DBus.Properties"?, "GetAll", "s"):
-            call.reply([.dictionary([:])])
-        default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "") at \(call.path)"))
-        }
-    }
-
     /// The reader that serves the caller's LAContext evaluations (ReaderChoice.swift),
     /// so that fprintd's clients and apps use the same one.
-    private func defaultDevice(for sender: String) async throws(DBusError) -> FprintdDevice {
-        guard !devices.isEmpty else { throw FprintdBus.Error.noSuchDevice("No devices available") }
-        if devices.count > 1, let uid = try? await service.callers.record(for: sender).uid, let chosen = service.readerChoice.reader(for: uid),
+    func defaultDevice(for uid: UInt32) throws(ServiceError) -> FprintdDevice {
+        guard !devices.isEmpty else { throw ServiceError(.la(.biometryNotAvailable), "No devices available") }
+        if devices.count > 1, let chosen = service.readerChoice.reader(for: uid),
            let device = devices.first(where: { $0.identity == chosen }) {
             return device
         }
         return devices[0]
-    }
-
-    /// Every call is registered as org.example.LocalAuth's are (Requests.swift):
-    /// the same bounds per connection, per uid and in total, the same idle
-    /// rule, and SIGTERM ends it wherever it waits.
-    private func register(_ call: IncomingCall) -> CallRecord? {
-        let record = CallRecord(sender: call.sender, requestID: nil, arguments: call.arguments, call: call)
-        do throws(ServiceError) {
-            try service.registry.register(record)
-        } catch {
-            call.fail(DBusError(.limitsExceeded, error.message))
-            return nil
-        }
-        return record
-    }
-
-    private func receiveDeviceCall(_ call: IncomingCall) {
-        guard let device = devices.first(where: { $0.path == call.path }) else {
-            return call.fail(DBusError(.unknownObject, "no device at \(call.path)"))
-        }
-        switch call.interface {
-        case FprintdBus.deviceInterface?, nil:
-            guard let spec = FprintdDevice.methods[call.member] else {
-                return call.fail(DBusError(.unknownMethod, "\(FprintdBus.deviceInterface) has no method \(call.member)"))
-            }
-            guard call.signature == spec.signature else {
-                return call.fail(DBusError(.invalidArgs, "\(call.member) takes (\(spec.signature)), not (\(call.signature))"))
-            }
-            guard !call.message.carriesFileDescriptors else {
-                return call.fail(DBusError(.invalidArgs, "\(FprintdBus.deviceInterface) takes no file descriptors"))
-            }
-            guard !stopping else { return call.fail(FprintdBus.Error.internal("the service is stopping")) }
-            guard let record = register(call) else { return }
-            service.spawn { [self] in
-                defer {
-                    service.registry.remove(record)
-                    // A delete: the user's LAEnvironment subscribers hear it now.
-                    service.environment.callEnded()
-                }
-                do throws(DBusError) {
-                    // One caller record per connection (Callers/), as org.example.LocalAuth's calls have.
-                    let caller: CallerRecord
-                    do throws(DBusError) {
-                        caller = try await service.callers.record(for: call.sender)
-                    } catch {
-                        throw FprintdBus.Error.internal("Could not get connection unix user ID: \(error.message)")
-                    }
-                    do throws(ServiceError) {
-                        try service.registry.admit(record, uid: caller.uid)
-                    } catch {
-                        throw error.dbusError
-                    }
-                    call.reply(try await device.serve(call, spec, caller: caller, record: record))
-                } catch {
-                    call.fail(error)
-                }
-            }
-        case "org.freedesktop.DBus.Introspectable":
-            guard call.member == "Introspect", call.signature.isEmpty else {
-                return call.fail(DBusError(.unknownMethod, "Introspectable has no method \(call.member)(\(call.signature))"))
-            }
-            call.reply([.string(Self.deviceXML)])
-        case "org.freedesktop.DBus.Properties":
-            device.properties(call)
-        default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "")"))
-        }
     }
 }

@@ -7,9 +7,11 @@ import LocalAuthShared
 // org.example.LocalAuth.rights.use; using an authorization needs its handle,
 // which only the connection that authorized can use.
 extension LocalAuthService {
-    nonisolated static let rightsMethods: [String: MethodSpec] = [
+    nonisolated static let rightsMethods: [String: MethodSpec<LocalAuthService>] = [
         LocalAuthRightsBus.Method.saveRight: MethodSpec(
             signature: "ssa{sv}", action: .rightsManage, interactive: true, SaveRightArguments.self,
+            // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
+            maximumBodyBytes: RightsServiceLimits.saveRightBodyBytes,
             handler: { service, call throws(ServiceError) in try await service.rights.saveRight(RightsCall(call.request), call.arguments) }),
         LocalAuthRightsBus.Method.removeRight: MethodSpec(
             signature: "sa{sv}", action: .rightsManage, interactive: true, RemoveRightArguments.self,

@@ -141,7 +141,13 @@ public final class LocalAuthService {
         if configuration.fprintd {
             service.prints.fprintdLayout = true
             service.prints.moveOwnPrintsToFprintdLayout()
-            let fprintd = FprintdServer(service: service)
+            let fprintd = FprintdServer(
+                seams: ServiceFprintdWiring(
+                    readers: service.readers, gate: service.readerGate, prints: service.prints,
+                    readerChoice: service.readerChoice, evaluator: service.evaluator, environment: service.environment,
+                    callers: service.callers, bus: bus),
+                router: service.router, bus: bus, queue: service.queue, scanTimeout: configuration.fprintdScanTimeout,
+                spawn: service.spawn)
             service.fprintd = fprintd
             try fprintd.start()
         }

@@ -32,7 +32,7 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
         let device = try await service.readerGate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
-        return LibfprintReaderSession(service: service, device: device)
+        return LibfprintReaderSession(readers: service.readers, gate: service.readerGate, device: device)
     }
 
     // MARK: EvaluationPrints
@@ -97,15 +97,21 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
     }
 }
 
-/// A libfprint reader held for one evaluation (`Readers.acquire` to `relinquish`).
+/// A libfprint reader held for one operation (`Readers.acquire` to
+/// `relinquish`): an evaluation's, or fprintd's (Fprintd/FprintdWiring.swift).
 @ServiceActor
 final class LibfprintReaderSession: ReaderSession {
-    private unowned let service: LocalAuthService
-    private let device: Readers.Reader
+    let readers: Readers
+    private let gate: ReaderGate
+    let device: Readers.Reader
+    /// Whether `release` gives the device back (not when `ReaderGate.withReader` does).
+    private let releases: Bool
 
-    init(service: LocalAuthService, device: Readers.Reader) {
-        self.service = service
+    init(readers: Readers, gate: ReaderGate, device: Readers.Reader, releases: Bool = true) {
+        self.readers = readers
+        self.gate = gate
         self.device = device
+        self.releases = releases
     }
 
     var identity: Readers.Identity { device.identity }
@@ -114,16 +120,16 @@ final class LibfprintReaderSession: ReaderSession {
         // The prints came from ServiceEvaluatorWiring.prints: libfprint's own.
         let prints = gallery.compactMap { $0.template as? GObjectRef }
         guard prints.count == gallery.count else { throw Readers.noReader(device.identity) }
-        switch try await service.readers.identify(prints, on: device, cancellable: cancellable) {
+        switch try await readers.identify(prints, on: device, cancellable: cancellable) {
         case .match(let matched): return .match(prints.firstIndex { $0.pointer == matched.pointer })
         case .noMatch: return .noMatch
         case .retry(let kind): return .retry(kind)
         }
     }
 
-    func unusable(_ error: GLibError) -> ServiceError? { service.readerGate.unusable(error, device) }
+    func unusable(_ error: GLibError) -> ServiceError? { gate.unusable(error, device) }
 
-    func release() { service.readers.relinquish(device) }
+    func release() { if releases { readers.relinquish(device) } }
 }
 
 /// libfprint's FpPrint is what a real reader compares with.

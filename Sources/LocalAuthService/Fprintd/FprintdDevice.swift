@@ -1,5 +1,3 @@
-internal import CFprint
-internal import CGLib
 import DBusCore
 import LocalAuthShared
 
@@ -12,15 +10,25 @@ import LocalAuthShared
 /// setusername; the claim ends with Release or when the claimer leaves the
 /// bus. One operation (verify or enroll) at a time; it stays "current" after
 /// its final status until VerifyStop / EnrollStop.
+///
+/// It reaches the rest of the service only through its seams
+/// (FprintdSeams.swift), so its rules run in unit tests over fakes.
 @ServiceActor
 final class FprintdDevice {
     let id: Int
-    let identity: Readers.Identity
+    let reader: any FprintdReader
+    var identity: Readers.Identity { reader.identity }
     let path: String
-    unowned let server: FprintdServer
-    let reader: Readers.Reader
-    var service: LocalAuthService { server.service }
+    let seams: any FprintdSeams
+    /// The reader queue every operation of the service takes its turn in.
+    let queue: SensorQueue
+    /// How long a verify or enroll waits for a finger (`--scan-timeout`).
+    let scanTimeout: Double
+    /// Runs work as a task of the service's group (SIGTERM waits for it).
+    let spawn: @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     private(set) var isGone = false
+    /// SIGTERM: no operation starts any more.
+    private(set) var stopping = false
 
     struct Claim {
         let sender: String
@@ -35,13 +43,18 @@ final class FprintdDevice {
     private var fingerPresent = false
     private var fingerNeeded = false
 
-    init(id: Int, reader: Readers.Reader, server: FprintdServer) {
+    init(
+        id: Int, reader: any FprintdReader, seams: any FprintdSeams, queue: SensorQueue, scanTimeout: Double,
+        spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
+    ) {
         self.id = id
         self.reader = reader
-        self.identity = reader.identity
-        self.server = server
+        self.seams = seams
+        self.queue = queue
+        self.scanTimeout = scanTimeout
+        self.spawn = spawn
         path = FprintdBus.devicePath(id)
-        followFingerStatus()
+        reader.followFingerStatus { [weak self] present, needed in self?.fingerStatusChanged(present: present, needed: needed) }
     }
 
     var supportsIdentify: Bool { reader.supportsIdentify }
@@ -113,6 +126,7 @@ final class FprintdDevice {
     }
 
     func stopAll() {
+        stopping = true
         operation?.cancel()
     }
 
@@ -123,12 +137,8 @@ final class FprintdDevice {
 
     // MARK: Prints
 
-    private func enrolled(_ uid: UInt32) -> [PrintStore.StoredPrint] {
-        service.prints.prints(of: uid, for: identity)
-    }
-
     func listEnrolledFingers(_ request: Request) throws(ServiceError) -> [DBusValue] {
-        let fingers = enrolled(request.target).map(\.finger.rawValue)
+        let fingers = seams.prints(of: request.target, on: identity).map(\.finger.rawValue)
         guard !fingers.isEmpty else { throw ServiceError(.notEnrolled, "Failed to discover prints") }
         return [.strings(fingers)]
     }
@@ -159,11 +169,11 @@ final class FprintdDevice {
 
     /// The user's prints (one finger, or all) made on this reader, from both
     /// layouts: one print is one print, wherever it was enrolled.
-    private func doomed(_ finger: FingerName?, uid: UInt32) throws(ServiceError) -> [PrintStore.StoredPrint] {
-        let doomed = service.prints.allPrints(of: uid).filter { $0.reader == identity && (finger == nil || $0.finger == finger) }
+    private func doomed(_ finger: FingerName?, uid: UInt32) throws(ServiceError) -> [EnrolledPrint] {
+        let doomed = seams.allPrints(of: uid, on: identity).filter { finger == nil || $0.finger == finger }
         guard !doomed.isEmpty else {
             throw ServiceError(.notEnrolled, finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
-                                                    ?? "No fingerprint enrolled")
+                                             ?? "No fingerprint enrolled")
         }
         return doomed
     }
@@ -175,21 +185,21 @@ final class FprintdDevice {
     private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         guard reader.storesPrints else { return try removeFiles(doomed, finger: finger, uid: uid) }
-        try await service.readerGate.withReader(identity, for: record, uid: uid, { device throws(ServiceError) in
-            try await delete(finger, uid: uid, on: device)
+        try await seams.withReader(identity, for: record, uid: uid, { session throws(ServiceError) in
+            try await delete(finger, uid: uid, on: session)
         }, failedToOpen: { ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \($0.message)") })
     }
 
-    /// Deletes with this reader held (`device`): from its chip first if it
-    /// keeps prints (a file never goes while its slot stays taken), then the files.
-    func delete(_ finger: FingerName?, uid: UInt32, on device: Readers.Reader) async throws(ServiceError) {
+    /// Deletes with this reader held: from its chip first if it keeps prints
+    /// (a file never goes while its slot stays taken), then the files.
+    func delete(_ finger: FingerName?, uid: UInt32, on session: any FprintdSession) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
-        if device.storesPrints {
+        if reader.storesPrints {
             for stored in doomed {
                 do throws(GLibError) {
-                    try await service.readers.deleteFromChip(stored.print, on: device)
+                    try await session.deleteFromChip(stored.template)
                 } catch {
-                    if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) { service.readers.forget(device) }
+                    _ = session.failure(error)
                     throw ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \(error.message)")
                 }
                 Log.info("fprintd device \(id): deleted \(stored.finger.rawValue) of uid \(uid) from the chip of \(identity)")
@@ -198,12 +208,12 @@ final class FprintdDevice {
         try removeFiles(doomed, finger: finger, uid: uid)
     }
 
-    private func removeFiles(_ doomed: [PrintStore.StoredPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
-        // The user's LAEnvironment subscribers hear it when the call ends (FprintdServer).
-        defer { service.environment.userChanged(uid) }
+    private func removeFiles(_ doomed: [EnrolledPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
+        // The user's LAEnvironment subscribers hear it.
+        defer { seams.userChanged(uid) }
         for stored in doomed {
             do {
-                try AtomicFile.remove(stored.path)
+                try seams.remove(stored)
             } catch {
                 throw ServiceError(.storageFailed, "Failed to delete fingerprint: \(error)")
             }
@@ -215,13 +225,12 @@ final class FprintdDevice {
 
     /// The Device interface's properties (served by the router, FprintdContract.swift).
     var propertyValues: [String: DBusValue] {
-        let device = reader.fpDevice
-        // Read from the device itself: known whether or not the reader is open now.
-        let stages = fp_device_get_nr_enroll_stages(device) + (supportsIdentify ? 1 : 0)
+        // A reader that identifies runs fprintd's duplicate check as a stage of its own.
+        let stages = reader.enrollStages + (supportsIdentify ? 1 : 0)
         return [
-            FprintdBus.Property.name: .string(fp_device_get_name(device).map { String(cString: $0) } ?? ""),
-            FprintdBus.Property.numEnrollStages: .int32(stages),
-            FprintdBus.Property.scanType: .string(fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE ? "swipe" : "press"),
+            FprintdBus.Property.name: .string(reader.name),
+            FprintdBus.Property.numEnrollStages: .int32(Int32(stages)),
+            FprintdBus.Property.scanType: .string(reader.scanType),
             FprintdBus.Property.fingerPresent: .boolean(fingerPresent),
             FprintdBus.Property.fingerNeeded: .boolean(fingerNeeded),
         ]
@@ -229,37 +238,20 @@ final class FprintdDevice {
 
     /// libfprint's finger-status, followed as fprintd follows it: each change
     /// of finger-present / finger-needed is a PropertiesChanged.
-    private func followFingerStatus() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // The device object lives as long as the process (like the reader's own handlers).
-        _ = Unmanaged.passRetained(self)
-        _ = cfprint_connect_notify(reader.fpDevice, "notify::finger-status", { device, _, data in
-            guard let device, let data else { return }
-            let me = Unmanaged<FprintdDevice>.fromOpaque(data).takeUnretainedValue()
-            let status = fp_device_get_finger_status(device).rawValue
-            ServiceActor.assumeIsolated {
-                me.fingerStatusChanged(present: status & FP_FINGER_STATUS_PRESENT.rawValue != 0,
-                                       needed: status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
-            }
-        }, me)
-    }
-
-    private func fingerStatusChanged(present: Bool, needed: Bool) {
+    func fingerStatusChanged(present: Bool, needed: Bool) {
         var changed: [String: DBusValue] = [:]
         if present != fingerPresent { changed[FprintdBus.Property.fingerPresent] = .boolean(present) }
         if needed != fingerNeeded { changed[FprintdBus.Property.fingerNeeded] = .boolean(needed) }
         fingerPresent = present
         fingerNeeded = needed
         guard !changed.isEmpty, !isGone else { return }
-        try? service.bus.emit(path: ObjectPath(stringLiteral: path), interface: "org.freedesktop.DBus.Properties",
-                              member: "PropertiesChanged",
-                              arguments: [.string(FprintdBus.deviceInterface), .dictionary(changed), .array("s", [])])
+        seams.emit("PropertiesChanged", [.string(FprintdBus.deviceInterface), .dictionary(changed), .array("s", [])],
+                   from: path, interface: "org.freedesktop.DBus.Properties", to: nil)
     }
 
     /// A status signal of this device, to the claimer only (fprintd broadcasts
     /// them; whether someone's finger matched is nobody else's business).
     func emit(_ member: String, _ arguments: [DBusValue], to destination: String) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: path), interface: FprintdBus.deviceInterface,
-                              member: member, arguments: arguments, destination: destination)
+        seams.emit(member, arguments, from: path, interface: FprintdBus.deviceInterface, to: destination)
     }
 }

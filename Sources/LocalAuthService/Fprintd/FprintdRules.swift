@@ -18,19 +18,18 @@ extension FprintdDevice {
     /// now, or nil. Presence is the same function as an evaluation's
     /// (Callers/Presence.swift: the active local session, or the user's display session).
     func refusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> ServiceError? {
-        let presence: EnvironmentRules.Presence
-        if let known = service.callers.knownPresence(caller) { presence = known } else { presence = await service.callers.presence(caller) }
+        let presence = await seams.presence(of: caller)
         if let refusal = EnvironmentRules.refusal(presence) {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.notAtTheReader): \(refusal.message)")
         }
-        guard service.readerChoice.reachableReaders.contains(reader) else {
-            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(service.readerChoice.noReaderError.message)")
+        guard seams.isReachable(reader) else {
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)")
         }
-        if service.evaluator.isLockedOut(uid) {
+        if seams.lockout.isLockedOut(uid) {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
-                                                     + "(\(LockoutStore.limit) in a row); use your password")
+                                                   + "(\(LockoutStore.limit) in a row); use your password")
         }
-        if let needed = service.environment.passwordNeeded(uid) {
+        if let needed = seams.passwordNeeded(uid) {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.passwordRequired): \(needed.message)")
         }
         return nil

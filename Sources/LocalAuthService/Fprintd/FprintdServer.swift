@@ -13,33 +13,48 @@ import LocalAuthShared
 /// FprintdOperations.swift: the scans; FprintdPrints.swift: prints in fprintd's layout.
 @ServiceActor
 final class FprintdServer {
-    unowned let service: LocalAuthService
+    private let seams: ServiceFprintdWiring
+    private let router: CallRouter
+    private let bus: BusConnection
+    private let queue: SensorQueue
+    private let scanTimeout: Double
+    private let spawn: @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     private(set) var devices: [FprintdDevice] = []
+    /// The libfprint reader behind each Device object (a replugged reader is a new one).
+    private var behind: [ObjectIdentifier: Readers.Reader] = [:]
     private var nextID = 0
-    private(set) var stopping = false
 
     nonisolated static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
     nonisolated static let deviceXML = String(cString: clocalauth_fprintd_device_xml())
 
-    init(service: LocalAuthService) {
-        self.service = service
+    init(
+        seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, queue: SensorQueue, scanTimeout: Double,
+        spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
+    ) {
+        self.seams = seams
+        self.router = router
+        self.bus = bus
+        self.queue = queue
+        self.scanTimeout = scanTimeout
+        self.spawn = spawn
     }
 
     /// Exports the objects, follows the readers, and takes the bus name.
     func start() throws(DBusError) {
-        service.router.export(FprintdBus.managerPath, Self.contract, on: self, bus: service.bus)
+        router.export(FprintdBus.managerPath, Self.contract, on: self, bus: bus)
         refreshDevices()
-        let previous = service.readers.onChange
-        service.readers.onChange = { [weak self] in
+        let readers = seams.readers
+        let previous = readers.onChange
+        readers.onChange = { [weak self] in
             previous?()
             self?.refreshDevices()
         }
-        switch try service.bus.requestName(FprintdBus.serviceName) {
+        switch try bus.requestName(FprintdBus.serviceName) {
         case .primaryOwner, .alreadyOwner: break
         case .taken: throw DBusError(.failed, "\(FprintdBus.serviceName) is owned by another process (is fprintd running?)")
         }
         Log.info("serving \(FprintdBus.serviceName) (fprintd's contract) on \(devices.count) reader(s); "
-                 + "prints in fprintd's layout under \(service.prints.fprintdRoot)")
+                 + "prints in fprintd's layout under \(seams.prints.fprintdRoot)")
     }
 
     /// Whether claims or calls should keep the service from its idle exit.
@@ -53,16 +68,19 @@ final class FprintdServer {
     /// was unplugged loses its object (an operation on it ends with
     /// verify-/enroll-disconnected), one plugged in gets a new one.
     func refreshDevices() {
-        let present = service.readers.devices.filter { !$0.removed }
-        for device in devices {
-            if !present.contains(where: { $0 === device.reader }) { device.readerGone() }
+        let present = seams.readers.devices.filter(\.isUsable)
+        for device in devices where !present.contains(where: { $0 === behind[ObjectIdentifier(device)] }) {
+            device.readerGone()
+            behind[ObjectIdentifier(device)] = nil
         }
         devices.removeAll { $0.isGone }
-        for reader in present where !devices.contains(where: { $0.reader === reader }) {
-            let device = FprintdDevice(id: nextID, reader: reader, server: self)
+        for reader in present where !behind.values.contains(where: { $0 === reader }) {
+            let device = FprintdDevice(id: nextID, reader: LibfprintFprintdReader(reader), seams: seams, queue: queue,
+                                       scanTimeout: scanTimeout, spawn: spawn)
             nextID += 1
             devices.append(device)
-            service.router.export(device.path, FprintdDevice.contract, on: device, bus: service.bus)
+            behind[ObjectIdentifier(device)] = reader
+            router.export(device.path, FprintdDevice.contract, on: device, bus: bus)
             Log.info("fprintd device \(device.path) is reader \(reader.identity)")
         }
     }
@@ -74,7 +92,6 @@ final class FprintdServer {
 
     /// SIGTERM: every operation ends now (calls, polkit included, end through the registry).
     func stop() {
-        stopping = true
         for device in devices { device.stopAll() }
     }
 
@@ -82,7 +99,7 @@ final class FprintdServer {
     /// so that fprintd's clients and apps use the same one.
     func defaultDevice(for uid: UInt32) throws(ServiceError) -> FprintdDevice {
         guard !devices.isEmpty else { throw ServiceError(.la(.biometryNotAvailable), "No devices available") }
-        if devices.count > 1, let chosen = service.readerChoice.reader(for: uid),
+        if devices.count > 1, let chosen = seams.readerChoice.reader(for: uid),
            let device = devices.first(where: { $0.identity == chosen }) {
             return device
         }

@@ -18,7 +18,7 @@ extension CallRouter {
     /// registered an agent for itself and cancels at once), an error, a
     /// timeout, polkit unreachable, the call ended meanwhile: all are no.
     func authorize<Target>(_ routed: Routed<Target>, caller: CallerRecord) async throws(ServiceError) -> Request {
-        let (call, record, rule) = (routed.call, routed.record, routed.spec.authorization)
+        let (record, rule) = (routed.record, routed.spec.authorization)
         var actions = rule.actions
         var otherUser: String?
         if let name = routed.arguments.namedUser, name != Users.name(of: caller.uid) {
@@ -29,11 +29,11 @@ extension CallRouter {
             }
         }
         try await require(actions, routed, interactive: rule.interactive)
-        guard let otherUser else { return Request(call: call, caller: caller, record: record) }
+        guard let otherUser else { return Request(caller: caller, record: record) }
         guard let target = Users.uid(of: otherUser) else {
             throw ServiceError(.noSuchUser, "there is no user named \(ServiceErrors.echo(otherUser))")
         }
-        return Request(call: call, caller: caller, target: target, record: record)
+        return Request(caller: caller, target: target, record: record)
     }
 
     /// Any one of `actions` authorized (none: nothing to ask).

@@ -118,7 +118,7 @@ final class CallRouter {
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             try registry.admit(record, uid: caller.uid)
-            let asked = Request(call: call, caller: caller, record: record)
+            let asked = Request(caller: caller, record: record)
             try spec.admits?(routed.target, asked)
             let request = try await authorize(routed, caller: caller)
             ServiceActor.assertOnLoop()

@@ -91,9 +91,9 @@ struct MethodSpec<Target: AnyObject & Sendable>: Sendable {
     }
 }
 
-/// A method call with its caller resolved and polkit's yes.
+/// A method call with its caller resolved and polkit's yes: what a handler
+/// knows of who calls (its arguments come typed beside it, `Call`).
 struct Request {
-    let call: IncomingCall
     /// The caller's uid, from the bus.
     let uid: UInt32
     /// The caller's connection: its credentials, app identity and presence (Callers/).
@@ -104,14 +104,13 @@ struct Request {
     /// The call's registration (Requests.swift): what ends it, and whether it has ended.
     let record: CallRecord
 
-    init(call: IncomingCall, caller: CallerRecord, target: UInt32? = nil, record: CallRecord) {
-        self.call = call
+    init(caller: CallerRecord, target: UInt32? = nil, record: CallRecord) {
         self.caller = caller
         self.uid = caller.uid
         self.target = target ?? uid
         self.record = record
     }
-    var sender: String { call.sender }
+    var sender: String { record.sender }
 }
 
 /// A call that passed the router's checks at arrival, on its way to its

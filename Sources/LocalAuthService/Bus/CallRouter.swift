@@ -13,8 +13,8 @@ import LocalAuthShared
 @ServiceActor
 final class CallRouter {
     private let registry: CallRegistry
-    private let callers: Callers
-    let authorizer: Authorizer
+    private let callers: any CallerLookup
+    let authorizer: any PolkitCheck
     /// Runs a registered call as a task of the service's task group.
     private let schedule: @ServiceActor (any RoutedCall) -> Void
     /// A call was answered: enrolled, deleted, locked out, the password given… subscribers may hear of it.
@@ -25,7 +25,7 @@ final class CallRouter {
     private(set) var lastActivity = ContinuousClock.now
 
     init(
-        registry: CallRegistry, callers: Callers, authorizer: Authorizer,
+        registry: CallRegistry, callers: any CallerLookup, authorizer: any PolkitCheck,
         schedule: @escaping @ServiceActor (any RoutedCall) -> Void, callEnded: @escaping @ServiceActor () -> Void
     ) {
         self.registry = registry
@@ -46,10 +46,15 @@ final class CallRouter {
     }
 
     func receive<Target>(_ call: IncomingCall, _ contract: BusContract<Target>, _ target: Target) {
+        receive(call as any WireCall, contract, target)
+    }
+
+    /// `receive` for any call on the wire (the unit tests give their own).
+    func receive<Target>(_ call: any WireCall, _ contract: BusContract<Target>, _ target: Target) {
         lastActivity = .now
         // Bounds first, before anything is decoded or kept (docs/SECURITY.md).
         // A refused call is dropped here, and with it any fds it carried.
-        if call.message.carriesFileDescriptors {
+        if call.carriesFileDescriptors {
             return call.fail(DBusError(.invalidArgs, "\(contract.interface) takes no file descriptors"))
         }
         switch call.interface {
@@ -57,7 +62,7 @@ final class CallRouter {
             guard let spec = contract.methods[call.member] else {
                 return call.fail(DBusError(.unknownMethod, "\(contract.interface) has no method \(ServiceErrors.echo(call.member))"))
             }
-            if call.message.approximateBodySize > spec.maximumBodyBytes {
+            if call.approximateBodySize > spec.maximumBodyBytes {
                 return call.fail(ServiceErrors.limit("the call's arguments are larger than \(spec.maximumBodyBytes) bytes")
                     .dbusError(contract.errors))
             }
@@ -139,7 +144,7 @@ final class CallRouter {
 
     /// org.freedesktop.DBus.Properties for every contract: its properties are
     /// read-only, and an unknown name is echoed bounded.
-    private func properties<Target>(_ call: IncomingCall, _ contract: BusContract<Target>, _ target: Target) {
+    private func properties<Target>(_ call: any WireCall, _ contract: BusContract<Target>, _ target: Target) {
         let arguments = call.arguments
         let values = { contract.properties?(target) ?? [:] }
         switch (call.member, call.signature) {
@@ -159,5 +164,48 @@ final class CallRouter {
         default:
             call.fail(DBusError(.unknownMethod, "Properties has no method \(ServiceErrors.echo(call.member))(\(ServiceErrors.echo(call.signature)))"))
         }
+    }
+}
+
+// The router's seams: what it needs of the wire, the bus driver and polkit,
+// served by DBusCore, Callers/ and the Authorizer, and in the unit tests by fakes.
+
+/// A method call on the wire, answered exactly once.
+@ServiceActor
+protocol WireCall: Sendable {
+    var sender: String { get }
+    var interface: String? { get }
+    var member: String { get }
+    var signature: String { get }
+    /// The body, decoded (each access decodes it again: the router reads it once).
+    var arguments: [DBusValue] { get }
+    var carriesFileDescriptors: Bool { get }
+    var approximateBodySize: Int { get }
+    func reply(_ values: [DBusValue])
+    func fail(_ error: DBusError)
+}
+
+extension IncomingCall: WireCall {
+    var carriesFileDescriptors: Bool { message.carriesFileDescriptors }
+    var approximateBodySize: Int { message.approximateBodySize }
+}
+
+/// Who a connection is: its record, asked of the bus driver once (Callers/).
+@ServiceActor
+protocol CallerLookup: AnyObject {
+    func record(for sender: String) async throws(DBusError) -> CallerRecord
+}
+
+extension Callers: CallerLookup {}
+
+/// polkit's verdict on one action for one bus name (Authorizer.swift).
+@ServiceActor
+protocol PolkitCheck: AnyObject {
+    func check(actionID: String, busName: String, interactive: Bool, cancellable: Cancellable) async -> Authorizer.Decision
+}
+
+extension Authorizer: PolkitCheck {
+    func check(actionID: String, busName: String, interactive: Bool, cancellable: Cancellable) async -> Decision {
+        await check(actionID: actionID, busName: busName, interactive: interactive, details: [:], cancellable: cancellable)
     }
 }

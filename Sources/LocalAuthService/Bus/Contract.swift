@@ -125,7 +125,7 @@ protocol RoutedCall: Sendable {
 /// A routed call of one contract: the row, the object it was sent to, and
 /// its arguments, decoded once.
 struct Routed<Target: AnyObject & Sendable>: RoutedCall {
-    let call: IncomingCall
+    let call: any WireCall
     let contract: BusContract<Target>
     let spec: MethodSpec<Target>
     let target: Target

@@ -39,9 +39,9 @@ final class CallRecord {
 
     /// The call itself, so that a shutdown can still answer it when the
     /// work it waits for never ends (a reader that ignores cancellation).
-    let call: IncomingCall?
+    let call: (any WireCall)?
 
-    init(sender: String, requestID: String?, errors: ErrorTable = .localAuth, call: IncomingCall? = nil) {
+    init(sender: String, requestID: String?, errors: ErrorTable = .localAuth, call: (any WireCall)? = nil) {
         self.sender = sender
         self.requestID = requestID
         self.errors = errors

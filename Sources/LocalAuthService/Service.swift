@@ -19,55 +19,6 @@ import LocalAuthShared
 public final class LocalAuthService {
     let configuration: Configuration
     let bus: BusConnection
-    let readers = Readers()
-    let authorizer = Authorizer()
-    let queue = SensorQueue()
-    /// A reader for one operation: the queue, opening, the errors (Readers/ReaderGate.swift).
-    private(set) lazy var readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
-    let prints: PrintStore
-    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
-    private(set) lazy var promptAgents = PromptAgents(seams: ServicePromptSeams(self))
-    /// Rights and secrets: their storage and the authorizations in force (Rights/).
-    private(set) lazy var rights = RightsService(
-        stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
-        authorizationSeconds: configuration.rightsAuthorizationTimeout, seams: ServiceRightsWiring(self).seams)
-    /// logind and UPower: sleep and the lid (Logind.swift).
-    let logind: Logind
-    /// One record per calling connection: uid, process, app, presence (Callers/).
-    let callers: Callers
-    /// Sleep and resume, the lid, LAEnvironment's subscribers, the password
-    /// after boot (Environment/).
-    private(set) lazy var environment = Environment(
-        passwords: PasswordStore(stateDirectory: configuration.stateDirectory),
-        passwordRequirement: configuration.passwordRequirement,
-        seams: ServiceEnvironmentSeams(self), sleepSeams: ServiceSleepSeams(self)) { [work] body in
-        work.yield(.sleepCycle(body))
-    }
-    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
-    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: ServiceEnrollerPrints(self),
-                                              scanTimeout: configuration.scanTimeout)
-    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
-    private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
-    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
-    var fprintd: FprintdServer?
-
-    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
-    let registry = CallRegistry()
-    /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
-    private(set) lazy var router = CallRouter(
-        registry: registry, callers: callers, authorizer: authorizer,
-        schedule: { [work] in work.yield(.call($0)) },
-        // Enrolled, deleted, locked out, the password given: that user's
-        // subscribers hear it (Environment.userChanged); a call that changed
-        // nothing costs nothing there.
-        callEnded: { [weak self] in self?.environment.callEnded() })
-    /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
-    private(set) lazy var evaluator: Evaluator = {
-        let wiring = ServiceEvaluatorWiring(self)
-        return Evaluator(configuration: configuration, queue: queue, registry: registry,
-                         seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring,
-                                               ownerPassword: wiring, observers: wiring, clock: EventLoopClock()))
-    }()
     /// The work the task group of `run()` runs: every call, and the readers'
     /// hotplug work. Finished by `stop()`, which ends `run()` once the last
     /// task has ended.
@@ -77,11 +28,52 @@ public final class LocalAuthService {
         case reader(Readers.Work)
         /// The sleep cycle's actions, run in order (SleepCoordinator).
         case sleepCycle(@Sendable @ServiceActor () async -> Void)
-        /// A component's own work (fprintd's scans and calls: Fprintd/).
+        /// A component's own work (fprintd's scans: Fprintd/).
         case task(@Sendable @ServiceActor () async -> Void)
     }
-    /// Runs `body` as a task of the service's task group (SIGTERM waits for it).
-    func spawn(_ body: @escaping @Sendable @ServiceActor () async -> Void) { work.yield(.task(body)) }
+
+    // The components, in the order they are made: each is given what it
+    // uses, made before it (docs/DESIGN.md, "Wired once").
+    /// libfprint: the readers, opened on demand (Readers/).
+    let readers: Readers
+    /// Who holds a reader and who waits (Readers/SensorQueue.swift).
+    let queue = SensorQueue()
+    /// A reader for one operation: the queue, opening, the errors (Readers/ReaderGate.swift).
+    let readerGate: ReaderGate
+    /// The enrolled prints on disk (Prints/).
+    let prints: PrintStore
+    /// logind and UPower: sleep and the lid (Logind.swift).
+    let logind: Logind
+    /// One record per calling connection: uid, process, app, presence (Callers/).
+    let callers: Callers
+    let authorizer = Authorizer()
+    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
+    let registry = CallRegistry()
+    /// What the Environment hears from the components made before it.
+    let events = ServiceEvents()
+    /// The password given, and `--require-password-after` (Environment/PasswordStore.swift).
+    let passwords: PasswordStore
+    /// Suspend and resume (Readers/SleepCycle.swift).
+    let sleepCycle: SleepCoordinator
+    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
+    let readerChoice: ReaderChoice
+    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
+    let promptAgents: PromptAgents
+    /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
+    let evaluator: Evaluator
+    /// The lid, LAEnvironment's subscribers, the sleep cycle's owner (Environment/).
+    let environment: Environment
+    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
+    let enroller: Enroller
+    /// Rights and secrets: their storage and the authorizations in force (Rights/).
+    let rights: RightsService
+    /// org.example.LocalAuth's object: the components its rows reach (Bus/MethodTable.swift).
+    let object: LocalAuthObject
+    /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
+    let router: CallRouter
+    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
+    let fprintd: FprintdServer?
+
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?
@@ -89,14 +81,67 @@ public final class LocalAuthService {
     private var readersStuck = false
     private(set) var stopping = false
 
-    nonisolated static let interfaceXML = String(cString: clocalauth_interface_xml())
-
+    /// Makes every component once, in dependency order; nothing is set on
+    /// one after it is made.
     private init(configuration: Configuration, bus: BusConnection) {
         self.configuration = configuration
         self.bus = bus
-        prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
+        readers = Readers(
+            lingerSeconds: configuration.readerLinger, builtIn: configuration.builtInReaders,
+            external: configuration.externalReaders, schedule: { [work] in work.yield(.reader($0)) })
+        readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
+        prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore,
+                            fprintdLayout: configuration.fprintd)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
+        passwords = PasswordStore(stateDirectory: configuration.stateDirectory, requirement: configuration.passwordRequirement)
+        sleepCycle = SleepCoordinator(
+            seams: ServiceSleepSeams(queue: queue, registry: registry, readers: readers, logind: logind, events: events),
+            spawn: { [work] body in work.yield(.sleepCycle(body)) })
+        readerChoice = ReaderChoice(
+            configured: configuration.reader,
+            seams: ServiceReaderChoiceSeams(
+                readers: readers, sleepCycle: sleepCycle, logind: logind, prints: prints, callers: callers, events: events,
+                bus: bus))
+        promptAgents = PromptAgents(seams: ServicePromptSeams(callers: callers, bus: bus))
+        let wiring = ServiceEvaluatorWiring(
+            readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
+            passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
+        evaluator = Evaluator(
+            configuration: configuration, queue: queue, registry: registry,
+            seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
+                                  observers: wiring, clock: EventLoopClock()))
+        environment = Environment(
+            passwords: passwords,
+            seams: ServiceEnvironmentSeams(
+                readers: readers, logind: logind, readerChoice: readerChoice, prints: prints, queue: queue,
+                evaluator: evaluator, callers: callers, bus: bus),
+            sleepCycle: sleepCycle, events: events)
+        enroller = Enroller(
+            seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
+            prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout)
+        rights = RightsService(
+            stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
+            authorizationSeconds: configuration.rightsAuthorizationTimeout,
+            seams: ServiceRightsWiring(evaluator: evaluator, readerChoice: readerChoice, prints: prints, callers: callers).seams)
+        object = LocalAuthObject(
+            evaluator: evaluator, enroller: enroller, rights: rights, promptAgents: promptAgents, environment: environment,
+            readerChoice: readerChoice, readers: readers)
+        router = CallRouter(
+            registry: registry, callers: callers, authorizer: authorizer,
+            schedule: { [work] in work.yield(.call($0)) },
+            // Enrolled, deleted, locked out, the password given: that user's
+            // subscribers hear it (Environment.userChanged); a call that changed
+            // nothing costs nothing there.
+            callEnded: { [environment] in environment.callEnded() })
+        fprintd = configuration.fprintd
+            ? FprintdServer(
+                seams: ServiceFprintdWiring(
+                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
+                    environment: environment, callers: callers, bus: bus),
+                router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
+                spawn: { [work] body in work.yield(.task(body)) })
+            : nil
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -115,14 +160,14 @@ public final class LocalAuthService {
         try AtomicFile.makeDirectory(configuration.stateDirectory)
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
-        service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
-        service.readers.builtInOverrides = configuration.builtInReaders
-        service.readers.externalOverrides = configuration.externalReaders
-        service.readers.lingerSeconds = configuration.readerLinger
         // Enumeration only: a reader opens when an operation needs it.
         service.readers.start()
-        service.prepareStoreAndReaders()
-        service.router.export(LocalAuthBus.objectPath, contract, on: service, bus: bus)
+        // Clears what interrupted writes left; follows reader hotplug, so
+        // that BiometryType (PropertiesChanged) and preflight follow.
+        service.prints.removeTemporaries()
+        service.readerChoice.startFollowingHotplug()
+        service.readers.observe { [readerChoice = service.readerChoice] in readerChoice.readersChanged() }
+        service.router.export(LocalAuthBus.objectPath, LocalAuthContract.contract, on: service.object, bus: bus)
         // A caller that leaves the bus cancels what it started. Only the bus
         // driver can say so: the subscription checks the sender of every
         // signal, since anyone may send a forged one straight to us.
@@ -130,25 +175,20 @@ public final class LocalAuthService {
                                 member: "NameOwnerChanged", extraMatch: ",arg2=''") { message in
             ServiceActor.assumeIsolated { service.nameOwnerChanged(message) }
         }
-        // Sleep, the lid and the callers' sessions (docs/SECURITY.md).
-        await service.startFollowingLogind()
+        // Sleep, the lid and the callers' sessions (docs/SECURITY.md), to the Environment.
+        let environment = service.environment
+        service.logind.onSleep = { [weak environment] sleeping in environment?.prepareForSleep(sleeping) }
+        service.logind.onLidChange = { [weak environment] in environment?.lidChanged() }
+        service.logind.onSessionChange = { [weak environment] in environment?.sessionsChanged() }
+        await service.logind.start()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {
                 Log.error("lost the system bus; exiting")
                 service.stop()
             }
         }
-        if configuration.fprintd {
-            service.prints.fprintdLayout = true
+        if let fprintd = service.fprintd {
             service.prints.moveOwnPrintsToFprintdLayout()
-            let fprintd = FprintdServer(
-                seams: ServiceFprintdWiring(
-                    readers: service.readers, gate: service.readerGate, prints: service.prints,
-                    readerChoice: service.readerChoice, evaluator: service.evaluator, environment: service.environment,
-                    callers: service.callers, bus: bus),
-                router: service.router, bus: bus, queue: service.queue, scanTimeout: configuration.fprintdScanTimeout,
-                spawn: service.spawn)
-            service.fprintd = fprintd
             try fprintd.start()
         }
         // Only now, with everything ready, do callers find us.
@@ -201,6 +241,7 @@ public final class LocalAuthService {
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
+        environment.stop()
         fprintd?.stop()
         guard !registry.isEmpty else { return }
         // Calls end as soon as what they wait on is cancelled; a reader that
@@ -264,7 +305,4 @@ public final class LocalAuthService {
         rights.callerVanished(name)
         fprintd?.senderVanished(name)
     }
-
-    /// BiometryType, org.example.LocalAuth's property.
-    var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
 }

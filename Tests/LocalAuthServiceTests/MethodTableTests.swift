@@ -55,8 +55,8 @@ final class MethodTableTests: XCTestCase {
 
     func testEveryMethodIsDeclaredWithItsSignatureAndAction() throws {
         let declared = try declaredMethods()
-        XCTAssertEqual(Set(declared.keys), Set(LocalAuthService.methods.keys))
-        for (name, spec) in LocalAuthService.methods {
+        XCTAssertEqual(Set(declared.keys), Set(LocalAuthContract.methods.keys))
+        for (name, spec) in LocalAuthContract.methods {
             guard let method = declared[name] else { continue }
             XCTAssertEqual(method.inSignature, spec.signature, name)
             let polkit = method.comment.components(separatedBy: "polkit:").dropFirst().joined()

@@ -1,3 +1,4 @@
+internal import CLocalAuthInterface
 import DBusCore
 import LocalAuthShared
 
@@ -10,11 +11,12 @@ import LocalAuthShared
 /// decodes and validates once, at arrival. Methods about prints may name
 /// another user (the struct's `namedUser`): for those the action is `manage`
 /// instead, whatever the row says (Authorization.swift).
-extension LocalAuthService {
-    // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let contract = BusContract<LocalAuthService>(
+enum LocalAuthContract {
+    nonisolated static let interfaceXML = String(cString: clocalauth_interface_xml())
+
+    nonisolated static let contract = BusContract<LocalAuthObject>(
         interface: LocalAuthBus.interface, methods: methods, errors: .localAuth, introspection: interfaceXML,
-        properties: { service in [LocalAuthBus.Property.biometryType: .uint32(service.biometryType.rawValue)] },
+        properties: { object in [LocalAuthBus.Property.biometryType: .uint32(object.biometryType.rawValue)] },
         refusal: { action, decision in
             switch decision {
             case .dismissed: ServiceErrors.permissionDenied("the authentication for \(action) was dismissed")
@@ -23,109 +25,139 @@ extension LocalAuthService {
             }
         })
 
-    nonisolated static let methods: [String: MethodSpec<LocalAuthService>] = rightsMethods.merging(
+    // Rights' rows are in RightsMethodTable.swift, merged here.
+    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try await object.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
             LocalAuthBus.Method.evaluatePolicy: MethodSpec(
                 signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.evaluator.evaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try await object.evaluator.evaluatePolicy(call.request, call.arguments) }),
             LocalAuthBus.Method.cancel: MethodSpec(
                 signature: "s", action: nil, interactive: false, CancelArguments.self,
-                handler: { service, call throws(ServiceError) in try service.evaluator.cancel(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try object.evaluator.cancel(call.request, call.arguments) }),
             LocalAuthBus.Method.endEvaluation: MethodSpec(
                 signature: "ss", action: nil, interactive: false, EndEvaluationArguments.self,
-                handler: { service, call throws(ServiceError) in try service.evaluator.endEvaluation(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try object.evaluator.endEvaluation(call.request, call.arguments) }),
             LocalAuthBus.Method.resetLockout: MethodSpec(
                 signature: "s", action: .manage, interactive: true, ResetLockoutArguments.self,
-                handler: { service, call throws(ServiceError) in try service.evaluator.resetLockout(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try object.evaluator.resetLockout(call.request, call.arguments) }),
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.evaluator.verifyUser(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in try await object.evaluator.verifyUser(call.request, call.arguments) }),
             LocalAuthBus.Method.getDomainState: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { service, call throws(ServiceError) in try service.readerChoice.domainState(of: call.caller) }),
+                handler: { object, call throws(ServiceError) in try object.readerChoice.domainState(of: call.caller) }),
             LocalAuthBus.Method.enroll: MethodSpec(
                 signature: "s", action: .enroll, interactive: true, EnrollArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.enroll(call.arguments, caller: call.caller, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.enroll(call.arguments, caller: call.caller, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.enrollWithOptions: MethodSpec(
                 signature: "sa{sv}", action: .enroll, interactive: true, EnrollWithOptionsArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { service, call throws(ServiceError) in try service.enroller.listEnrolledFingers(uid: call.uid) }),
+                handler: { object, call throws(ServiceError) in try object.enroller.listEnrolledFingers(uid: call.uid) }),
             LocalAuthBus.Method.listEnrolledPrints: MethodSpec(
                 signature: "a{sv}", action: nil, interactive: true, ListEnrolledPrintsArguments.self,
-                handler: { service, call throws(ServiceError) in service.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
+                handler: { object, call throws(ServiceError) in object.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
             LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
                 signature: "s", action: .enroll, interactive: true, DeleteEnrolledFingerArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
                 signature: "sa{sv}", action: .enroll, interactive: true, DeleteEnrolledFingerWithOptionsArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
                 signature: "", action: .enroll, interactive: true, NoArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.deleteAll(target: call.target, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.deleteAll(target: call.target, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
                 signature: "a{sv}", action: .enroll, interactive: true, DeleteEnrolledFingersWithOptionsArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.deleteAll(call.arguments, target: call.target, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.deleteAll(call.arguments, target: call.target, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.listReaderPrints: MethodSpec(
                 signature: "a{sv}", action: .manage, interactive: true, ListReaderPrintsArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record)
+                handler: { object, call throws(ServiceError) in try await object.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record)
                 }),
             LocalAuthBus.Method.removeOrphanPrints: MethodSpec(
                 signature: "a{sv}", action: .manage, interactive: true, RemoveOrphanPrintsArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.enroller.removeOrphanPrints(call.arguments, uid: call.uid, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.enroller.removeOrphanPrints(call.arguments, uid: call.uid, record: call.record)
                 }),
             LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
                 signature: "o", action: nil, interactive: false, RegisterPromptAgentArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try await service.promptAgents.register(call.arguments, caller: call.caller, record: call.record)
+                handler: { object, call throws(ServiceError) in
+                    try await object.promptAgents.register(call.arguments, caller: call.caller, record: call.record)
                     return []
                 }),
             LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
                 signature: "o", action: nil, interactive: false, UnregisterPromptAgentArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    service.promptAgents.unregister(call.arguments, sender: call.sender)
+                handler: { object, call throws(ServiceError) in
+                    object.promptAgents.unregister(call.arguments, sender: call.sender)
                     return []
                 }),
             LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
                 signature: "ss", action: nil, interactive: false, PromptAnswerArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    try service.promptAgents.answer(call.arguments, caller: call.caller)
+                handler: { object, call throws(ServiceError) in
+                    try object.promptAgents.answer(call.arguments, caller: call.caller)
                     return []
                 }),
             LocalAuthBus.Method.getEnvironment: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.environment.getEnvironment(caller: call.caller, record: call.record) }),
+                handler: { object, call throws(ServiceError) in try await object.environment.getEnvironment(caller: call.caller, record: call.record) }),
             LocalAuthBus.Method.subscribeEnvironment: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.environment.subscribe(caller: call.caller, record: call.record) }),
+                handler: { object, call throws(ServiceError) in try await object.environment.subscribe(caller: call.caller, record: call.record) }),
             LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { service, call throws(ServiceError) in
-                    service.environment.unsubscribe(call.sender)
+                handler: { object, call throws(ServiceError) in
+                    object.environment.unsubscribe(call.sender)
                     return []
                 }),
         ], uniquingKeysWith: { rights, _ in rights })
+}
+
+/// org.example.LocalAuth's object (`/org/example/LocalAuth`): the components
+/// its methods reach. Its rows get these, never the service.
+@ServiceActor
+final class LocalAuthObject {
+    let evaluator: Evaluator
+    let enroller: Enroller
+    let rights: RightsService
+    let promptAgents: PromptAgents
+    let environment: Environment
+    let readerChoice: ReaderChoice
+    let readers: Readers
+
+    init(
+        evaluator: Evaluator, enroller: Enroller, rights: RightsService, promptAgents: PromptAgents, environment: Environment,
+        readerChoice: ReaderChoice, readers: Readers
+    ) {
+        self.evaluator = evaluator
+        self.enroller = enroller
+        self.rights = rights
+        self.promptAgents = promptAgents
+        self.environment = environment
+        self.readerChoice = readerChoice
+        self.readers = readers
+    }
+
+    /// BiometryType, the interface's property.
+    var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
 }

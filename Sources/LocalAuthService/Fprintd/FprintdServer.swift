@@ -43,12 +43,7 @@ final class FprintdServer {
     func start() throws(DBusError) {
         router.export(FprintdBus.managerPath, Self.contract, on: self, bus: bus)
         refreshDevices()
-        let readers = seams.readers
-        let previous = readers.onChange
-        readers.onChange = { [weak self] in
-            previous?()
-            self?.refreshDevices()
-        }
+        seams.readers.observe { [weak self] in self?.refreshDevices() }
         switch try bus.requestName(FprintdBus.serviceName) {
         case .primaryOwner, .alreadyOwner: break
         case .taken: throw DBusError(.failed, "\(FprintdBus.serviceName) is owned by another process (is fprintd running?)")

@@ -77,7 +77,7 @@ final class ReaderChoice {
         announced = seams.readersPresent ? .touchID : .none
     }
 
-    /// A reader came or went (Readers.onChange): subscribers hear their
+    /// A reader came or went (Readers.observe): subscribers hear their
     /// environment again, and BiometryType is announced when it changed.
     func readersChanged() {
         let now: BiometryKind = seams.readersPresent ? .touchID : .none

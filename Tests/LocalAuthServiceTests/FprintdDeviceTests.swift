@@ -240,7 +240,7 @@ final class FprintdDeviceTests: XCTestCase {
         let rig = try FprintdRig()
         rig.seams.enroll(.rightIndex, for: rig.uid)
         await rig.call("Claim", "")
-        rig.seams.openError = .heldByAnotherProgram("fprintd")
+        rig.seams.openError = ServiceError(.readerInUse, "the fingerprint reader is in use by another program (fprintd); try again when it is free")
         let (answer, message) = await rig.call("VerifyStart", "any")
         XCTAssertEqual(answer, Self.failed("Internal"))
         XCTAssertTrue(message.contains("in use by another program"), message)
@@ -331,7 +331,7 @@ final class FprintdDeviceTests: XCTestCase {
         rig.seams.chipError = GLibError(domain: 12, code: 0, message: "the chip did not answer")
         await rig.expect(Self.failed("PrintsNotDeletedFromDevice"), "DeleteEnrolledFinger", "right-index-finger")
         rig.seams.chipError = nil
-        rig.seams.openError = .heldByAnotherProgram("another")
+        rig.seams.openError = ServiceError(.readerInUse, "the fingerprint reader is in use by another program (another)")
         await rig.expect(Self.failed("PrintsNotDeletedFromDevice"), "DeleteEnrolledFingers2")
         XCTAssertEqual(rig.seams.prints(of: rig.uid, on: rig.reader.identity).count, 1, "a file never goes while its slot stays")
         rig.seams.openError = nil

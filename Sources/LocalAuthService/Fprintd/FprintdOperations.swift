@@ -116,18 +116,14 @@ extension FprintdDevice {
         }
         let acquired = await queue.acquire(operation.ticket)
         waitLimit.cancel()
-        guard acquired else { throw startError(operation, busy: "another operation kept the fingerprint reader") }
-        do throws(Readers.AccessError) {
-            guard !operation.cancellable.isCancelled else { throw .cancelled }
+        guard acquired else { throw startError(operation, busy: "another operation kept the fingerprint reader; try again") }
+        do throws(ServiceError) {
+            guard !operation.cancellable.isCancelled else { throw ServiceError(.la(.systemCancel), "stopped") }
             return try await seams.open(identity, until: deadline, cancellable: operation.cancellable)
         } catch {
             queue.release()
-            switch error {
-            case .removed: throw ServiceError(.failed, "the reader \(identity) is gone")
-            case .suspended, .cancelled: throw startError(operation, busy: "")
-            case .heldByAnotherProgram(let why):
-                throw startError(operation, busy: "the fingerprint reader is in use by another program (\(why))")
-            }
+            // Another program holds it: try again; gone, asleep or stopped: why, in fprintd's words.
+            throw startError(operation, busy: error.kind == .readerInUse ? error.message : "")
         }
     }
 
@@ -140,7 +136,7 @@ extension FprintdDevice {
         if operation.cancellable.isCancelled || busy.isEmpty {
             return ServiceError(.failed, "the operation was stopped before it started")
         }
-        return ServiceError(.failed, "\(busy); try again")
+        return ServiceError(.failed, busy)
     }
 
     /// The operation's reader goes back: the queue's next, the device closing after the linger.

@@ -58,10 +58,12 @@ protocol FprintdLockout: AnyObject {
 @ServiceActor
 protocol FprintdSeams: AnyObject {
     // Readers.
-    /// Opens `reader` for one operation (its queue turn already taken), by `deadline`.
+    /// Opens `reader` for one operation (its queue turn already taken) by
+    /// `deadline`, through the one gate (ReaderGate.open): its errors are the
+    /// gate's (`readerInUse` while another program holds it).
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(Readers.AccessError) -> any FprintdSession
+    ) async throws(ServiceError) -> any FprintdSession
     /// Runs `body` with `reader` held for one operation of `record`'s call
     /// (ReaderGate.withReader); `failedToOpen` words the queue's and the opening's errors.
     func withReader(

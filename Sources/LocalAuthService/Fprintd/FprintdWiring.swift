@@ -36,8 +36,8 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(Readers.AccessError) -> any FprintdSession {
-        let device = try await readers.acquire(reader, until: deadline, cancellable: cancellable, busy: {})
+    ) async throws(ServiceError) -> any FprintdSession {
+        let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: { nil }, busy: {})
         return LibfprintReaderSession(readers: readers, gate: gate, device: device)
     }
 

@@ -110,7 +110,7 @@ final class ReaderChoice {
 
     /// The hash behind the domain state and the rights' `biometryCurrentSet`.
     /// A reused match (`reuse-duration`) is tied to `enrolledSet` instead
-    /// (Evaluations.swift), which the scan loop has at hand.
+    /// (Evaluation/EvaluationPlan.swift), which the scan loop has at hand.
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] {
         var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
         for stored in seams.prints(of: uid, for: reader) {

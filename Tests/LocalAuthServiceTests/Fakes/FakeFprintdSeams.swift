@@ -90,7 +90,7 @@ final class FakeFprintdSeams: FprintdSeams {
     static let full = GLibError(domain: 11, code: 0, message: "the reader's storage is full")
 
     let rig: EvaluatorRig
-    var openError: Readers.AccessError?
+    var openError: ServiceError?
     var reachable = true
     var asleep = false
     var presence: EnvironmentRules.Presence = .local
@@ -109,7 +109,7 @@ final class FakeFprintdSeams: FprintdSeams {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(Readers.AccessError) -> any FprintdSession {
+    ) async throws(ServiceError) -> any FprintdSession {
         if let openError { throw openError }
         _ = try? await rig.reader.open(reader, cancellable: cancellable, interruption: { nil }, busy: {})
         return FakeFprintdSession(reader: rig.reader, seams: self)

@@ -177,9 +177,11 @@ public final class LocalAuthService {
         }
         // Sleep, the lid and the callers' sessions (docs/SECURITY.md), to the Environment.
         let environment = service.environment
-        service.logind.onSleep = { [weak environment] sleeping in environment?.prepareForSleep(sleeping) }
-        service.logind.onLidChange = { [weak environment] in environment?.lidChanged() }
-        service.logind.onSessionChange = { [weak environment] in environment?.sessionsChanged() }
+        // Held strongly (both live as long as the process): a weak reference
+        // would make every retain of the Environment slower (BENCHMARKS.md).
+        service.logind.onSleep = { sleeping in environment.prepareForSleep(sleeping) }
+        service.logind.onLidChange = { environment.lidChanged() }
+        service.logind.onSessionChange = { environment.sessionsChanged() }
         await service.logind.start()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {

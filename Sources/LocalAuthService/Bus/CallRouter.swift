@@ -38,10 +38,12 @@ final class CallRouter {
     /// New calls are refused from now on (those registered end through the registry).
     func stop() { isStopping = true }
 
-    /// Serves `contract` on `target` at `path` of `bus`.
+    /// Serves `contract` on `target` at `path` of `bus`. The router lives as
+    /// long as the process; held strongly, never weakly: an object with a
+    /// weak reference pays a slower retain on every call (BENCHMARKS.md).
     func export<Target>(_ path: String, _ contract: BusContract<Target>, on target: Target, bus: BusConnection) {
-        bus.export(ObjectPath(stringLiteral: path)) { [weak self] call in
-            ServiceActor.assumeIsolated { self?.receive(call, contract, target) }
+        bus.export(ObjectPath(stringLiteral: path)) { [self] call in
+            ServiceActor.assumeIsolated { receive(call, contract, target) }
         }
     }
 

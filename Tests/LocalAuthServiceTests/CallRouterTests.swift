@@ -155,8 +155,9 @@ final class CallRouterTests: XCTestCase {
         XCTAssertTrue(door.knocks.isEmpty)
 
         // The same interruption on org.example.LocalAuth is its own name.
-        XCTAssertEqual(Evaluation.Interruption.callerVanished.error.dbusError(.localAuth).name.rawValue,
-                       LocalAuthErrorCode.systemCancel.dbusName)
+        XCTAssertEqual(
+            Evaluation.Interruption.callerVanished.error.dbusError(.localAuth).name.rawValue,
+            LocalAuthErrorCode.systemCancel.dbusName)
     }
 
     @ServiceActor
@@ -195,8 +196,9 @@ final class CallRouterTests: XCTestCase {
         let other = FakeWireCall("GetAll", "s", [.string("org.example.Window")], interface: properties)
         let huge = String(repeating: "p", count: 1 << 20)
         let unknown = FakeWireCall("Get", "ss", [.string("org.example.Door"), .string(huge)], interface: properties)
-        let set = FakeWireCall("Set", "ssv", [.string("org.example.Door"), .string(huge), .variant(.boolean(false))],
-                               interface: properties)
+        let set = FakeWireCall(
+            "Set", "ssv", [.string("org.example.Door"), .string(huge), .variant(.boolean(false))],
+            interface: properties)
         let introspect = FakeWireCall("Introspect", interface: "org.freedesktop.DBus.Introspectable")
         for call in [get, all, other, unknown, set, introspect] { await rig.send(call, Self.contract, door) }
         XCTAssertEqual(get.answers, [.reply([.variant(.boolean(true))])])

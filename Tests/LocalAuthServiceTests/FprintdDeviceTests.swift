@@ -46,8 +46,9 @@ final class FprintdDeviceTests: XCTestCase {
         /// One call through the router; its answer, and its message if an error.
         @discardableResult
         func call(_ member: String, _ argument: String? = nil, from sender: String? = nil) async -> (FakeWireCall.Answer, String) {
-            let call = FakeWireCall(member, argument == nil ? "" : "s", argument.map { [.string($0)] } ?? [],
-                                    sender: sender ?? claimer)
+            let call = FakeWireCall(
+                member, argument == nil ? "" : "s", argument.map { [.string($0)] } ?? [],
+                sender: sender ?? claimer)
             await router.send(call, FprintdDevice.contract, device)
             return (call.answers.first!, call.messages.first ?? "")
         }
@@ -62,8 +63,10 @@ final class FprintdDeviceTests: XCTestCase {
         var statuses: [String] { seams.statuses }
 
         /// One call, and the answer it must get.
-        func expect(_ expected: FakeWireCall.Answer, _ member: String, _ argument: String? = nil, from sender: String? = nil,
-                    note: String = "", line: UInt = #line) async {
+        func expect(
+            _ expected: FakeWireCall.Answer, _ member: String, _ argument: String? = nil, from sender: String? = nil,
+            note: String = "", line: UInt = #line
+        ) async {
             let (answer, message) = await call(member, argument, from: sender)
             XCTAssertEqual(answer, expected, "\(member): \(message) \(note)", line: line)
         }
@@ -121,8 +124,12 @@ final class FprintdDeviceTests: XCTestCase {
         rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
         await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
         await rig.settle()
-        XCTAssertEqual(rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
-                                      "VerifyStatus verify-match done"])
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
+                "VerifyStatus verify-match done",
+            ])
         XCTAssertEqual(rig.evaluation.reader.galleries, [[.rightIndex], [.rightIndex]], "the finger asked for, alone")
         XCTAssertTrue(rig.seams.signals.allSatisfy { $0.destination == rig.claimer }, "status signals go to the claimer only")
         XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a match resets the lockout apps share")
@@ -197,8 +204,12 @@ final class FprintdDeviceTests: XCTestCase {
         rig.evaluation.reader.script = [.match(1)]
         await rig.call("VerifyStart", "any")
         await rig.settle()
-        XCTAssertEqual(rig.statuses, ["VerifyFingerSelected left-thumb", "VerifyStatus verify-match done",
-                                      "VerifyFingerSelected any", "VerifyStatus verify-match done"])
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "VerifyFingerSelected left-thumb", "VerifyStatus verify-match done",
+                "VerifyFingerSelected any", "VerifyStatus verify-match done",
+            ])
         XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftThumb, .rightIndex]])
     }
 
@@ -258,10 +269,12 @@ final class FprintdDeviceTests: XCTestCase {
         rig.seams.enrollSteps = [.stage(1), .retry(.centerFinger), .stage(2), .stage(3), .stage(4), .stage(5)]
         await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
         await rig.settle()
-        XCTAssertEqual(rig.statuses, [
-            "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-finger-not-centered", "EnrollStatus enroll-stage-passed",
-            "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-completed done",
-        ])
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-finger-not-centered", "EnrollStatus enroll-stage-passed",
+                "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-completed done",
+            ])
         XCTAssertEqual(rig.seams.saved.map(\.0), [.rightIndex])
         XCTAssertEqual(rig.seams.saved.map(\.1), ["root"])
         XCTAssertEqual(rig.seams.changedUsers, [rig.uid])
@@ -351,9 +364,15 @@ final class FprintdDeviceTests: XCTestCase {
         rig.reader.fingerStatus?(false, true)
         rig.reader.fingerStatus?(true, false)
         let changes = rig.seams.signals.filter { $0.member == "PropertiesChanged" }.map { $0.arguments[1] }
-        XCTAssertEqual(changes, [.dictionary([FprintdBus.Property.fingerNeeded: .boolean(true)]),
-                                 .dictionary([FprintdBus.Property.fingerPresent: .boolean(true),
-                                              FprintdBus.Property.fingerNeeded: .boolean(false)])])
+        XCTAssertEqual(
+            changes,
+            [
+                .dictionary([FprintdBus.Property.fingerNeeded: .boolean(true)]),
+                .dictionary([
+                    FprintdBus.Property.fingerPresent: .boolean(true),
+                    FprintdBus.Property.fingerNeeded: .boolean(false),
+                ]),
+            ])
         XCTAssertEqual(rig.device.propertyValues[FprintdBus.Property.fingerPresent], .boolean(true))
         XCTAssertEqual(rig.device.propertyValues[FprintdBus.Property.name], .string("Fake reader"))
     }

@@ -42,8 +42,9 @@ struct Authorization: Sendable {
 
     /// org.example.LocalAuth's rule: the row's action, or `manage` for another user's prints.
     static func localAuth(_ action: PolkitAction?, interactive: Bool) -> Authorization {
-        Authorization(actions: action.map { [$0.rawValue] } ?? [], interactive: interactive,
-                      anotherUser: .instead(PolkitAction.manage.rawValue))
+        Authorization(
+            actions: action.map { [$0.rawValue] } ?? [], interactive: interactive,
+            anotherUser: .instead(PolkitAction.manage.rawValue))
     }
 }
 
@@ -86,8 +87,9 @@ struct MethodSpec<Target: AnyObject & Sendable>: Sendable {
         maximumBodyBytes: Int = ServiceLimits.maximumBodyBytes,
         handler: @escaping @ServiceActor @Sendable (Target, Call<Arguments>) async throws(ServiceError) -> [DBusValue]
     ) {
-        self.init(signature: signature, authorization: .localAuth(action, interactive: interactive), arguments,
-                  maximumBodyBytes: maximumBodyBytes, handler: handler)
+        self.init(
+            signature: signature, authorization: .localAuth(action, interactive: interactive), arguments,
+            maximumBodyBytes: maximumBodyBytes, handler: handler)
     }
 }
 

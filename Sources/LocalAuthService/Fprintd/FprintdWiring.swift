@@ -46,9 +46,11 @@ final class ServiceFprintdWiring: FprintdSeams {
         _ body: (any FprintdSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError) {
-        try await gate.withReader(reader, for: record, uid: uid, { [readers, gate] device throws(ServiceError) in
-            try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
-        }, failedToOpen: failedToOpen)
+        try await gate.withReader(
+            reader, for: record, uid: uid,
+            { [readers, gate] device throws(ServiceError) in
+                try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
+            }, failedToOpen: failedToOpen)
     }
 
     func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
@@ -60,8 +62,9 @@ final class ServiceFprintdWiring: FprintdSeams {
     // MARK: Prints
 
     private func enrolled(_ stored: PrintStore.StoredPrint) -> EnrolledPrint {
-        EnrolledPrint(finger: stored.finger, source: stored.source, stamp: stored.stamp, template: stored.print,
-                      location: stored.path)
+        EnrolledPrint(
+            finger: stored.finger, source: stored.source, stamp: stored.stamp, template: stored.print,
+            location: stored.path)
     }
 
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
@@ -99,8 +102,9 @@ final class ServiceFprintdWiring: FprintdSeams {
     }
 
     func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {
-        try? bus.emit(path: ObjectPath(stringLiteral: path), interface: interface, member: member, arguments: arguments,
-                      destination: destination)
+        try? bus.emit(
+            path: ObjectPath(stringLiteral: path), interface: interface, member: member, arguments: arguments,
+            destination: destination)
     }
 }
 
@@ -125,14 +129,16 @@ final class LibfprintFprintdReader: FprintdReader {
     func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) {
         // Lives as long as the process (like the reader's own handlers).
         let box = Unmanaged.passRetained(FingerStatusBox(changed)).toOpaque()
-        _ = cfprint_connect_notify(device.fpDevice, "notify::finger-status", { device, _, data in
-            guard let device, let data else { return }
-            let box = Unmanaged<FingerStatusBox>.fromOpaque(data).takeUnretainedValue()
-            let status = fp_device_get_finger_status(device).rawValue
-            ServiceActor.assumeIsolated {
-                box.changed(status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
-            }
-        }, box)
+        _ = cfprint_connect_notify(
+            device.fpDevice, "notify::finger-status",
+            { device, _, data in
+                guard let device, let data else { return }
+                let box = Unmanaged<FingerStatusBox>.fromOpaque(data).takeUnretainedValue()
+                let status = fp_device_get_finger_status(device).rawValue
+                ServiceActor.assumeIsolated {
+                    box.changed(status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
+                }
+            }, box)
     }
 }
 
@@ -147,8 +153,9 @@ extension LibfprintReaderSession: FprintdSession {
         _ finger: FingerName, username: String, cancellable: Cancellable,
         progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
     ) async throws(GLibError) -> any PrintTemplate {
-        try await readers.enroll(finger: finger.fpFinger, username: username, on: device, cancellable: cancellable,
-                                 progress: progress)
+        try await readers.enroll(
+            finger: finger.fpFinger, username: username, on: device, cancellable: cancellable,
+            progress: progress)
     }
 
     func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {

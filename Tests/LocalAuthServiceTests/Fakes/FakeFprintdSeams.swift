@@ -144,8 +144,9 @@ final class FakeFprintdSeams: FprintdSeams {
 
     func enroll(_ finger: FingerName, for uid: UInt32) {
         stored[uid, default: []].append(
-            EnrolledPrint(finger: finger, source: .fprintd, stamp: [1], template: FakeTemplate(),
-                          location: "\(uid)/\(finger.rawValue)"))
+            EnrolledPrint(
+                finger: finger, source: .fprintd, stamp: [1], template: FakeTemplate(),
+                location: "\(uid)/\(finger.rawValue)"))
     }
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }

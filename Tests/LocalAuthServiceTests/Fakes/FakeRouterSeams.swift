@@ -23,8 +23,10 @@ final class FakeWireCall: WireCall {
     private(set) var answers: [Answer] = []
     private(set) var messages: [String] = []
 
-    init(_ member: String, _ signature: String = "", _ arguments: [DBusValue] = [], sender: String = ":1.7",
-         interface: String? = nil) {
+    init(
+        _ member: String, _ signature: String = "", _ arguments: [DBusValue] = [], sender: String = ":1.7",
+        interface: String? = nil
+    ) {
         self.member = member
         self.signature = signature
         self.arguments = arguments

@@ -32,39 +32,25 @@ public final class LocalAuthService {
         case task(@Sendable @ServiceActor () async -> Void)
     }
 
-    // The components, in the order they are made: each is given what it
-    // uses, made before it (docs/DESIGN.md, "Wired once").
+    // The components, made in dependency order in `init`, each given what it
+    // uses (docs/DESIGN.md, "Wired once"); kept here only those the service's
+    // life still needs after (start, stop, a caller leaving the bus).
     /// libfprint: the readers, opened on demand (Readers/).
     let readers: Readers
-    /// Who holds a reader and who waits (Readers/SensorQueue.swift).
-    let queue = SensorQueue()
-    /// A reader for one operation: the queue, opening, the errors (Readers/ReaderGate.swift).
-    let readerGate: ReaderGate
     /// The enrolled prints on disk (Prints/).
     let prints: PrintStore
     /// logind and UPower: sleep and the lid (Logind.swift).
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
     let callers: Callers
-    let authorizer = Authorizer()
     /// Every call in flight, from arrival to answer (Bus/Requests.swift).
     let registry = CallRegistry()
-    /// What the Environment hears from the components made before it.
-    let events = ServiceEvents()
-    /// The password given, and `--require-password-after` (Environment/PasswordStore.swift).
-    let passwords: PasswordStore
-    /// Suspend and resume (Readers/SleepCycle.swift).
-    let sleepCycle: SleepCoordinator
     /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
     let readerChoice: ReaderChoice
     /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
     let promptAgents: PromptAgents
-    /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
-    let evaluator: Evaluator
     /// The lid, LAEnvironment's subscribers, the sleep cycle's owner (Environment/).
     let environment: Environment
-    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
-    let enroller: Enroller
     /// Rights and secrets: their storage and the authorizations in force (Rights/).
     let rights: RightsService
     /// org.example.LocalAuth's object: the components its rows reach (Bus/MethodTable.swift).
@@ -89,13 +75,16 @@ public final class LocalAuthService {
         readers = Readers(
             lingerSeconds: configuration.readerLinger, builtIn: configuration.builtInReaders,
             external: configuration.externalReaders, schedule: { [work] in work.yield(.reader($0)) })
-        readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
+        let queue = SensorQueue()
+        let readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore,
                             fprintdLayout: configuration.fprintd)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
-        passwords = PasswordStore(stateDirectory: configuration.stateDirectory, requirement: configuration.passwordRequirement)
-        sleepCycle = SleepCoordinator(
+        let authorizer = Authorizer()
+        let events = ServiceEvents()
+        let passwords = PasswordStore(stateDirectory: configuration.stateDirectory, requirement: configuration.passwordRequirement)
+        let sleepCycle = SleepCoordinator(
             seams: ServiceSleepSeams(queue: queue, registry: registry, readers: readers, logind: logind, events: events),
             spawn: { [work] body in work.yield(.sleepCycle(body)) })
         readerChoice = ReaderChoice(
@@ -107,7 +96,7 @@ public final class LocalAuthService {
         let wiring = ServiceEvaluatorWiring(
             readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
             passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
-        evaluator = Evaluator(
+        let evaluator = Evaluator(
             configuration: configuration, queue: queue, registry: registry,
             seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
                                   observers: wiring, clock: EventLoopClock()))
@@ -117,7 +106,7 @@ public final class LocalAuthService {
                 readers: readers, logind: logind, readerChoice: readerChoice, prints: prints, queue: queue,
                 evaluator: evaluator, callers: callers, bus: bus),
             sleepCycle: sleepCycle, events: events)
-        enroller = Enroller(
+        let enroller = Enroller(
             seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
             prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout)
         rights = RightsService(

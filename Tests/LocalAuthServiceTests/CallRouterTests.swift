@@ -200,7 +200,11 @@ final class CallRouterTests: XCTestCase {
             "Set", "ssv", [.string("org.example.Door"), .string(huge), .variant(.boolean(false))],
             interface: properties)
         let introspect = FakeWireCall("Introspect", interface: "org.freedesktop.DBus.Introspectable")
-        for call in [get, all, other, unknown, set, introspect] { await rig.send(call, Self.contract, door) }
+        // A name too large to decode at all is refused by its size first (issue 30: 30 MB names).
+        let oversized = FakeWireCall("Get", "ss", [.string("org.example.Door"), .string(huge)], interface: properties)
+        oversized.approximateBodySize = huge.utf8.count + 64
+        for call in [get, all, other, unknown, set, introspect, oversized] { await rig.send(call, Self.contract, door) }
+        XCTAssertEqual(oversized.answers, [.error("org.freedesktop.DBus.Error.LimitsExceeded")])
         XCTAssertEqual(get.answers, [.reply([.variant(.boolean(true))])])
         XCTAssertEqual(all.answers, [.reply([.dictionary(["Open": .boolean(true)])])])
         XCTAssertEqual(other.answers, [.reply([.dictionary([:])])])

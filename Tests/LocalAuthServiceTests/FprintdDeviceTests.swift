@@ -228,9 +228,30 @@ final class FprintdDeviceTests: XCTestCase {
         await rig.settle()
         XCTAssertFalse(rig.evaluation.reader.isOpen)
         XCTAssertTrue(rig.evaluation.queueIsFree)
-        // Stopped by its client: no final status, as fprintd after Release (docs/FPRINTD.md).
-        XCTAssertEqual(rig.statuses, ["VerifyFingerSelected right-index-finger"], "a verify-only reader: the first finger")
+        // Stopped by its client in the middle of a scan: fprintd's final status, counted nowhere.
+        XCTAssertEqual(rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"],
+                       "a verify-only reader: the first finger; the final status before Release answers")
         XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nothing was judged")
+    }
+
+    @ServiceActor
+    func testVerifyStopInTheMiddleOfAScanSendsTheFinalStatusBeforeItAnswers() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        await rig.expect(Self.ok, "VerifyStop")
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-no-match done", "sent before VerifyStop's reply")
+        XCTAssertNil(rig.device.operation)
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a stopped scan counts nowhere")
+        await rig.settle()
+        // SIGTERM in the middle of a scan is an error, not a no-match.
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.device.stopAll()
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
     }
 
     @ServiceActor

@@ -59,14 +59,18 @@ final class CallRouter {
         if call.carriesFileDescriptors {
             return call.fail(DBusError(.invalidArgs, "\(contract.interface) takes no file descriptors"))
         }
+        // Every message, whatever its interface (Properties and Introspect
+        // included), before its body is decoded: its row's bound, else 16 KiB.
+        let ours = call.interface == contract.interface || call.interface == nil
+        let row = ours ? contract.methods[call.member] : nil
+        let bodyLimit = row?.maximumBodyBytes ?? ServiceLimits.maximumBodyBytes
+        if call.approximateBodySize > bodyLimit {
+            return call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes").dbusError(contract.errors))
+        }
         switch call.interface {
         case contract.interface?, nil:
-            guard let spec = contract.methods[call.member] else {
+            guard let spec = row else {
                 return call.fail(DBusError(.unknownMethod, "\(contract.interface) has no method \(ServiceErrors.echo(call.member))"))
-            }
-            if call.approximateBodySize > spec.maximumBodyBytes {
-                return call.fail(ServiceErrors.limit("the call's arguments are larger than \(spec.maximumBodyBytes) bytes")
-                    .dbusError(contract.errors))
             }
             guard call.signature == spec.signature else {
                 return call.fail(DBusError(.invalidArgs, "\(call.member) takes (\(spec.signature)), not (\(ServiceErrors.echo(call.signature)))"))

@@ -127,7 +127,7 @@ final class FprintdDevice {
 
     func stopAll() {
         stopping = true
-        operation?.cancel()
+        operation?.interrupt(.serviceStopping)
     }
 
     func readerGone() {

@@ -237,8 +237,11 @@ extension FprintdDevice {
                 if operation.disconnected || failure == .removed {
                     status(.disconnected)
                 } else if failure == .cancelled {
-                    // VerifyStop or Release: nothing more to say. A timeout or sleep is an error to report.
-                    if operation.timedOut { status(.unknownError) }
+                    // VerifyStop or Release in the middle of a scan: the final
+                    // status fprintd sends (verify-no-match, done; judged by no
+                    // reader, so counted nowhere), and the Stop waits for it. A
+                    // timeout, sleep or SIGTERM is an error to report.
+                    status(operation.timedOut ? .unknownError : .noMatch)
                 } else {
                     Log.warning("fprintd device \(id): verify failed: \(error)")
                     status(.unknownError)

@@ -229,8 +229,9 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertFalse(rig.evaluation.reader.isOpen)
         XCTAssertTrue(rig.evaluation.queueIsFree)
         // Stopped by its client in the middle of a scan: fprintd's final status, counted nowhere.
-        XCTAssertEqual(rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"],
-                       "a verify-only reader: the first finger; the final status before Release answers")
+        XCTAssertEqual(
+            rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"],
+            "a verify-only reader: the first finger; the final status before Release answers")
         XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nothing was judged")
     }
 

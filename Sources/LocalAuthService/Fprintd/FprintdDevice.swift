@@ -127,7 +127,8 @@ final class FprintdDevice {
 
     func stopAll() {
         stopping = true
-        operation?.interrupt(.serviceStopping)
+        // Cancelled as by a Stop: fprintd's final statuses (verify-no-match, enroll-failed).
+        operation?.cancel()
     }
 
     func readerGone() {

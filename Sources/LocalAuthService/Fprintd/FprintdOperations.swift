@@ -239,8 +239,8 @@ extension FprintdDevice {
                 } else if failure == .cancelled {
                     // VerifyStop or Release in the middle of a scan: the final
                     // status fprintd sends (verify-no-match, done; judged by no
-                    // reader, so counted nowhere), and the Stop waits for it. A
-                    // timeout, sleep or SIGTERM is an error to report.
+                    // reader, so counted nowhere), and the Stop waits for it (so
+                    // at SIGTERM). A timeout or sleep is an error to report.
                     status(operation.timedOut ? .unknownError : .noMatch)
                 } else {
                     Log.warning("fprintd device \(id): verify failed: \(error)")

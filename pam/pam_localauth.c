@@ -8,13 +8,20 @@
 //       remote session, the time-out): PAM_AUTHINFO_UNAVAIL at once, so the
 //       stack goes on to the password.
 //   auth optional pam_localauth.so reset-lockout
-//       Lifts PAM_USER's biometric lockout, as Apple's passcode does, once
-//       pam_unix verified PAM_USER's password in this transaction: the reset
-//       happens in pam_sm_setcred (which applications call after
-//       pam_authenticate succeeded, and which libpam runs for the modules
-//       the authenticate pass reached), and only if pam_unix recorded
-//       success. A typed password pam_unix refused never resets anything,
-//       whatever the layout (docs/PAM.md). Always PAM_IGNORE.
+//       Lifts the biometric lockout of the user whose password pam_unix
+//       verified in this transaction, as Apple's passcode does: the module's
+//       authenticate pass records PAM_USER as it is then (the user pam_unix
+//       checks in that same pass); the reset happens in pam_sm_setcred
+//       (which applications call after pam_authenticate succeeded), only if
+//       pam_unix recorded success, and only for the recorded user, never for
+//       PAM_USER as it is at setcred time: sudo sets PAM_USER to the target
+//       user (root, or B for `sudo -u B`) before pam_setcred, and a
+//       password proves only its own account. A typed password pam_unix
+//       refused never resets anything, whatever the layout (docs/PAM.md).
+//       Only in a root PAM host: a screen locker running as the user
+//       (swaylock, i3lock) would need polkit's `manage` for ResetLockout,
+//       and an administrator's password dialog right after the unlock.
+//       Always PAM_IGNORE.
 //
 // Every string the module sends is checked to be valid UTF-8 before libdbus
 // sees it: libdbus aborts the process (sudo, login) on invalid UTF-8.
@@ -74,15 +81,22 @@ static double now_seconds(void) {
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
-/// A remote login (PAM_RHOST names another host): nobody there can touch the
-/// reader. The service also refuses callers whose logind session is remote;
-/// this check answers at once, before the bus.
+/// A remote login: the application set PAM_RHOST, as sshd, telnetd and
+/// login -h do for whoever connected. Nobody there can touch the reader.
+/// Loopback counts as remote too: sshd reports 127.0.0.1 or ::1 for a
+/// connection through a port forward, which may come from anywhere. The one
+/// exception is this machine's own name, which sudo sets as PAM_RHOST when
+/// its pam_rhost flag is on. The service also refuses callers that are not
+/// at the reader (docs/SECURITY.md); this check answers at once, before the
+/// bus.
 static int is_remote(pam_handle_t *pamh) {
     const void *item = NULL;
     if (pam_get_item(pamh, PAM_RHOST, &item) != PAM_SUCCESS || item == NULL) return 0;
     const char *host = item;
-    return host[0] != '\0' && strcmp(host, "localhost") != 0 && strcmp(host, "127.0.0.1") != 0 &&
-           strcmp(host, "::1") != 0;
+    if (host[0] == '\0') return 0;
+    char self[256] = { 0 };
+    if (gethostname(self, sizeof self - 1) == 0 && self[0] != '\0' && strcmp(host, self) == 0) return 0;
+    return 1;
 }
 
 /// What the person reads for each EvaluationStatus.
@@ -301,9 +315,30 @@ static int password_verified(pam_handle_t *pamh) {
            *(const int *)data == PAM_SUCCESS;
 }
 
+/// The PAM data under which the authenticate pass records whose password
+/// this transaction is about (a copy of PAM_USER then).
+#define AUTHENTICATED_USER_DATA "pam_localauth_authenticated_user"
+
+static void free_data(pam_handle_t *pamh, void *data, int error_status) {
+    (void)pamh;
+    (void)error_status;
+    free(data);
+}
+
+/// The user the authenticate pass saw, or NULL if it did not run.
+static const char *authenticated_user(pam_handle_t *pamh) {
+    const void *data = NULL;
+    if (pam_get_data(pamh, AUTHENTICATED_USER_DATA, &data) != PAM_SUCCESS || data == NULL) return NULL;
+    return data;
+}
+
 static void reset_lockout(pam_handle_t *pamh, const char *user, const Options *options) {
     if (!password_verified(pamh)) {
         if (options->debug) pam_syslog(pamh, LOG_DEBUG, "no verified password in this transaction; lockout kept");
+        return;
+    }
+    if (geteuid() != 0) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "not a root PAM host; lockout of %s kept", user);
         return;
     }
     DBusConnection *bus = connect_system_bus(pamh);
@@ -341,8 +376,14 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     Options options = parse_options(pamh, argc, argv);
     const char *user = sendable_user(pamh);
     if (user == NULL) return PAM_USER_UNKNOWN;
-    // reset-lockout acts in pam_sm_setcred, after the stack succeeded.
-    if (options.reset_lockout) return PAM_IGNORE;
+    // reset-lockout acts in pam_sm_setcred, after the stack succeeded, for
+    // the user this pass authenticates (pam_unix checks PAM_USER in the same
+    // pass, before or after this line). PAM_USER may be another one by then.
+    if (options.reset_lockout) {
+        char *copy = strdup(user);
+        if (copy && pam_set_data(pamh, AUTHENTICATED_USER_DATA, copy, free_data) != PAM_SUCCESS) free(copy);
+        return PAM_IGNORE;
+    }
     if (is_remote(pamh)) {
         if (options.debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
         return PAM_AUTHINFO_UNAVAIL;
@@ -357,7 +398,15 @@ EXPORTED PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, 
     Options options = parse_options(pamh, argc, argv);
     if (!options.reset_lockout) return PAM_SUCCESS;
     if (flags & PAM_DELETE_CRED) return PAM_IGNORE;
-    const char *user = sendable_user(pamh);
-    if (user != NULL) reset_lockout(pamh, user, &options);
+    const char *user = authenticated_user(pamh);
+    if (user == NULL) {
+        if (options.debug) pam_syslog(pamh, LOG_DEBUG, "no authenticate pass in this transaction; lockout kept");
+        return PAM_IGNORE;
+    }
+    const void *now = NULL;
+    if (options.debug && pam_get_item(pamh, PAM_USER, &now) == PAM_SUCCESS && now != NULL && strcmp(now, user) != 0) {
+        pam_syslog(pamh, LOG_DEBUG, "PAM_USER is %s now; only %s's password was verified", (const char *)now, user);
+    }
+    reset_lockout(pamh, user, &options);
     return PAM_IGNORE;
 }

@@ -30,7 +30,7 @@ public final class BusConnection: Sendable {
     private let state = Mutex(State())
 
     private struct State {
-        var objects: [String: MethodHandler] = [:]
+        var objects: [String: Export] = [:]
         var subscriptions: [UInt64: Subscription] = [:]
         var nextSubscription: UInt64 = 1
         var onDisconnect: [@Sendable () -> Void] = []
@@ -45,6 +45,13 @@ public final class BusConnection: Sendable {
 
     /// The bus itself: the only sender of NameOwnerChanged, NameAcquired, ….
     public static let busDriver = "org.freedesktop.DBus"
+
+    /// An exported object: its handler and the largest call body it takes.
+    struct Export {
+        var maximumBodyBytes: Int
+        var oversized: (@Sendable (IncomingCall) -> Void)?
+        var handler: MethodHandler
+    }
 
     struct Subscription {
         var sender: String?
@@ -218,9 +225,43 @@ public final class BusConnection: Sendable {
     // MARK: Receiving
 
     /// Serves method calls to `path` with `handler` (on the loop's thread).
-    public func export(_ path: ObjectPath, handler: @escaping MethodHandler) {
-        state.withLock { $0.objects[path.rawValue] = handler }
+    ///
+    /// `maximumBodyBytes` is the largest call body the object takes
+    /// (`Message.approximateBodySize`): a larger call never reaches `handler`,
+    /// so nothing decodes it, keeps it or echoes it. It is answered by
+    /// `oversized` (a contract's own error name), or else with
+    /// org.freedesktop.DBus.Error.LimitsExceeded; either way the message is
+    /// released at once. Every object states its bound: there is no default.
+    public func export(_ path: ObjectPath, maximumBodyBytes: Int,
+                       oversized: (@Sendable (IncomingCall) -> Void)? = nil, handler: @escaping MethodHandler) {
+        let export = Export(maximumBodyBytes: maximumBodyBytes, oversized: oversized, handler: handler)
+        state.withLock { $0.objects[path.rawValue] = export }
     }
+
+    /// Stops serving `path`: its calls get UnknownObject again, and its
+    /// parent's Introspect no longer lists it (a device that was unplugged).
+    public func unexport(_ path: ObjectPath) {
+        _ = state.withLock { $0.objects.removeValue(forKey: path.rawValue) }
+    }
+
+    /// The paths served now, sorted.
+    public var exportedPaths: [String] { state.withLock { $0.objects.keys.sorted() } }
+
+    /// Bounds what libdbus itself holds of incoming messages: once the
+    /// messages read and not yet released add up to `bytes`, it stops reading
+    /// the socket until some are released. Without it libdbus reads ahead up
+    /// to 63 MiB, so a few concurrent calls of tens of MiB each (which the
+    /// bus delivers) pass a 64 MiB MemoryMax before any handler sees one. A
+    /// message larger than `bytes` is still read whole (libdbus cannot refuse
+    /// it without dropping the whole connection: `set_max_message_size`
+    /// disconnects), but then alone. Messages a handler keeps (a call in
+    /// flight) count too: `bytes` must stay above what the service may keep.
+    public func limitBufferedIncoming(bytes: Int) {
+        dbus_connection_set_max_received_size(raw.pointer, bytes)
+    }
+
+    /// What `limitBufferedIncoming` set (libdbus's default is 63 MiB).
+    public var bufferedIncomingLimit: Int { dbus_connection_get_max_received_size(raw.pointer) }
 
     /// Calls `handler` on the loop for each matching signal, after asking the
     /// bus to route them here. Unicast signals addressed to us need no match rule;
@@ -364,9 +405,16 @@ public final class BusConnection: Sendable {
     private func routeMethodCall(_ message: Message) {
         let call = IncomingCall(message: message, connection: self)
         let path = message.path ?? "/"
-        let (handler, exported) = state.withLock { ($0.objects[path], Array($0.objects.keys)) }
-        if let handler {
-            handler(call)
+        let (export, exported) = state.withLock { ($0.objects[path], Array($0.objects.keys)) }
+        if let export {
+            // Bounded before anything is decoded (docs/SECURITY.md, "Limits").
+            let size = message.approximateBodySize
+            guard size <= export.maximumBodyBytes else {
+                if let oversized = export.oversized { return oversized(call) }
+                return call.fail(DBusError(.limitsExceeded,
+                                           "the call's arguments are larger than \(export.maximumBodyBytes) bytes"))
+            }
+            export.handler(call)
             return
         }
         // Paths above an exported object answer Introspect with their children,

@@ -69,9 +69,17 @@ public final class Message: @unchecked Sendable {
 
     /// The error reply to this method call.
     /// An invalid error name is replaced by org.freedesktop.DBus.Error.Failed.
+    /// The longest error text a reply carries; longer ones are cut (valid UTF-8 kept).
+    public static let maximumErrorTextBytes = 1024
+
     public func errorReply(_ error: DBusError) -> Message? {
         guard (try? checkReplyable()) != nil else { return nil }
-        let text = String(error.message.map { $0 == "\0" ? " " : $0 })
+        var text = String(error.message.map { $0 == "\0" ? " " : $0 })
+        // An error is no way to send a caller's argument back at full size:
+        // whatever a handler put in the message, the reply stays small.
+        if text.utf8.count > Self.maximumErrorTextBytes {
+            text = String(decoding: text.utf8.prefix(Self.maximumErrorTextBytes), as: UTF8.self) + "…"
+        }
         let name = NameCheck.errorName(error.name.rawValue) ? error.name.rawValue : DBusError.Name.failed.rawValue
         guard let raw = dbus_message_new_error(self.raw, name, text) else { return nil }
         return Message(taking: raw)

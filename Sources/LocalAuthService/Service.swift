@@ -156,6 +156,9 @@ public final class LocalAuthService {
         service.prints.removeTemporaries()
         service.readerChoice.startFollowingHotplug()
         service.readers.observe { [readerChoice = service.readerChoice] in readerChoice.readersChanged() }
+        // What libdbus may hold of calls not yet released: all the calls the
+        // registry admits at their largest body fit well below it.
+        bus.limitBufferedIncoming(bytes: ServiceLimits.bufferedIncomingBytes)
         service.router.export(LocalAuthBus.objectPath, LocalAuthContract.contract, on: service.object, bus: bus)
         // A caller that leaves the bus cancels what it started. Only the bus
         // driver can say so: the subscription checks the sender of every

@@ -95,6 +95,13 @@ public enum ServiceLimits {
     /// length). Our largest legitimate call is a reason and three option
     /// strings of at most 1 KiB each.
     public static let maximumBodyBytes = 16 * 1024
+    /// What libdbus may hold of incoming messages not yet released (read
+    /// ahead, or kept by a call in flight) before it stops reading the bus
+    /// socket. Twice what the registry can keep (`callsInTotal` calls at
+    /// `maximumBodyBytes` are 4 MiB; SaveRight's 64 KiB calls are short), so
+    /// calls in flight never stall reading; libdbus's own default is 63 MiB,
+    /// which lets a few concurrent 30 MiB calls pass the unit's MemoryMax=64M.
+    public static let bufferedIncomingBytes = 8 * 1024 * 1024
     /// Unix file descriptors in a call: none of our methods takes one, and a
     /// call carrying any fails with InvalidArgs before it is kept.
     public static let maximumFileDescriptors = 0

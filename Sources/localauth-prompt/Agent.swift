@@ -19,7 +19,11 @@ final class PromptAgent {
     init(bus: BusConnection) { self.bus = bus }
 
     func start() async {
-        bus.export(path) { call in AgentActor.assumeIsolated { self.handle(call) } }
+        // ShowPrompt carries a few texts of at most 1 KiB: anything larger is
+        // refused by the connection before it is decoded (and is not the service).
+        bus.export(path, maximumBodyBytes: ServiceLimits.maximumBodyBytes) { call in
+            AgentActor.assumeIsolated { self.handle(call) }
+        }
         do {
             // Who owns the service's name, believed only from the bus driver.
             try await bus.followOwner(of: LocalAuthBus.serviceName)

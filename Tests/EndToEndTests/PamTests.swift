@@ -199,6 +199,80 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         }
     }
 
+    /// pam-transaction.py SERVICE USER PASSWORD STEP... (as root, or as `uid`), on the rig's bus.
+    private func transaction(_ service: String, _ user: String, _ steps: [String], asUID uid: UInt32? = nil) throws -> Outcome {
+        let arguments = [try testScript("pam-transaction.py"), service, user, TestAccount.password] + steps
+        if let uid { return try runAs(uid, "/usr/bin/python3", arguments) }
+        return try runProgram("/usr/bin/python3", arguments, environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    /// The service restarted on the same state with each of `uids` locked out.
+    private func lockedOut(_ uids: [UInt32]) throws -> [UInt32: String] {
+        let state = service.stateDirectory
+        service.stop()
+        try FileManager.default.createDirectory(atPath: state + "/lockout", withIntermediateDirectories: true)
+        for uid in uids { try "5\n".write(toFile: state + "/lockout/\(uid)", atomically: true, encoding: .utf8) }
+        service = try ServiceProcess(bus: rig, stateDirectory: state)
+        return Dictionary(uniqueKeysWithValues: uids.map { ($0, state + "/lockout/\($0)") })
+    }
+
+    /// Issue 30 item 2: a password proves only its own account. sudo
+    /// authenticates the invoking user, then sets PAM_USER to the run-as user
+    /// (root, or B for `sudo -u B`) and calls pam_setcred: on 1c36356 that
+    /// reset root's lockout with laowner's password, and laowner's stayed.
+    func testAPasswordResetsOnlyTheLockoutOfTheAccountItProves() throws {
+        let uid = try TestAccount.ensure()
+        let files = try lockedOut([0, uid])
+        let debian = try pamService(["auth [success=1 default=ignore] pam_unix.so nullok nodelay",
+                                     "auth requisite pam_deny.so",
+                                     "auth required pam_permit.so",
+                                     "auth optional MODULE reset-lockout"])
+        let sudo = try transaction(debian, TestAccount.name, ["authenticate", "user=root", "setcred-reinitialize"])
+        XCTAssertTrue(sudo.output.contains("authenticate=Success"), sudo.output)
+        XCTAssertTrue(sudo.output.contains("setcred-reinitialize=Success"), sudo.output)
+        // The module's ResetLockout is answered before pam_setcred returns.
+        XCTAssertEqual(lockoutCount(files[0]!), "5", "root's lockout was reset by laowner's password")
+        XCTAssertEqual(lockoutCount(files[uid]!), "0", "laowner's own password lifts laowner's lockout")
+        XCTAssertTrue(service.log.contains("lockout of uid \(uid) reset"), service.log)
+        XCTAssertFalse(service.log.contains("lockout of uid 0 reset"), service.log)
+    }
+
+    /// Issue 30 item 7: a screen locker that runs as the user (swaylock and
+    /// i3lock call pam_setcred(PAM_REFRESH_CRED)) sends nothing: ResetLockout
+    /// needs `manage`, which would pop an administrator's password dialog
+    /// right after the unlock. polkit answers yes here, as such a dialog
+    /// would: on 1c36356 the user's call reset the lockout through it.
+    func testAScreenLockerRunningAsTheUserAsksPolkitNothing() throws {
+        let uid = try TestAccount.ensure()
+        let files = try lockedOut([uid])
+        try rig.polkit("org.example.LocalAuth.manage", "yes")
+        defer { try? rig.polkit("org.example.LocalAuth.manage", nil) }
+        let locker = try pamService(["auth required pam_unix.so nodelay", "auth optional MODULE reset-lockout debug"])
+        let unlock = try transaction(locker, TestAccount.name, ["authenticate", "setcred-refresh"], asUID: uid)
+        XCTAssertTrue(unlock.output.contains("authenticate=Success"), unlock.output)
+        XCTAssertTrue(unlock.output.contains("setcred-refresh=Success"), unlock.output)
+        XCTAssertEqual(lockoutCount(files[uid]!), "5", "the locker, not root, sent ResetLockout")
+        XCTAssertFalse(service.log.contains("lockout of uid \(uid) reset"), service.log)
+    }
+
+    /// Issue 29: sshd reports a connection through a port forward as
+    /// 127.0.0.1 or ::1, which may come from anywhere: a PAM_RHOST of
+    /// loopback is remote, like any other, and never waits for a finger.
+    /// This machine's own name (sudo's pam_rhost flag) is not.
+    func testALoopbackRemoteHostIsRemote() async throws {
+        try await enroll(as: "owner-finger")
+        let stack = try pamService(["auth required MODULE timeout=20"])
+        for host in ["127.0.0.1", "::1", "localhost"] {
+            let outcome = try pamtester(stack, "root", rhost: host)
+            XCTAssertTrue(outcome.output.contains(unavailable), "\(host): \(outcome.output)")
+        }
+        XCTAssertFalse(service.log.contains("waits for the reader"), service.log)
+        let hostname = ProcessInfo.processInfo.hostName
+        present("owner-finger")
+        let local = try pamtester(stack, "root", rhost: hostname)
+        XCTAssertTrue(local.output.contains(succeeded), "\(hostname): \(local.output)")
+    }
+
     /// Issue 20 item 11: a PAM_USER that is not UTF-8 is an unknown user,
     /// not a libdbus assertion that aborts sudo or login.
     func testAUserNameThatIsNotUTF8IsUnknownAndNothingAborts() throws {

@@ -41,11 +41,24 @@ final class CallRouter {
     /// Serves `contract` on `target` at `path` of `bus`. The router lives as
     /// long as the process; held strongly, never weakly: an object with a
     /// weak reference pays a slower retain on every call (BENCHMARKS.md).
+    /// The connection itself refuses a body past the contract's largest
+    /// row's bound before anything runs (answered in the contract's words);
+    /// `receive` then holds each call to its own row's bound.
     func export<Target>(_ path: String, _ contract: BusContract<Target>, on target: Target, bus: BusConnection) {
-        bus.export(ObjectPath(stringLiteral: path)) { [self] call in
+        let largest = contract.largestBody
+        let errors = contract.errors
+        bus.export(
+            ObjectPath(stringLiteral: path), maximumBodyBytes: largest,
+            oversized: { call in
+                call.fail(ServiceErrors.limit("the call's arguments are larger than \(largest) bytes").dbusError(errors))
+            }
+        ) { [self] call in
             ServiceActor.assumeIsolated { receive(call, contract, target) }
         }
     }
+
+    /// `path` is served no more (an unplugged reader's Device).
+    func unexport(_ path: String, bus: BusConnection) { bus.unexport(ObjectPath(stringLiteral: path)) }
 
     func receive<Target>(_ call: IncomingCall, _ contract: BusContract<Target>, _ target: Target) {
         receive(call as any WireCall, contract, target)

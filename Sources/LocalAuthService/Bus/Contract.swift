@@ -18,6 +18,10 @@ struct BusContract<Target: AnyObject & Sendable>: Sendable {
     var properties: (@ServiceActor @Sendable (Target) -> [String: DBusValue])?
     /// How polkit's no reads in this contract (the last action asked and its answer).
     let refusal: @Sendable (_ action: String, _ decision: Authorizer.Decision) -> ServiceError
+
+    /// The largest body any of its calls may have (its largest row's bound;
+    /// at least the 16 KiB every other message gets: Properties, Introspect).
+    var largestBody: Int { methods.values.map(\.maximumBodyBytes).reduce(ServiceLimits.maximumBodyBytes, max) }
 }
 
 /// What a row needs from polkit, asked by the router before its handler runs

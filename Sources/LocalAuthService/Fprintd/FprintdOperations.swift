@@ -340,6 +340,13 @@ extension FprintdDevice {
                 // The last stage is told by the final status.
                 if stage < stages || retry != nil { status(retry.map(FprintdBus.EnrollResult.init) ?? .stagePassed) }
             }
+            // The claimer left (or Release, SIGTERM) while the last stage
+            // completed: no print is saved for a claim that has ended.
+            guard !operation.cancellable.isCancelled else {
+                if reader.storesPrints { try? await session.deleteFromChip(print) }
+                status(.failed)
+                return
+            }
             do {
                 try seams.save(print, finger: finger, username: claim.username, uid: claim.uid, reader: identity)
             } catch {

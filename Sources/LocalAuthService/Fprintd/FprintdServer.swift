@@ -67,6 +67,8 @@ final class FprintdServer {
         for device in devices where !present.contains(where: { $0 === behind[ObjectIdentifier(device)] }) {
             device.readerGone()
             behind[ObjectIdentifier(device)] = nil
+            // Served, listed and kept no more (issue 30 item 9).
+            router.unexport(device.path, bus: bus)
         }
         devices.removeAll { $0.isGone }
         for reader in present where !behind.values.contains(where: { $0 === reader }) {

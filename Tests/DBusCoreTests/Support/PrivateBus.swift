@@ -54,6 +54,8 @@ final class PrivateBus {
 final class BusFixture {
     static let interface = "org.example.Test"
     static let echoPath: ObjectPath = "/test/Echo"
+    /// The echo object's bound on call bodies (ExportBoundsTests).
+    static let echoBodyLimit = 1 << 20
     static let customError = DBusError.Name(rawValue: "org.example.Test.Error.Custom")
 
     let bus: PrivateBus
@@ -76,7 +78,7 @@ final class BusFixture {
             throw error
         }
         let serverLoop = self.serverLoop
-        server.export(Self.echoPath) { call in
+        server.export(Self.echoPath, maximumBodyBytes: Self.echoBodyLimit) { call in
             switch call.member {
             case "Echo":
                 call.reply(call.arguments)
@@ -105,7 +107,7 @@ final class BusFixture {
     /// serial and a sender), carrying `arguments`.
     func receivedCall(arguments: [DBusValue]) async throws -> Message {
         let (stream, continuation) = AsyncStream<Message>.makeStream()
-        server.export("/test/Capture") { call in
+        server.export("/test/Capture", maximumBodyBytes: .max) { call in
             continuation.yield(call.message)
             call.reply()
         }

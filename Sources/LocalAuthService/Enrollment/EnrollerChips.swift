@@ -10,7 +10,7 @@ import LocalAuthShared
 // (for any account), and an administrator can list the chip and remove the
 // prints no enrolled record owns (orphans), never one that a record owns.
 // Holding the reader for one operation is the service's
-// (Readers/ChipPrints.swift, `withReader`).
+// (Readers/ReaderGate.swift, `withReader`).
 extension Enroller {
     // MARK: Deleting and replacing
 

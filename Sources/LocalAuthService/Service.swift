@@ -106,9 +106,15 @@ public final class LocalAuthService {
                 readers: readers, logind: logind, readerChoice: readerChoice, prints: prints, queue: queue,
                 evaluator: evaluator, callers: callers, bus: bus),
             sleepCycle: sleepCycle, events: events)
+        // Both enrollments' duplicate checks (ours on a chip, fprintd's on a
+        // reader that identifies) share one budget and count into one lockout.
+        let duplicateChecks = DuplicateCheckBudget(
+            stateDirectory: configuration.stateDirectory,
+            countFailedMatch: { [evaluator] uid in _ = try? evaluator.scanDidNotMatch(uid) })
         let enroller = Enroller(
             seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
-            prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout)
+            prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout,
+            duplicateChecks: duplicateChecks)
         rights = RightsService(
             stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
             authorizationSeconds: configuration.rightsAuthorizationTimeout,
@@ -127,7 +133,7 @@ public final class LocalAuthService {
             ? FprintdServer(
                 seams: ServiceFprintdWiring(
                     readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
-                    environment: environment, callers: callers, bus: bus),
+                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, bus: bus),
                 router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
                 spawn: { [work] body in work.yield(.task(body)) })
             : nil

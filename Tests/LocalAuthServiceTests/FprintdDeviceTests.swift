@@ -327,6 +327,55 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-completed done")
     }
 
+    /// Issue 30 item 4: the check is a match oracle over every account's
+    /// prints. A user (uid 65534 here) gets `DuplicateCheckBudget.perDay`
+    /// checks a day, each hit on another account's print is a failed match
+    /// toward their own lockout, and the next EnrollStart is refused before
+    /// the reader scans anything.
+    @ServiceActor
+    func testTheDuplicateCheckIsBoundedPerUidAndAHitOnAnotherAccountCounts() async throws {
+        let rig = try FprintdRig()
+        let nobody: UInt32 = 65534
+        rig.router.callers.uids = [rig.claimer: nobody, rig.other: nobody]
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: 1234)  // someone else's print on this reader
+        await rig.expect(Self.ok, "Claim", "")
+        for attempt in 1...DuplicateCheckBudget.perDay {
+            rig.evaluation.reader.script = [.match(0)]
+            await rig.expect(Self.ok, "EnrollStart", "right-index-finger", note: "attempt \(attempt)")
+            await rig.settle()
+            await rig.call("EnrollStop")
+            XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
+        }
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), DuplicateCheckBudget.perDay,
+                       "each guess that came true counts for the one who guessed")
+        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(nobody))
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: 1234), 0, "nothing for the account guessed at")
+        let statuses = rig.statuses.count
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(.error(DBusError.Name.limitsExceeded.rawValue), "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.count, statuses, "no scan past the budget")
+        XCTAssertEqual(rig.evaluation.reader.script.count, 1, "the reader was not touched")
+    }
+
+    /// Finding one's own print is no guess: nothing counts.
+    @ServiceActor
+    func testADuplicateOfOnesOwnPrintCountsNothing() async throws {
+        let rig = try FprintdRig()
+        let nobody: UInt32 = 65534
+        rig.router.callers.uids = [rig.claimer: nobody, rig.other: nobody]
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: nobody)
+        await rig.expect(Self.ok, "Claim", "")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), 0)
+        XCTAssertEqual(rig.seams.duplicateChecks.remaining(for: nobody), DuplicateCheckBudget.perDay - 1)
+    }
+
     @ServiceActor
     func testEnrollingAFingerAgainFreesItsSlotFirstAndAFullReaderSaysSo() async throws {
         let rig = try FprintdRig()

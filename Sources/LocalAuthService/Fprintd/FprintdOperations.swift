@@ -282,6 +282,12 @@ extension FprintdDevice {
         try refuseWhileBusy()
         guard seams.isReachable(identity) else { throw ServiceError(.failed, seams.noReaderError.message) }
         guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
+        // A reader that identifies (fprintd's duplicate check) or keeps prints
+        // on its chip (its own check) answers "enroll-duplicate" against every
+        // account's prints: one of the caller's duplicate checks today, spent
+        // before the reader is touched (docs/SECURITY.md).
+        let asker = request.uid
+        if supportsIdentify || reader.storesPrints { try seams.duplicateChecks.spend(for: asker) }
         let sender = request.sender
         let operation = FprintdOperation(.enroll, uid: claim.uid, purpose: .enrollment(sender: sender), reader: identity,
                                          queue: queue)
@@ -299,7 +305,7 @@ extension FprintdDevice {
             }
         }
         spawn { [self] in
-            await runEnroll(operation, on: session, finger: finger, claim: claim, sender: sender)
+            await runEnroll(operation, on: session, finger: finger, claim: claim, asker: asker, sender: sender)
             end(operation, session)
             operation.finish()
         }
@@ -307,7 +313,7 @@ extension FprintdDevice {
     }
 
     private func runEnroll(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName, claim: Claim,
-                           sender: String) async {
+                           asker: UInt32, sender: String) async {
         func status(_ result: FprintdBus.EnrollResult) {
             emit(FprintdBus.Signal.enrollStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
@@ -317,11 +323,17 @@ extension FprintdDevice {
             // No print twice, for anyone: one identify over every print on this
             // reader first (fprintd's duplicate check, counted as a stage).
             if supportsIdentify {
+                let everyone = seams.everyPrint(on: identity)
+                let own = Set(seams.allPrints(of: claim.uid, on: identity).map(\.stamp))
                 while true {
-                    let outcome = try await session.scan(seams.everyPrint(on: identity), cancellable: operation.cancellable)
+                    let outcome = try await session.scan(everyone, cancellable: operation.cancellable)
                     operation.restartTimer(seconds)
                     switch outcome {
-                    case .match:
+                    case .match(let index):
+                        // A hit on another account's print is a guess that came true.
+                        if index.map({ !own.contains(everyone[$0].stamp) }) ?? true {
+                            seams.duplicateChecks.matchedAnotherAccount(asker: asker)
+                        }
                         status(.duplicate)
                         return
                     case .retry(let kind):
@@ -364,7 +376,10 @@ extension FprintdDevice {
             case _ where operation.disconnected, .removed: status(.disconnected)
             case .cancelled: status(operation.timedOut ? .unknownError : .failed)
             case .dataFull: status(.dataFull)
-            case .duplicate: status(.duplicate)
+            case .duplicate:
+                // The chip's own check: it does not say whose print.
+                seams.duplicateChecks.matchedAnotherAccount(asker: asker)
+                status(.duplicate)
             case .other:
                 Log.warning("fprintd device \(id): enroll failed: \(error)")
                 status(.unknownError)

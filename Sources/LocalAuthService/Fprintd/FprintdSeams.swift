@@ -91,6 +91,8 @@ protocol FprintdSeams: AnyObject {
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
     var lockout: any FprintdLockout { get }
+    /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
+    var duplicateChecks: DuplicateCheckBudget { get }
 
     // Who hears.
     /// `uid`'s prints or lockout changed: its LAEnvironment subscribers hear it now.

@@ -16,12 +16,14 @@ final class ServiceFprintdWiring: FprintdSeams {
     private let evaluator: Evaluator
     private let environment: Environment
     private let callers: Callers
+    let duplicateChecks: DuplicateCheckBudget
     private let bus: BusConnection
 
     init(
         readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
-        environment: Environment, callers: Callers, bus: BusConnection
+        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, bus: BusConnection
     ) {
+        self.duplicateChecks = duplicateChecks
         self.readers = readers
         self.gate = gate
         self.prints = prints

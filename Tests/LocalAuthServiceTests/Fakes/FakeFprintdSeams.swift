@@ -1,3 +1,4 @@
+import Foundation
 import DBusCore
 @testable import LocalAuthService
 import LocalAuthShared
@@ -105,6 +106,10 @@ final class FakeFprintdSeams: FprintdSeams {
     /// Every signal, with its destination.
     private(set) var signals: [(member: String, arguments: [DBusValue], destination: String?)] = []
 
+    /// The real budget, on a directory of this fake's own, counting into the rig's lockout.
+    lazy var duplicateChecks = DuplicateCheckBudget(
+        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.evaluator.scanDidNotMatch(uid) })
+
     init(rig: EvaluatorRig) { self.rig = rig }
 
     func open(
@@ -166,5 +171,14 @@ final class FakeFprintdSeams: FprintdSeams {
             if case .boolean(true)? = signal.arguments.last { words.append("done") }
             return words.joined(separator: " ")
         }
+    }
+}
+
+/// A fresh state directory under the test process's temporary directory.
+enum FakeState {
+    static func directory() -> String {
+        let path = NSTemporaryDirectory() + "localauth-fake-state-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
     }
 }

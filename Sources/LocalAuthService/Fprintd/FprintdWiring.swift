@@ -129,9 +129,10 @@ final class LibfprintFprintdReader: FprintdReader {
     var scanType: String { fp_device_get_scan_type(device.fpDevice) == FP_SCAN_TYPE_SWIPE ? "swipe" : "press" }
 
     func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) {
-        // Lives as long as the process (like the reader's own handlers).
+        // Lives as long as the libfprint device: released by GLib with the
+        // handler when an unplugged reader's FpDevice goes (issue 30 item 9).
         let box = Unmanaged.passRetained(FingerStatusBox(changed)).toOpaque()
-        _ = cfprint_connect_notify(
+        _ = cfprint_connect_notify_full(
             device.fpDevice, "notify::finger-status",
             { device, _, data in
                 guard let device, let data else { return }
@@ -140,7 +141,7 @@ final class LibfprintFprintdReader: FprintdReader {
                 ServiceActor.assumeIsolated {
                     box.changed(status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
                 }
-            }, box)
+            }, box, { data, _ in if let data { Unmanaged<FingerStatusBox>.fromOpaque(data).release() } })
     }
 }
 

@@ -213,6 +213,71 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftThumb, .rightIndex]])
     }
 
+    /// Issue 30 item 5: the checks an LAContext scan makes before every
+    /// scan, made before every fprintd scan too. A user locked out while
+    /// their verify waited for a finger (a scan to repeat follows) gets no
+    /// further scan: on 1c36356 the next scan ran, and its match lifted the
+    /// lockout already in force.
+    @ServiceActor
+    func testAUserLockedOutDuringAVerifyGetsNoFurtherScan() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid) }
+        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses,
+            ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
+             "VerifyStatus verify-unknown-error done"])
+        XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the lockout")
+        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(rig.uid), "the lockout in force stays")
+        await rig.expect(Self.ok, "VerifyStop")
+    }
+
+    /// A print deleted (here by another client) during a verify is not
+    /// compared with again: the verify ends before the next scan.
+    @ServiceActor
+    func testAPrintDeletedDuringAVerifyIsNotScannedForAgain() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.seams.stored[rig.uid] = []
+        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
+        XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the print went")
+    }
+
+    /// Issue 30 item 11: on a reader that cannot identify, "any" walks the
+    /// user's prints as an LAContext evaluation does (the finger that
+    /// matched last first, one step per judged no-match, across calls and
+    /// across both interfaces), so a fourth enrolled finger is reached;
+    /// fprintd itself always takes the first (docs/FPRINTD.md).
+    @ServiceActor
+    func testAnyOnAVerifyOnlyReaderFollowsTheSharedRotation() async throws {
+        let rig = try FprintdRig()
+        for finger in [FingerName.leftThumb, .leftIndex, .rightIndex, .rightThumb] { rig.seams.enroll(finger, for: rig.uid) }
+        await rig.call("Claim", "")
+        for _ in 0..<3 {
+            rig.evaluation.reader.script = [.noMatch]
+            await rig.expect(Self.ok, "VerifyStart", "any")
+            await rig.settle()
+            await rig.expect(Self.ok, "VerifyStop")
+        }
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        await rig.settle()
+        XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftIndex], [.rightIndex], [.rightThumb]])
+        XCTAssertEqual(rig.statuses.filter { $0.hasPrefix("VerifyFingerSelected") }.last, "VerifyFingerSelected right-thumb")
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-match done")
+        XCTAssertEqual(rig.evaluation.evaluator.lastMatchedFinger(of: rig.uid), .rightThumb, "the next evaluation starts there")
+    }
+
     @ServiceActor
     func testReleaseInTheMiddleOfAScanStopsItAndGivesTheReaderBack() async throws {
         let rig = try FprintdRig()

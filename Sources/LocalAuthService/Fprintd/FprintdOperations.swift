@@ -153,23 +153,27 @@ extension FprintdDevice {
         let claim = try currentClaim(request.sender)
         try refuseWhileBusy()
         let name = call.arguments.name
-        let stored = seams.prints(of: claim.uid, on: identity)
-        let gallery: [EnrolledPrint]
-        let selected: String
+        let finger: FingerName?
         if name == FprintdBus.anyFinger {
-            guard !stored.isEmpty else { throw ServiceError(.notEnrolled, "No fingerprints enrolled") }
-            // A reader that can identify takes every finger; one that cannot, the first (as fprintd).
-            gallery = supportsIdentify ? stored : [stored[0]]
-            selected = supportsIdentify ? FprintdBus.anyFinger : stored[0].finger.rawValue
+            finger = nil
         } else {
-            guard let finger = FingerName(rawValue: name) else {
+            guard let named = FingerName(rawValue: name) else {
                 throw ServiceError(.invalidArgs, "Invalid finger name \(ServiceErrors.echo(name))")
             }
-            guard let print = stored.first(where: { $0.finger == finger }) else {
-                throw ServiceError(.notEnrolled, "No such print \(finger.rawValue)")
-            }
-            gallery = [print]
-            selected = finger.rawValue
+            finger = named
+        }
+        // What the first scan compares with, and the finger fprintd reports
+        // as selected: "any" on a reader that identifies; on one that cannot,
+        // the verify-only rotation's print (the LAContext scan's, not
+        // fprintd's "the first finger": docs/FPRINTD.md).
+        let selected: String
+        switch gallery(uid: claim.uid, finger: finger) {
+        case .success(let first):
+            selected = finger == nil && supportsIdentify ? FprintdBus.anyFinger : first[0].finger.rawValue
+        case .failure(let refused):
+            if case .notEnrolled = refused.kind { throw refused }
+            // The rules below say it in fprintd's words.
+            selected = name
         }
         // The same rules as an LAContext evaluation, in fprintd's vocabulary.
         if let refusal = await refusal(request.caller, uid: claim.uid, reader: identity) {
@@ -185,7 +189,7 @@ extension FprintdDevice {
         // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's answer, as in fprintd.
         spawn { [self] in
             emit(FprintdBus.Signal.verifyFingerSelected, [.string(selected)], to: sender)
-            await runVerify(operation, on: session, gallery: gallery, uid: claim.uid, sender: sender)
+            await runVerify(operation, on: session, finger: finger, uid: claim.uid, sender: sender)
             end(operation, session)
             operation.finish()
         }
@@ -220,8 +224,40 @@ extension FprintdDevice {
         return []
     }
 
+    /// The prints one scan of `uid`'s compares with (`finger`, or nil for
+    /// any), or why no scan may be taken now. Read again before every scan,
+    /// as the LAContext scan loop reads them (Evaluator.scan, FingerprintScan.swift): the
+    /// lockout, the password required, the reader reachable, the prints as
+    /// they are now, and on a reader that cannot identify the rotation's
+    /// one print. Presence is judged once, at VerifyStart, as an evaluation
+    /// judges it once (docs/SECURITY.md, "Every scan, both interfaces").
+    func gallery(uid: UInt32, finger: FingerName?) -> Result<[EnrolledPrint], ServiceError> {
+        let lockout = seams.lockout
+        if lockout.isLockedOut(uid) {
+            return .failure(ServiceError(.la(.biometryLockout), "\(FprintdRefusal.lockedOut): too many failed fingerprint matches"))
+        }
+        if let needed = seams.passwordNeeded(uid) {
+            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.passwordRequired): \(needed.message)"))
+        }
+        guard seams.isReachable(identity) else {
+            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)"))
+        }
+        let stored = seams.prints(of: uid, on: identity)
+        if let finger {
+            guard let print = stored.first(where: { $0.finger == finger }) else {
+                return .failure(ServiceError(.notEnrolled, "No such print \(finger.rawValue)"))
+            }
+            return .success([print])
+        }
+        guard !stored.isEmpty else { return .failure(ServiceError(.notEnrolled, "No fingerprints enrolled")) }
+        if supportsIdentify { return .success(stored) }
+        let start = Evaluator.galleryStart(
+            stored.map(\.finger), lastMatched: lockout.lastMatchedFinger(of: uid), missesSinceMatch: lockout.missesSinceMatch(of: uid))
+        return .success([stored[start]])
+    }
+
     /// Scans until a match, a no-match or an error; retries ("verify-retry-scan"…) scan again.
-    private func runVerify(_ operation: FprintdOperation, on session: any FprintdSession, gallery: [EnrolledPrint],
+    private func runVerify(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName?,
                            uid: UInt32, sender: String) async {
         func status(_ result: FprintdBus.VerifyResult) {
             emit(FprintdBus.Signal.verifyStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
@@ -229,6 +265,18 @@ extension FprintdDevice {
         let lockout = seams.lockout
         operation.restartTimer(scanTimeout)
         while !operation.cancellable.isCancelled {
+            // The checks before every scan (the first comes after a wait for
+            // the reader of up to 20 s): a user locked out meanwhile, or whose
+            // print went, gets no scan past it, and so no match that would
+            // lift a lockout already in force.
+            let gallery: [EnrolledPrint]
+            switch self.gallery(uid: uid, finger: finger) {
+            case .success(let prints): gallery = prints
+            case .failure(let refusal):
+                Log.notice("fprintd device \(id): no scan for uid \(uid): \(refusal.message)")
+                status(.unknownError)
+                return
+            }
             let outcome: ScanOutcome
             do throws(GLibError) {
                 outcome = try await session.scan(gallery, cancellable: operation.cancellable)

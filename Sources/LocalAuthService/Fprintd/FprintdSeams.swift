@@ -52,6 +52,10 @@ protocol FprintdLockout: AnyObject {
     func scanMatched(_ uid: UInt32, finger: FingerName?)
     /// A judged no-match, counted before anything else happens; true: `uid` is now locked out.
     func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool
+    /// A verify-only reader's rotation (FingerprintScan.galleryStart): the
+    /// finger `uid` matched with last, and the judged no-matches since.
+    func lastMatchedFinger(of uid: UInt32) -> FingerName?
+    func missesSinceMatch(of uid: UInt32) -> Int
 }
 
 /// Everything else a Device object uses.

@@ -7,6 +7,7 @@
 #   scripts/rig.sh start DIR              start (idempotent); prints one line
 #   scripts/rig.sh stop DIR               stop what `start` started, remove the test rule
 #   scripts/rig.sh status DIR             exit 0 if the rig in DIR is up
+#   scripts/rig.sh revive-polkit DIR      start polkitd again if it died (the bus stays)
 #   scripts/rig.sh polkit DIR ACTION ANSWER
 #                                         ANSWER: yes|no|auth_self|auth_self_keep|
 #                                         auth_admin|auth_admin_keep|default, or
@@ -322,6 +323,28 @@ cmd_start() {
     echo "rig up in ${ms} ms: DBUS_SYSTEM_BUS_ADDRESS=$ADDR (dbus $(cat "$DIR/dbus.pid"), polkitd $(cat "$DIR/polkitd.pid")); source $DIR/env"
 }
 
+# polkitd 122 can die on a check whose subject left the bus at the wrong
+# moment ("Error getting process for system bus name …", then exit): every
+# later test would see "PolicyKit1 was not provided". Starts it again on the
+# same bus, keeping the bus and everything connected to it. Exit 0 if it was
+# alive or came back; prints one line when it had to start it.
+cmd_revive_polkit() {
+    set_vars "$1"
+    [ -f "$DIR/dbus.pid" ] && pid_alive "$DIR/dbus.pid" "--config-file=$DIR/bus.conf" || die "no rig bus in $DIR"
+    if pid_alive "$DIR/polkitd.pid" "DBUS_SYSTEM_BUS_ADDRESS=$ADDR" && has_owner "$ADDR" org.freedesktop.PolicyKit1; then
+        return 0
+    fi
+    kill_pidfile "$DIR/polkitd.pid" "DBUS_SYSTEM_BUS_ADDRESS=$ADDR" polkitd
+    mv -f "$DIR/polkitd.log" "$DIR/polkitd.log.$(date +%s%N)" 2>/dev/null || true
+    DBUS_SYSTEM_BUS_ADDRESS="$ADDR" LOCALAUTH_TEST_POLKIT_DIR="$ANSWERS" \
+        setsid "$POLKITD" </dev/null >"$DIR/polkitd.log" 2>&1 &
+    echo $! >"$DIR/polkitd.pid"
+    wait_for 10 "polkitd to own org.freedesktop.PolicyKit1" \
+        ready_or_dead "$(cat "$DIR/polkitd.pid")" has_owner "$ADDR" org.freedesktop.PolicyKit1 || die "polkitd did not come back"
+    write_env
+    echo "rig.sh: polkitd had died on the rig's bus; started again (pid $(cat "$DIR/polkitd.pid"))"
+}
+
 cmd_stop() {
     set_vars "$1"
     kill_pidfile "$DIR/fprintd.pid" "DBUS_SYSTEM_BUS_ADDRESS=$ADDR" fprintd
@@ -430,6 +453,7 @@ case "$cmd" in
     stop)   [ $# -eq 1 ] || usage; cmd_stop "$1" ;;
     status) [ $# -eq 1 ] || usage; cmd_status "$1" ;;
     polkit) [ $# -eq 3 ] || usage; cmd_polkit "$1" "$2" "$3" ;;
+    revive-polkit) [ $# -eq 1 ] || usage; cmd_revive_polkit "$1" ;;
     fprintd) [ $# -eq 2 ] || usage; cmd_fprintd "$1" "$2" ;;
     vfp)    [ $# -ge 2 ] || usage; cmd_vfp "$@" ;;
     bus-config) [ $# -ge 2 ] && [ $# -le 3 ] || usage; bus_conf "$@" ;;

@@ -17,6 +17,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
     override func setUpWithError() throws {
         // Not RigTestCase's service: this class starts its own, with --fprintd.
+        try rig.revivePolkit()
         for action in ["org.example.LocalAuth.evaluate", "org.example.LocalAuth.enroll"] + fprintdActions {
             try rig.polkit(action, nil)
         }

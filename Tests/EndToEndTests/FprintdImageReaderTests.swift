@@ -17,6 +17,7 @@ final class FprintdImageReaderTests: RigTestCase, @unchecked Sendable {
 
     override func setUpWithError() throws {
         // Not RigTestCase's service: this one reads images, and speaks fprintd too.
+        try rig.revivePolkit()
         for action in ["org.example.LocalAuth.evaluate", "org.example.LocalAuth.enroll"] + fprintdActions {
             try rig.polkit(action, nil)
         }

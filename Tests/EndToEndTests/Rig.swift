@@ -79,6 +79,15 @@ final class BusRig: @unchecked Sendable {
         guard outcome.status == 0 else { throw RigError("rig.sh polkit failed: \(outcome.output)") }
     }
 
+    /// polkitd (Debian's 122) can die on a check whose subject left the bus
+    /// at the wrong moment; every later test would then fail for that alone.
+    /// Started again before each test, with the bus and its clients kept.
+    func revivePolkit() throws {
+        let outcome = try runProgram(Paths.root + "/scripts/rig.sh", ["revive-polkit", directory])
+        guard outcome.status == 0 else { throw RigError("rig.sh revive-polkit failed: \(outcome.output)") }
+        if !outcome.output.isEmpty { print(outcome.output) }
+    }
+
     func stop() {
         _ = try? runProgram(Paths.root + "/scripts/rig.sh", ["stop", directory])
         try? FileManager.default.removeItem(atPath: directory)

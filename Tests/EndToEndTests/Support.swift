@@ -24,6 +24,7 @@ class RigTestCase: XCTestCase, @unchecked Sendable {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
+        try rig.revivePolkit()
         for action in ["org.example.LocalAuth.evaluate", "org.example.LocalAuth.enroll"] { try rig.polkit(action, nil) }
         service = try ServiceProcess(bus: rig)
     }

@@ -143,5 +143,5 @@ public struct LoginSecretRecord: Sendable, Equatable {
         do { return try ECIES.encrypt(secret, to: key.publicKey) } catch { throw RightsError.crypto(error, "the login secret's password wrap") }
     }
 
-    static func clear(_ bytes: inout [UInt8]) { for index in bytes.indices { bytes[index] = 0 } }
+    public static func clear(_ bytes: inout [UInt8]) { for index in bytes.indices { bytes[index] = 0 } }
 }

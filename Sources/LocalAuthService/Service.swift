@@ -31,6 +31,8 @@ public final class LocalAuthService: CallRouterHost {
     private(set) lazy var rights = RightsService(
         stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
         authorizationSeconds: configuration.rightsAuthorizationTimeout, seams: ServiceRightsWiring(self).seams)
+    /// The login secret that opens the login keyring (LoginSecret/, docs/KEYRING.md).
+    private(set) lazy var loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(self).seams)
     /// logind and UPower: sleep and the lid (Logind.swift).
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).

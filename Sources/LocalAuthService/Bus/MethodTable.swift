@@ -61,7 +61,7 @@ struct Request {
 
 extension LocalAuthService {
     // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging(
+    nonisolated static let methods: [String: MethodSpec] = rightsMethods.merging(loginSecretMethods, uniquingKeysWith: { rights, _ in rights }).merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
@@ -80,7 +80,12 @@ extension LocalAuthService {
                 handler: { service, call throws(ServiceError) in try service.evaluator.resetLockout(call.request, call.arguments) }),
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
-                handler: { service, call throws(ServiceError) in try await service.evaluator.verifyUser(call.request, call.arguments) }),
+                handler: { service, call throws(ServiceError) in
+                    let uid = try await service.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
+                    // A match the service saw: a ticket for one login-secret release (LoginSecret/).
+                    if let nonce = call.arguments.loginSecretNonce { service.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }
+                    return []
+                }),
             LocalAuthBus.Method.getDomainState: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
                 handler: { service, call throws(ServiceError) in try service.readerChoice.domainState(of: call.caller) }),

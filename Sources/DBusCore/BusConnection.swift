@@ -238,6 +238,15 @@ public final class BusConnection: Sendable {
         state.withLock { $0.objects[path.rawValue] = export }
     }
 
+    /// Stops serving `path`: its calls get UnknownObject again, and its
+    /// parent's Introspect no longer lists it (a device that was unplugged).
+    public func unexport(_ path: ObjectPath) {
+        _ = state.withLock { $0.objects.removeValue(forKey: path.rawValue) }
+    }
+
+    /// The paths served now, sorted.
+    public var exportedPaths: [String] { state.withLock { $0.objects.keys.sorted() } }
+
     /// Bounds what libdbus itself holds of incoming messages: once the
     /// messages read and not yet released add up to `bytes`, it stops reading
     /// the socket until some are released. Without it libdbus reads ahead up

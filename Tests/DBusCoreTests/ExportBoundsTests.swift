@@ -20,8 +20,10 @@ final class ExportBoundsTests: XCTestCase {
     }
 
     /// A handler that counts the calls it saw and echoes their first argument back in an error.
-    private func exportCounting(_ path: ObjectPath, limit: Int,
-                                oversized: (@Sendable (IncomingCall) -> Void)? = nil) -> Counter {
+    private func exportCounting(
+        _ path: ObjectPath, limit: Int,
+        oversized: (@Sendable (IncomingCall) -> Void)? = nil
+    ) -> Counter {
         let seen = Counter()
         server.export(path, maximumBodyBytes: limit, oversized: oversized) { call in
             seen.increment()
@@ -32,8 +34,9 @@ final class ExportBoundsTests: XCTestCase {
 
     private func get(_ path: ObjectPath, name: String) async -> DBusError? {
         do {
-            _ = try await client.call(destination: server.uniqueName, path: path, interface: "org.freedesktop.DBus.Properties",
-                                      member: "Get", arguments: [.string("org.example.Test"), .string(name)])
+            _ = try await client.call(
+                destination: server.uniqueName, path: path, interface: "org.freedesktop.DBus.Properties",
+                member: "Get", arguments: [.string("org.example.Test"), .string(name)])
             return nil
         } catch {
             return error
@@ -71,6 +74,31 @@ final class ExportBoundsTests: XCTestCase {
         XCTAssertEqual(refused?.name, .unknownProperty)
         XCTAssertLessThanOrEqual(text.utf8.count, Message.maximumErrorTextBytes + "…".utf8.count)
         XCTAssertTrue(text.hasPrefix("no property éé"), text)
+    }
+
+    /// Issue 30 item 9: an object that is gone (an unplugged reader) is
+    /// not served, listed or kept.
+    func testAnUnexportedObjectIsGoneFromTheBus() async throws {
+        let seen = exportCounting("/test/Parent/Child", limit: 1024)
+        let before = await get("/test/Parent/Child", name: "x")
+        XCTAssertEqual(before?.name, .unknownProperty)
+        let listed = try await client.call(
+            destination: server.uniqueName, path: "/test/Parent", interface: "org.freedesktop.DBus.Introspectable",
+            member: "Introspect")
+        XCTAssertTrue(listed.first?.string?.contains("<node name=\"Child\"/>") ?? false, "\(listed)")
+        server.unexport("/test/Parent/Child")
+        XCTAssertFalse(server.exportedPaths.contains("/test/Parent/Child"))
+        let after = await get("/test/Parent/Child", name: "x")
+        XCTAssertEqual(after?.name, .unknownObject)
+        XCTAssertEqual(seen.value, 1)
+        do {
+            let parent = try await client.call(
+                destination: server.uniqueName, path: "/test/Parent", interface: "org.freedesktop.DBus.Introspectable",
+                member: "Introspect")
+            XCTFail("the parent still lists a child: \(parent)")
+        } catch {
+            XCTAssertEqual(error.name, .unknownObject)
+        }
     }
 
     func testTheBufferedIncomingLimitIsSet() {

@@ -529,6 +529,48 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
     // MARK: SIGTERM at any moment
 
+    /// Issue 30 item 3: fprintd ends a verify cancelled by Release or by
+    /// VerifyStop with its final VerifyStatus, `verify-no-match` and done
+    /// (src/device.c: a cancelled verify's result is `verify-no-match`;
+    /// Release and VerifyStop wait for the action to complete before they
+    /// answer), so the status comes before the reply. On 1c36356 nothing
+    /// came, and a client waiting for the final status waited for ever.
+    func testReleaseOrVerifyStopDuringAVerifySendsTheFinalStatusFirst() async throws {
+        let enrolled = try fprintdEnroll("right-index-finger", "owner-finger")
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+        for method in ["Release", "VerifyStop"] {
+            let (child, output) = try start("/usr/bin/python3", [client, "interrupt", "right-index-finger", method])
+            XCTAssertEqual(child.wait(timeout: 60), 0, readText(output))
+            let lines = readText(output).split(separator: "\n").map(String.init)
+            let status = lines.firstIndex(of: "status verify-no-match true")
+            let reply = lines.firstIndex(of: "\(method) returned")
+            XCTAssertNotNil(status, "\(method): no final status: \(lines)\n\(service.log)")
+            XCTAssertNotNil(reply, "\(method): \(lines)")
+            if let status, let reply { XCTAssertLessThan(status, reply, "\(method): the status must precede the reply: \(lines)") }
+            XCTAssertEqual(lines.filter { $0.hasPrefix("status ") }.count, 1, "\(method): one final status: \(lines)")
+            // Nothing was judged: no failed match counted.
+            XCTAssertFalse(service.log.contains("failed fingerprint match"), service.log)
+            if method == "VerifyStop" { _ = try run("/usr/bin/python3", [client, "calls", "Release"]) }
+        }
+    }
+
+    /// Issue 30 item 6: a claimer that leaves between its Claim's arrival
+    /// and the claim being set (polkit's answer is an await) must not leave
+    /// the device claimed by nobody, for ever (AlreadyInUse for everyone, no
+    /// idle exit). 2,000 claimers each close 0-4 ms after sending Claim;
+    /// then another client claims and releases.
+    func testAClaimerThatLeftNeverKeepsTheDevice() throws {
+        let race = try run("/usr/bin/python3", [try testScript("claim-race.py"), "2000"])
+        XCTAssertEqual(race.status, 0, race.output)
+        XCTAssertTrue(race.output.contains("sent=2000"), race.output)
+        // Whatever was still on its way has arrived and ended.
+        try waitUntil("every claim ended", timeout: 60) {
+            let after = try self.run("/usr/bin/python3", [self.client, "calls", "Claim:", "Release"])
+            return after.output.contains("Claim ok") && after.output.contains("Release ok")
+        }
+        XCTAssertTrue(service.isRunning, service.log)
+    }
+
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {
         try await enroll("right-index-finger", as: "owner")
         // Claimed and idle: a claim holds no reader open (other programs may
@@ -549,7 +591,12 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
         try waitForText("verifying", in: verifying)
         stopCleanly()
-        try waitForText("service-gone", in: verifying)
+        // The verify is cancelled, so its final status comes first, as for
+        // Release (fprintd's verify-no-match), then the name goes.
+        try waitUntil("the verify ended") {
+            let text = readText(verifying)
+            return text.contains("status verify-no-match true") || text.contains("service-gone")
+        }
         verifier.wait(timeout: 10)
 
         // An enrollment between two stages.

@@ -35,8 +35,9 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
         // The launcher moves itself into the cgroup, then becomes the service
         // with the unit's capabilities (as systemd starts it).
         let enter = ["/bin/sh", "-c", "echo $$ > \(group)/cgroup.procs && exec \"$@\"", "enter-cgroup"]
-        service = try ServiceProcess(bus: rig, environment: ["G_DEBUG": "fatal-criticals"], arguments: ["--fprintd"],
-                                     launcher: enter + (try CallersTests.unitLauncher()))
+        service = try ServiceProcess(
+            bus: rig, environment: ["G_DEBUG": "fatal-criticals"], arguments: ["--fprintd"],
+            launcher: enter + (try CallersTests.unitLauncher()))
     }
 
     override func tearDown() {
@@ -54,8 +55,9 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
     /// Starts large-calls.py as uid 65534; `counts` reads its `kind=N` lines once it ended.
     private func startLargeCalls(_ target: String, bytes: Int, count: Int) throws -> (Child, String) {
         let output = rig.directory + "/large-calls-\(target)-\(UInt32.random(in: 0...UInt32.max)).out"
-        let child = try startAs(65534, "/usr/bin/python3", [try testScript("large-calls.py"), target, String(bytes), String(count)],
-                                output: output)
+        let child = try startAs(
+            65534, "/usr/bin/python3", [try testScript("large-calls.py"), target, String(bytes), String(count)],
+            output: output)
         return (child, output)
     }
 
@@ -76,9 +78,10 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
         let before = status("VmHWM")
         let answers = counts(try startLargeCalls("fprintd-property", bytes: Self.largestMessage, count: 1))
         let after = status("VmHWM")
-        print("VmHWM before \(before) KiB, after a \(Self.largestMessage)-byte Properties name \(after) KiB; \(answers); "
-              + "the cgroup's peak \(readText(cgroup! + "/memory.max_usage_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)) "
-              + "bytes of \(Self.memoryMax)")
+        print(
+            "VmHWM before \(before) KiB, after a \(Self.largestMessage)-byte Properties name \(after) KiB; \(answers); "
+                + "the cgroup's peak \(readText(cgroup! + "/memory.max_usage_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)) "
+                + "bytes of \(Self.memoryMax)")
         XCTAssertTrue(service.isRunning, "the service died (OOM under the unit's MemoryMax?):\n\(service.log)")
         XCTAssertEqual(answers[limitsExceeded], 1, "\(answers)")
         XCTAssertLessThan(answers["longest-error"] ?? .max, 1024, "the name came back in the error: \(answers)")
@@ -97,9 +100,10 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
         var answers: [String: [String: Int]] = [:]
         for (target, child) in zip(targets, started) { answers[target] = counts(child) }
         let after = status("VmHWM")
-        print("VmHWM before \(before) KiB, after 8 concurrent \(Self.largestMessage)-byte calls \(after) KiB; \(answers); "
-              + "the cgroup's peak \(readText(cgroup! + "/memory.max_usage_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)) "
-              + "bytes of \(Self.memoryMax)")
+        print(
+            "VmHWM before \(before) KiB, after 8 concurrent \(Self.largestMessage)-byte calls \(after) KiB; \(answers); "
+                + "the cgroup's peak \(readText(cgroup! + "/memory.max_usage_in_bytes").trimmingCharacters(in: .whitespacesAndNewlines)) "
+                + "bytes of \(Self.memoryMax)")
         XCTAssertTrue(service.isRunning, "the service died (OOM under the unit's MemoryMax?):\n\(service.log)")
         // Each is refused: by the service, or by the bus while the service
         // reads no more (its queue for us is full: LimitsExceeded too).

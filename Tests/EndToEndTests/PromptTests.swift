@@ -144,6 +144,17 @@ final class PromptTests: RigTestCase, @unchecked Sendable {
         try agent.waitFor("close \(shown.id) success")
         usleep(150_000)
         try display.screenshot(Self.outputDirectory + "/sheet-verified.png", window: window)
+        // The three states side by side: docs/screenshots/prompt-states.png
+        // and prompt-sheet.png (README, PROMPT.md) are this run's pictures,
+        // never an older sheet's.
+        let states = Self.outputDirectory + "/sheet-states.png"
+        let composed = try runProgram("/usr/bin/convert", ["sheet-window.png", "sheet-not-recognized.png", "sheet-verified.png"]
+                                      .map { Self.outputDirectory + "/" + $0 } + ["-bordercolor", "gray60", "-border", "1", "+append", states])
+        XCTAssertEqual(composed.status, 0, composed.output)
+        for (picture, doc) in [(states, "prompt-states.png"), (Self.outputDirectory + "/sheet-window.png", "prompt-sheet.png")] {
+            try? FileManager.default.removeItem(atPath: Paths.root + "/docs/screenshots/" + doc)
+            try FileManager.default.copyItem(atPath: picture, toPath: Paths.root + "/docs/screenshots/" + doc)
+        }
         XCTAssertEqual(app.wait(timeout: 20), 0, readText(output))
         XCTAssertTrue(readText(output).contains("(true,)"), readText(output))
         try display.waitUntilGone(window)

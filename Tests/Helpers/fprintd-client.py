@@ -18,6 +18,12 @@ It calls exactly what fprintd's clients call, in their order, on one connection.
         Each CALL is METHOD or METHOD:ARGUMENT (one string argument), called in
         turn on the default device; prints `METHOD ok [REPLY]` or
         `METHOD error NAME: MESSAGE`.
+    fprintd-client.py interrupt FINGER METHOD
+        Claim(""), VerifyStart(FINGER), prints `verifying`, then calls METHOD
+        (Release or VerifyStop) while the verify waits for a finger, and
+        prints, in the order they arrive, `status RESULT DONE` for each
+        VerifyStatus and `METHOD returned` (or `METHOD error NAME`) for the
+        reply; ends after the reply and 2 s more of signals.
     fprintd-client.py hold USER
         Claim(USER), prints `claimed` (or the error) and waits until killed.
     fprintd-client.py manager
@@ -139,6 +145,40 @@ def calls(items):
             say(method, "error", error_name(error) + ":", error_message(error))
 
 
+def interrupt(finger, method):
+    device = default_device()
+    call(device, "Claim", "")
+    loop = GLib.MainLoop()
+
+    def on_signal(proxy, sender, signal, parameters):
+        if signal == "VerifyStatus":
+            result, done = parameters.unpack()
+            say("status", result, "true" if done else "false")
+
+    device.connect("g-signal", on_signal)
+    call(device, "VerifyStart", finger)
+    say("verifying")
+    # Let the device start waiting for a finger (both daemons answer
+    # VerifyStart once the reader is open).
+    GLib.timeout_add(300, lambda: start_interrupting(device, method, loop) and False)
+    GLib.timeout_add_seconds(30, loop.quit)
+    loop.run()
+
+
+def start_interrupting(device, method, loop):
+    def replied(proxy, result):
+        try:
+            proxy.call_finish(result)
+            say(method, "returned")
+        except GLib.Error as error:
+            say(method, "error", error_name(error))
+        # Signals sent before the reply were dispatched before it, in order.
+        GLib.timeout_add_seconds(2, loop.quit)
+
+    device.call(method, None, Gio.DBusCallFlags.NONE, 60000, None, replied)
+    return False
+
+
 def hold(user):
     device = default_device()
     try:
@@ -166,6 +206,8 @@ elif command == "verify":
     verify(sys.argv[2])
 elif command == "calls":
     calls(sys.argv[2:])
+elif command == "interrupt":
+    interrupt(sys.argv[2], sys.argv[3])
 elif command == "hold":
     hold(sys.argv[2])
 elif command == "manager":

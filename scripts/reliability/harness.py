@@ -206,3 +206,82 @@ def percentile(values, p):
     ordered = sorted(values)
     k = min(len(ordered) - 1, max(0, int(round(p / 100.0 * len(ordered) + 0.5)) - 1))
     return ordered[k]
+
+
+UNIT = os.path.join(ROOT, "systemd", "localauthd.service.in")
+
+
+def unit_values(key):
+    """The values of KEY= in the shipped unit (every line, space-separated)."""
+    values = []
+    for line in open(UNIT).read().splitlines():
+        if line.startswith(key + "="):
+            values += line[len(key) + 1:].split()
+    return values
+
+
+def unit_memory_max():
+    """The unit's MemoryMax= in bytes (None when it has none)."""
+    values = unit_values("MemoryMax")
+    if not values:
+        return None
+    value = values[-1]
+    scale = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}.get(value[-1:].upper(), 1)
+    return int(value[:-1] if scale != 1 else value) * scale
+
+
+def unit_launcher():
+    """setpriv with exactly the unit's capabilities (CapabilityBoundingSet=,
+    AmbientCapabilities=, NoNewPrivileges=), as systemd starts the service."""
+    def caps(key):
+        return [v.lower().replace("cap_", "") for v in unit_values(key)]
+    launcher = ["/usr/bin/setpriv", "--bounding-set=" + ",".join(["-all"] + ["+" + c for c in caps("CapabilityBoundingSet")]),
+                "--inh-caps=-all", "--ambient-caps=" + ",".join(["-all"] + ["+" + c for c in caps("AmbientCapabilities")])]
+    if "yes" in unit_values("NoNewPrivileges"):
+        launcher.append("--no-new-privs")
+    return launcher + ["--"]
+
+
+class MemoryGroup:
+    """A cgroup v1 memory group whose limit the kernel enforces: a service
+    started through `launcher` runs in it, so that going past the limit is
+    an OOM kill (a death the row sees), as under the unit's MemoryMax."""
+    HIERARCHY = "/sys/fs/cgroup/memory"
+
+    def __init__(self, limit):
+        if not os.path.isdir(self.HIERARCHY):
+            raise RuntimeError("no cgroup v1 memory hierarchy at %s" % self.HIERARCHY)
+        self.path = os.path.join(self.HIERARCHY, "localauth-rel-%d-%d" % (os.getpid(), random.randrange(10 ** 9)))
+        os.mkdir(self.path)
+        self.limit = limit
+        self.write("memory.limit_in_bytes", limit)
+        if os.path.exists(os.path.join(self.path, "memory.memsw.limit_in_bytes")):
+            self.write("memory.memsw.limit_in_bytes", limit)   # no escape into swap
+        self.launcher = ["/bin/sh", "-c", 'echo $$ > %s/cgroup.procs && exec "$@"' % self.path, "enter-cgroup"]
+
+    def write(self, name, value):
+        with open(os.path.join(self.path, name), "w") as f:
+            f.write("%d\n" % value)
+
+    def read(self, name):
+        return open(os.path.join(self.path, name)).read()
+
+    def peak(self):
+        return int(self.read("memory.max_usage_in_bytes"))
+
+    def oom_kills(self):
+        """Processes the kernel killed here for going past the limit."""
+        for line in self.read("memory.oom_control").splitlines():
+            if line.startswith("oom_kill "):
+                return int(line.split()[1])
+        return None   # an old kernel that does not count them
+
+    def remove(self):
+        deadline = time.monotonic() + 5
+        while os.path.isdir(self.path):
+            try:
+                os.rmdir(self.path)
+            except OSError:
+                if time.monotonic() > deadline:
+                    return
+                time.sleep(0.05)

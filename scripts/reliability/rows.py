@@ -55,11 +55,12 @@ class Context:
         self.rng = random.Random(seed)
         self.count = 0
         self.services = []
+        self.cleanups = []   # run after the services stopped (a cgroup to remove)
 
-    def service(self, state=None, extra=(), environment=None, rig=None):
+    def service(self, state=None, extra=(), environment=None, rig=None, launcher=()):
         self.count += 1
         state = state or os.path.join(self.base, "svc-%d" % self.count, "state")
-        svc = harness.Service(rig or self.rig, self.localauthd, state, extra, environment)
+        svc = harness.Service(rig or self.rig, self.localauthd, state, extra, environment, launcher)
         self.services.append(svc)
         return svc
 
@@ -70,6 +71,9 @@ class Context:
         for svc in self.services:
             svc.stop()
         self.services = []
+        for cleanup in self.cleanups:
+            cleanup()
+        self.cleanups = []
 
 
 # ---------------------------------------------------------------- helpers
@@ -894,6 +898,7 @@ def fprintd_malformed(ctx):
     try:
         polkit("yes")
         probe = harness.worker(ctx.rig, 0, ["fprintd-malformed", xml_dir, ctx.seed, 0, 0])
+        at_start = svc.stats()
         generated, devices = probe["generated"], probe["devices"]
         if not devices:
             raise RuntimeError("GetDevices listed no device: %s" % svc.log()[-2000:])
@@ -952,7 +957,7 @@ def fprintd_malformed(ctx):
     no_reply = outcomes.get("no-reply-sent", 0)
     row.figures = {"generated": generated, "devices": devices, "sent": sent, "no_reply_sent": no_reply,
                    "answered": answered, "answered_by_service": by_service, "outcomes": outcomes, "bad": bad[:20],
-                   "device_outcomes": by_member, "before": before, "after": after}
+                   "device_outcomes": by_member, "at_start": at_start, "before": before, "after": after}
     row.check("calls sent (generated from fprintd's XML)", sent >= (400 if ctx.short else 3000), sent,
               ">= %d" % (400 if ctx.short else 3000))
     row.check("answered with a named error or a reply", answered == sent - no_reply, answered, sent - no_reply)
@@ -962,8 +967,147 @@ def fprintd_malformed(ctx):
     row.check("fds before/after", after["fds"] <= before["fds"], "%d/%d" % (before["fds"], after["fds"]), "no growth")
     row.check("RSS growth (kB)", after["rss_kb"] - before["rss_kb"] <= 4096, after["rss_kb"] - before["rss_kb"],
               "<= 4096")
+    # The peak, not only what is left: six batches of 1 MiB arguments cost
+    # no more than the warm-up's did (the rise from the start, the warm-up
+    # included, is shown beside it; the large-calls row bounds the peak).
+    row.check("VmHWM rise after the warm-up (kB)", after["hwm_kb"] - before["hwm_kb"] <= 4096,
+              "%d (from the start: %d)" % (after["hwm_kb"] - before["hwm_kb"], after["hwm_kb"] - at_start["hwm_kb"]),
+              "<= 4096")
+    return row
+
+
+# Just under the system bus's largest message (Debian's dbus-daemon: 32 MiB,
+# 33,554,432 bytes, the header included).
+LARGEST_MESSAGE = 33_500_000
+BUS_LIMITS = "org.freedesktop.DBus.Error.LimitsExceeded"
+OUR_LIMIT = "org.example.LocalAuth.Error.LimitExceeded"
+LARGE_KINDS = [  # worker.py's kind, what it sends, the answers that count as refused alone / among others
+    ("fprintd-device-property", "Properties.Get of fprintd's Device, a 33.5 MB property name", [BUS_LIMITS],
+     [BUS_LIMITS]),
+    ("fprintd-manager-property", "Properties.Get of fprintd's Manager, a 33.5 MB property name", [BUS_LIMITS],
+     [BUS_LIMITS]),
+    ("fprintd-device-method", "fprintd's Device.DeleteEnrolledFingers, a 33.5 MB username", [BUS_LIMITS],
+     [BUS_LIMITS]),
+    ("localauth", "org.example.LocalAuth's EvaluatePolicy, a 33.5 MB reason", [OUR_LIMIT], [OUR_LIMIT, BUS_LIMITS]),
+]
+
+
+def short_name(outcome):
+    return ".".join(outcome.split(".")[-3:]) if outcome.startswith(("org.", "net.")) else outcome
+
+
+def large_calls(ctx):
+    """Calls as large as the system bus lets through, sent by uid 65534 to
+    `localauthd --fprintd` run as the unit runs it: its capabilities, and a
+    memory cgroup at its MemoryMax, so that an OOM is a death."""
+    row = Row("large-calls")
+    limit = harness.unit_memory_max()
+    if not limit:
+        raise RuntimeError("no MemoryMax= in %s" % harness.UNIT)
+    group = harness.MemoryGroup(limit)
+    ctx.cleanups.append(group.remove)
+    svc = ctx.service(extra=["--fprintd"], launcher=group.launcher + harness.unit_launcher())
+    deadline = time.monotonic() + 10
+    while not ctx.rig.has_owner(contract.FPRINT):
+        if time.monotonic() > deadline:
+            raise RuntimeError("localauthd --fprintd does not own %s: %s" % (contract.FPRINT, svc.log()[-2000:]))
+        time.sleep(0.02)
+
+    def alive():
+        return svc.alive() and ctx.rig.has_owner(contract.FPRINT)
+
+    def hwm():
+        try:
+            return svc.stats()["hwm_kb"]
+        except (OSError, KeyError):   # gone, or a zombie (no VmHWM)
+            return None
+
+    client = ctx.client()
+    devices = list(client.connection.call_sync(contract.FPRINT, contract.FPRINT_MANAGER,
+                                               "net.reactivated.Fprint.Manager", "GetDevices", None,
+                                               GLib.VariantType("(ao)"), 0, 10000, None).unpack()[0])
+    if not devices:
+        raise RuntimeError("GetDevices listed no device: %s" % svc.log()[-2000:])
+    # The service as it serves: a call of nobody's first (no print: NotEnrolled).
+    preflight = Remote(ctx, NOBODY, "CanEvaluatePolicy", "u", [1]).outcome()
+    before = hwm()
+    bound_kb = (2 * LARGEST_MESSAGE + (8 << 20)) // 1024
+    longest_text = 0
+    singles = {}
+    # One at a time: each alone is refused, and what one costs.
+    for kind, what, alone, _ in LARGE_KINDS:
+        result = harness.worker(ctx.rig, NOBODY, ["large", devices[0], LARGEST_MESSAGE, kind + ":1"], timeout=200)
+        got = result["kinds"][kind]
+        outcome = list(got["outcomes"])[0]
+        longest_text = max(longest_text, got["longest_text_bytes"])
+        singles[kind] = {"outcome": outcome, "by": got["by"], "text_bytes": got["longest_text_bytes"],
+                         "seconds": result["records"][0]["seconds"], "hwm_kb_after": hwm()}
+        row.check("%s, alone: refused" % what, outcome in alone, short_name(outcome),
+                  " or ".join(short_name(a) for a in alone))
+    after_singles = hwm()
+    row.check("service alive after the single calls", alive(), alive(), True)
+    row.check("VmHWM rise after the 4 single calls, one at a time (kB)",
+              after_singles is not None and after_singles - before <= bound_kb,
+              None if after_singles is None else after_singles - before,
+              "<= %d (2 x %d B + 8 MiB)" % (bound_kb, LARGEST_MESSAGE))
+
+    # Several at once on every object of both names: libdbus reads one,
+    # holds at most 8 MiB more, and the bus refuses what our queue cannot take.
+    per_kind = 1 if ctx.short else 2
+    workers = [(kind, harness.start_worker(ctx.rig, NOBODY, ["large", devices[0], LARGEST_MESSAGE,
+                                                             "%s:%d" % (kind, per_kind)]))
+               for kind, _, _, _ in LARGE_KINDS]
+    together = {}
+    refused = by_bus = 0
+    wrong = []
+    for kind, w in workers:
+        out, err = w.communicate(timeout=200)
+        lines = [l for l in out.splitlines() if '"kinds"' in l]
+        if not lines:
+            raise RuntimeError("large calls of %s: %s" % (kind, err[-1000:]))
+        got = json.loads(lines[-1])["kinds"][kind]
+        together[kind] = got
+        longest_text = max(longest_text, got["longest_text_bytes"])
+        accepted = [a for k, _, _, a in LARGE_KINDS if k == kind][0]
+        for outcome, n in got["outcomes"].items():
+            if outcome in accepted:
+                refused += n
+            else:
+                wrong.append("%s: %d %s" % (kind, n, outcome))
+        by_bus += got["by"].get("bus", 0)
+    after = hwm()
+    total = per_kind * len(LARGE_KINDS)
+    row.check("%d at once (%d on each of fprintd's Device and Manager and ours): refused LimitsExceeded"
+              % (total, per_kind), refused == total and not wrong,
+              "%d (%d answered by the bus)%s" % (refused, by_bus, "; " + ", ".join(wrong) if wrong else ""),
+              total)
+    row.check("longest error text sent back (bytes)", longest_text <= 1024, longest_text, "<= 1024")
+    row.check("VmHWM rise over the row, the calls at once included (kB)",
+              after is not None and after - before <= bound_kb, None if after is None else after - before,
+              "<= %d" % bound_kb)
+    # Still serving both names.
+    again = Remote(ctx, NOBODY, "CanEvaluatePolicy", "u", [1]).outcome() if svc.alive() else "dead"
+    try:
+        listed = client.connection.call_sync(contract.FPRINT, contract.FPRINT_MANAGER,
+                                             "net.reactivated.Fprint.Manager", "GetDevices", None,
+                                             GLib.VariantType("(ao)"), 0, 10000, None) is not None
+    except GLib.Error:
+        listed = False
+    client.close()
+    row.check("service alive and serving both names afterwards (nobody's preflight, GetDevices)",
+              alive() and again == preflight and bus.is_named(again) and listed,
+              "%s, %s" % (short_name(again), "reply" if listed else "no answer"),
+              "%s (as before), reply" % short_name(preflight))
+    kills, peak = group.oom_kills(), group.peak()
+    row.check("OOM kills in the service's memory cgroup at the unit's MemoryMax=%d MiB" % (limit >> 20),
+              kills == 0 and alive(), "%s (cgroup peak %.1f MiB)" % (kills, peak / 1048576.0), 0)
+    row.figures = {"largest_message": LARGEST_MESSAGE, "memory_max": limit, "cgroup_peak_mib": round(peak / 1048576.0, 1),
+                   "oom_kills": kills, "hwm_kb_before": before, "hwm_kb_after_singles": after_singles,
+                   "hwm_kb_after": after, "hwm_rise_kb": None if after is None else after - before,
+                   "bound_kb": bound_kb, "preflight_before": preflight, "singles": singles, "together": together,
+                   "longest_text_bytes": longest_text}
     return row
 
 
 ROWS = {"malformed": malformed, "fprintd-malformed": fprintd_malformed, "concurrency": concurrency, "vanishing": vanishing, "faults": faults,
-        "storage": storage, "soak": soak, "cross-user": cross_user}
+        "storage": storage, "soak": soak, "cross-user": cross_user, "large-calls": large_calls}

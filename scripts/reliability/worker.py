@@ -8,6 +8,10 @@ bus (DBUS_SYSTEM_BUS_ADDRESS). Prints one JSON object.
     worker.py fprintd-claim DEVICE             claims DEVICE (as this uid), prints ready,
                                                holds it until killed
     worker.py concurrent N MEMBER SIG JSON     N connections, one call each, all at once
+    worker.py large DEVICE BYTES KIND:N,...    N connections per KIND, each sending at once one
+                                               call with a BYTES-long string (KIND: fprintd-device-
+                                               property, fprintd-manager-property, fprintd-device-
+                                               method, localauth); prints the answers per kind
     worker.py call MEMBER SIG JSON [SECONDS]   one call; with SECONDS, also counts the
                                                EvaluationStatus/EnrollStatus signals this
                                                connection sees meanwhile (eavesdropping asked)
@@ -119,6 +123,71 @@ def concurrent(n, member, signature, values):
     return {"records": records}
 
 
+# What large calls a kind sends: (destination, path, interface, member,
+# signature, values with the large string as None).
+LARGE = {
+    "fprintd-device-property": (contract.FPRINT, None, "org.freedesktop.DBus.Properties", "Get", "ss",
+                                ["net.reactivated.Fprint.Device", None]),
+    "fprintd-manager-property": (contract.FPRINT, contract.FPRINT_MANAGER, "org.freedesktop.DBus.Properties", "Get",
+                                 "ss", ["net.reactivated.Fprint.Manager", None]),
+    "fprintd-device-method": (contract.FPRINT, None, "net.reactivated.Fprint.Device", "DeleteEnrolledFingers", "s",
+                              [None]),
+    "localauth": (contract.SERVICE, contract.PATH, contract.SERVICE, "EvaluatePolicy", "usa{sv}", [1, None, {}]),
+}
+
+
+def large(device, size, kinds):
+    """Each call on its own connection, all sent before any answer is read
+    (GDBus writes them from its own thread); at most 120 s for the answers."""
+    size = int(size)
+    big = "n" * size
+    context = GLib.MainContext.default()
+    plan = [(kind, k) for part in kinds.split(",") for kind, n in [part.split(":")] for k in range(int(n))]
+    records = []
+    connections = []
+    for kind, k in plan:
+        destination, path, interface, member, signature, values = LARGE[kind]
+        msg = Gio.DBusMessage.new_method_call(destination, path or device, interface, member)
+        msg.set_body(GLib.Variant("(%s)" % signature, tuple(big if v is None else v for v in values)))
+        connection = bus.connect(ADDRESS)
+        connections.append(connection)
+        record = {"kind": kind, "sent": time.monotonic(), "outcome": None, "by": None, "text_bytes": 0, "seconds": None}
+        records.append(record)
+
+        def done(conn, result, record=record):
+            try:
+                reply = conn.send_message_with_reply_finish(result)
+            except GLib.Error as error:
+                record["outcome"] = ("timeout" if error.matches(Gio.io_error_quark(), Gio.IOErrorEnum.TIMED_OUT)
+                                     else "local:" + error.message[:80])
+            else:
+                if reply.get_message_type() == Gio.DBusMessageType.ERROR:
+                    record["outcome"] = reply.get_error_name()
+                    body = reply.get_body()
+                    text = body.unpack()[0] if body is not None and body.get_type_string().startswith("(s") else ""
+                    record["text_bytes"] = len(text.encode())
+                else:
+                    record["outcome"] = "reply"
+                record["by"] = "bus" if reply.get_sender() == "org.freedesktop.DBus" else "service"
+            record["seconds"] = round(time.monotonic() - record["sent"], 2)
+        connection.send_message_with_reply(msg, Gio.DBusSendMessageFlags.NONE, 120000, None, done)
+        del msg
+    print(json.dumps({"ready": len(records)}), flush=True)
+    deadline = time.monotonic() + 130
+    while any(r["outcome"] is None for r in records) and time.monotonic() < deadline:
+        context.iteration(False) or time.sleep(0.005)
+    for connection in connections:
+        connection.close_sync(None)
+    summary = {}
+    for r in records:
+        s = summary.setdefault(r["kind"], {"outcomes": {}, "longest_text_bytes": 0, "by": {}})
+        outcome = r["outcome"] or "no answer"
+        s["outcomes"][outcome] = s["outcomes"].get(outcome, 0) + 1
+        s["by"][r["by"] or "none"] = s["by"].get(r["by"] or "none", 0) + 1
+        s["longest_text_bytes"] = max(s["longest_text_bytes"], r["text_bytes"])
+    return {"kinds": summary, "records": records}
+
+
 def call(member, signature, values, seconds=None):
     client = bus.Client(ADDRESS)
     # Each signal as it comes, so that the suite can act on it (scan, kill).
@@ -172,6 +241,8 @@ def main():
         result = fprintd_claim(sys.argv[2])
     elif mode == "concurrent":
         result = concurrent(*sys.argv[2:6])
+    elif mode == "large":
+        result = large(*sys.argv[2:5])
     elif mode == "call":
         result = call(*sys.argv[2:])
     else:

@@ -57,9 +57,22 @@ final class FprintdDevice {
             username = try await authorizeUsername(record.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
         }
         try await authorize(spec.actions, sender: call.sender, record: record)
-        // Re-read after the awaits: the claim may have changed meanwhile.
+        // Re-read after the awaits: the claim may have changed meanwhile, and
+        // the caller may have left the bus while polkit answered (a claim set
+        // for a name that is gone would hold the device for nobody, for ever).
         try checkClaim(spec.claim, sender: call.sender)
+        try checkStillThere(record)
         return try await spec.handler(self, FprintdRequest(call: call, caller: caller, record: record, username: username))
+    }
+
+    /// The call ended (its caller left the bus, or SIGTERM): nothing may be
+    /// set up for it any more.
+    private func checkStillThere(_ record: CallRecord) throws(DBusError) {
+        do throws(ServiceError) {
+            try record.checkNotEnded()
+        } catch {
+            throw FprintdBus.Error.internal("the call ended: \(error.message)")
+        }
     }
 
     private func checkClaim(_ rule: FprintdMethodSpec.ClaimRule, sender: String) throws(DBusError) {
@@ -127,6 +140,7 @@ final class FprintdDevice {
         let username = request.username!
         let uid = try uid(of: username)
         guard claim == nil else { throw FprintdBus.Error.alreadyInUse("Device was already claimed") }
+        try checkStillThere(request.record)
         claim = Claim(sender: request.sender, username: username, uid: uid)
         Log.info("fprintd device \(id) claimed by \(request.sender) (uid \(request.uid)) for \(username)")
         return []

@@ -242,8 +242,10 @@ extension FprintdDevice {
                     service.readers.forget(device)
                     status(.disconnected)
                 } else if error.isCancelled {
-                    // VerifyStop or Release: nothing more to say. A timeout or sleep is an error to report.
-                    if operation.timedOut { status(.unknownError) }
+                    // VerifyStop or Release: fprintd's final status for a cancelled
+                    // verify is verify-no-match (nothing was judged, nothing counts),
+                    // sent before their reply. A timeout or sleep is an error to report.
+                    status(operation.timedOut ? .unknownError : .noMatch)
                 } else {
                     Log.warning("fprintd device \(id): verify failed: \(error)")
                     status(.unknownError)
@@ -343,6 +345,13 @@ extension FprintdDevice {
                 operation.restartTimer(seconds)
                 // The last stage is told by the final status.
                 if stage < stages || retry != nil { status(retry.map(FprintdBus.EnrollResult.init) ?? .stagePassed) }
+            }
+            // The claimer left (or Release, SIGTERM) while the last stage
+            // completed: no print is saved for a claim that has ended.
+            guard !operation.cancellable.isCancelled else {
+                if device.storesPrints { try? await service.readers.deleteFromChip(print, on: device) }
+                status(.failed)
+                return
             }
             do {
                 try service.prints.saveInFprintdLayout(print, finger: finger, username: claim.username,

@@ -71,8 +71,10 @@ public struct LoginSecretRecord: Sendable, Equatable {
             passwordWrap: try wrap(secret, to: password), pending: nil)
     }
 
-    init(uid: UInt32, backend: String, machineWrap: [UInt8], commitment: [UInt8], password: LoginPasswordKeyInfo,
-         passwordWrap: [UInt8], pending: LoginPasswordKeyInfo?) {
+    init(
+        uid: UInt32, backend: String, machineWrap: [UInt8], commitment: [UInt8], password: LoginPasswordKeyInfo,
+        passwordWrap: [UInt8], pending: LoginPasswordKeyInfo?
+    ) {
         self.uid = uid
         self.backend = backend
         self.machineWrap = machineWrap
@@ -131,9 +133,10 @@ public struct LoginSecretRecord: Sendable, Equatable {
 
     static func commitment(_ secret: [UInt8], uid: UInt32) throws(RightsError) -> [UInt8] {
         do {
-            return try KDF.hkdfSHA256(inputKeyMaterial: secret, salt: [],
-                                      info: Array("org.example.LocalAuth login secret commitment 1".utf8) + LoginSecretCoding.bigEndian(uid),
-                                      outputByteCount: 32)
+            return try KDF.hkdfSHA256(
+                inputKeyMaterial: secret, salt: [],
+                info: Array("org.example.LocalAuth login secret commitment 1".utf8) + LoginSecretCoding.bigEndian(uid),
+                outputByteCount: 32)
         } catch {
             throw RightsError.crypto(error, "the login secret's commitment")
         }

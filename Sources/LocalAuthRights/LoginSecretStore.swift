@@ -50,7 +50,13 @@ enum LoginSecretCoding {
     static let version: UInt16 = 1
 
     enum Tag: UInt8, CaseIterable {
-        case uid = 1, backend, machineWrap, commitment, password, passwordWrap, pending
+        case uid = 1
+        case backend
+        case machineWrap
+        case commitment
+        case password
+        case passwordWrap
+        case pending
     }
 
     static func encode(_ record: LoginSecretRecord) -> [UInt8] {
@@ -80,7 +86,9 @@ enum LoginSecretCoding {
         var last: UInt8 = 0
         while cursor < bytes.count {
             guard bytes.count - cursor >= 5 else { throw RightsError(.truncated, "a login secret field header is cut short") }
-            guard let tag = Tag(rawValue: bytes[cursor]), tag.rawValue > last else { throw RightsError(.malformed, "login secret field \(bytes[cursor]) out of order") }
+            guard let tag = Tag(rawValue: bytes[cursor]), tag.rawValue > last else {
+                throw RightsError(.malformed, "login secret field \(bytes[cursor]) out of order")
+            }
             let length = Int(readUInt32(bytes, cursor + 1))
             cursor += 5
             guard bytes.count - cursor >= length else { throw RightsError(.truncated, "login secret field \(tag) is cut short") }
@@ -89,10 +97,10 @@ enum LoginSecretCoding {
             last = tag.rawValue
         }
         guard let uid = fields[.uid], uid.count == 4, let backend = fields[.backend], !backend.isEmpty,
-              backend.count <= RightLimits.backendNameBytes, let machineWrap = fields[.machineWrap],
-              machineWrap.count <= RightLimits.wrappedKeyBytes, let commitment = fields[.commitment], commitment.count == 32,
-              let password = fields[.password], let passwordWrap = fields[.passwordWrap],
-              passwordWrap.count == ECIES.overheadByteCount + LoginSecretRecord.secretBytes
+            backend.count <= RightLimits.backendNameBytes, let machineWrap = fields[.machineWrap],
+            machineWrap.count <= RightLimits.wrappedKeyBytes, let commitment = fields[.commitment], commitment.count == 32,
+            let password = fields[.password], let passwordWrap = fields[.passwordWrap],
+            passwordWrap.count == ECIES.overheadByteCount + LoginSecretRecord.secretBytes
         else { throw RightsError(.malformed, "a login secret file lacks a field or has one of the wrong size") }
         return LoginSecretRecord(
             uid: readUInt32(uid, 0), backend: String(decoding: backend, as: UTF8.self), machineWrap: machineWrap,
@@ -105,8 +113,9 @@ enum LoginSecretCoding {
             throw RightsError(.malformed, "a login password key of \(bytes.count) bytes")
         }
         let at = 1 + saltCount
-        let parameters = try LoginPasswordKeyInfo.Parameters(time: readUInt32(bytes, at), memoryKiB: readUInt32(bytes, at + 4),
-                                                              lanes: readUInt32(bytes, at + 8))
+        let parameters = try LoginPasswordKeyInfo.Parameters(
+            time: readUInt32(bytes, at), memoryKiB: readUInt32(bytes, at + 4),
+            lanes: readUInt32(bytes, at + 8))
         let publicKey: P256.PublicKey
         do { publicKey = try P256.PublicKey(x963Representation: Array(bytes.suffix(P256.x963ByteCount))) } catch {
             throw RightsError.crypto(error, "a login password key")

@@ -40,8 +40,9 @@ final class LoginSecretStoreTests: XCTestCase {
         let record = try LoginSecretRecord.make(uid: 1000, password: info, protector: protector)
         XCTAssertThrowsError(try ECIES.decrypt(record.passwordWrap, with: wrong))
         // The machine wrap moved into another user's record does not open there.
-        let other = LoginSecretRecord(uid: 1001, backend: record.backend, machineWrap: record.machineWrap, commitment: record.commitment,
-                                      password: info, passwordWrap: record.passwordWrap, pending: nil)
+        let other = LoginSecretRecord(
+            uid: 1001, backend: record.backend, machineWrap: record.machineWrap, commitment: record.commitment,
+            password: info, passwordWrap: record.passwordWrap, pending: nil)
         XCTAssertRightsError(try other.openMachineWrap(using: protector), .unwrapFailed)
         // A misplaced file is refused.
         let store = LoginSecretStore(stateDirectory: state.path)
@@ -59,8 +60,9 @@ final class LoginSecretStoreTests: XCTestCase {
         let rotated = try SoftwareKeyProtector(machineKey: [UInt8](repeating: 0x42, count: 32))
         XCTAssertRightsError(try record.openMachineWrap(using: rotated), .unwrapFailed)
         var healed = record
-        XCTAssertRightsError(try healed.reseal([UInt8](repeating: 1, count: 32), using: rotated), .authenticationFailed,
-                             "a wrong K must not be sealed")
+        XCTAssertRightsError(
+            try healed.reseal([UInt8](repeating: 1, count: 32), using: rotated), .authenticationFailed,
+            "a wrong K must not be sealed")
         try healed.reseal(try ECIES.decrypt(record.passwordWrap, with: password), using: rotated)
         XCTAssertEqual(try healed.openMachineWrap(using: rotated), original, "the same keyring secret")
     }

@@ -109,8 +109,9 @@ final class LoginSecrets {
         let uid = try account(arguments.user)
         var record = try load(uid)
         let payload = arguments.password.publicKey.x963Representation + arguments.password.salt
-        let message = LocalAuthLoginSecretBus.ProofLabel.message(LocalAuthLoginSecretBus.ProofLabel.change, uid: uid, sender: caller.sender,
-                                                                  payload: payload)
+        let message = LocalAuthLoginSecretBus.ProofLabel.message(
+            LocalAuthLoginSecretBus.ProofLabel.change, uid: uid, sender: caller.sender,
+            payload: payload)
         if let proof = arguments.proof {
             guard record.password.publicKey.isValidSignature(proof, for: message) else {
                 throw ServiceError(.notAuthorized, "the proof is not by the current password")
@@ -206,20 +207,26 @@ final class LoginSecrets {
     }
 
     static func describe(_ key: LoginPasswordKeyInfo) -> [String: DBusValue] {
-        [Key.salt: .bytes(key.salt), Key.argon2Time: .uint32(key.parameters.time),
-         Key.argon2MemoryKiB: .uint32(key.parameters.memoryKiB), Key.argon2Lanes: .uint32(key.parameters.lanes)]
+        [
+            Key.salt: .bytes(key.salt), Key.argon2Time: .uint32(key.parameters.time),
+            Key.argon2MemoryKiB: .uint32(key.parameters.memoryKiB), Key.argon2Lanes: .uint32(key.parameters.lanes),
+        ]
     }
 
-    private func rights<R>(_ what: String, as kind: ServiceError.Kind = .storageFailed,
-                           _ body: () throws(RightsError) -> R) throws(ServiceError) -> R {
+    private func rights<R>(
+        _ what: String, as kind: ServiceError.Kind = .storageFailed,
+        _ body: () throws(RightsError) -> R
+    ) throws(ServiceError) -> R {
         do { return try body() } catch {
             Log.error("login secret: \(what): \(error)")
             throw ServiceError(kind, "\(what) failed")
         }
     }
 
-    private func crypto<R>(_ what: String, as kind: ServiceError.Kind = .failed,
-                           _ body: () throws(CryptoError) -> R) throws(ServiceError) -> R {
+    private func crypto<R>(
+        _ what: String, as kind: ServiceError.Kind = .failed,
+        _ body: () throws(CryptoError) -> R
+    ) throws(ServiceError) -> R {
         do { return try body() } catch { throw ServiceError(kind, "\(what) failed") }
     }
 }

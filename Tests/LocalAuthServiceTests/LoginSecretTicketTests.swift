@@ -185,6 +185,21 @@ final class LoginSecretTicketTests: XCTestCase {
         XCTAssertEqual(value4, secret, "the same keyring secret")
     }
 
+    /// A TPM that no longer opens at all (cleared, replaced): the password
+    /// wrap is still answered, so the password opens the keyring.
+    @ServiceActor
+    func testWithoutAnyKeyProtectorThePasswordWrapIsStillAnswered() async throws {
+        let rig = try LoginSecretRig()
+        let secret = try await rig.enable("old password")
+        rig.machineKey = []
+        let wrap = try await passwordWrap(rig)
+        XCTAssertEqual(wrap[LocalAuthLoginSecretBus.Key.machineWrapOK]?.bool, false)
+        XCTAssertNil(wrap[LocalAuthLoginSecretBus.Key.resealKey], "nothing to reseal with")
+        let opened = try ECIES.decrypt(try XCTUnwrapBytes(wrap[LocalAuthLoginSecretBus.Key.passwordWrap]),
+                                       with: try LoginSecretRig.passwordKey("old password"))
+        XCTAssertEqual(opened, secret)
+    }
+
     @ServiceActor
     func testEnableStatusAndDisableNeedThePassword() async throws {
         let rig = try LoginSecretRig()

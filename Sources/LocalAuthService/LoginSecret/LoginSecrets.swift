@@ -66,7 +66,14 @@ final class LoginSecrets {
         var answer = Self.describe(record.password)
         answer[Key.passwordWrap] = .bytes(record.passwordWrap)
         answer[Key.stale] = .boolean(record.isPasswordWrapStale)
-        let protector = try await seams.keys.protector()
+        // The password opens the keyring whatever happened to the machine's
+        // key: a protector that cannot open (a cleared TPM) still answers the wrap.
+        let protector: any KeyProtector
+        do { protector = try await seams.keys.protector() } catch {
+            Log.error("login secret of uid \(uid): no key protector (\(error)); the password wrap alone")
+            answer[Key.machineWrapOK] = .boolean(false)
+            return [.dictionary(answer)]
+        }
         do {
             var secret = try record.openMachineWrap(using: protector)
             LoginSecretRecord.clear(&secret)

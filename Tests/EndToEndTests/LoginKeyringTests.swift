@@ -1,0 +1,214 @@
+import Foundation
+import Glibc
+import LocalAuthCrypto
+import LocalAuthKeyring
+import RigSupport
+import XCTest
+
+/// The login secret on the rig (docs/KEYRING.md): the real service, the real
+/// PAM module loaded by pamtester, pam_unix with the test account's real
+/// password. pam_exec's `expose_authtok` stands where pam_gnome_keyring
+/// stands in a real stack: it reads PAM_AUTHTOK exactly as that line sees
+/// it, so the tests see what the keyring daemon would get.
+final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
+    private var serviceFiles: [String] = []
+
+    override func tearDown() {
+        for file in serviceFiles { unlink(file) }
+        serviceFiles = []
+        super.tearDown()
+    }
+
+    private static let module: String = {
+        let path = Paths.root + "/.build/pam/pam_localauth.so"
+        _ = try? runProgram("/usr/bin/make", ["-C", Paths.root, "pam"])
+        return path
+    }()
+
+    private func pamService(_ lines: [String]) throws -> String {
+        XCTAssertTrue(FileManager.default.fileExists(atPath: Self.module), "make pam did not build the module")
+        let name = "localauth-keyring-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        let path = "/etc/pam.d/" + name
+        let text = lines.map { $0.replacingOccurrences(of: "MODULE", with: Self.module) }.joined(separator: "\n") + "\n"
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        serviceFiles.append(path)
+        return name
+    }
+
+    private func pamtester(_ service: String, _ user: String, input: String = "", operations: String = "authenticate") throws -> Outcome {
+        try runProgram("/bin/sh", ["-c", "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v \(service) \(user) \(operations)"],
+                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
+    }
+
+    /// A pam_exec line that writes the PAM_AUTHTOK it is given to `file` (pam_exec sends it with a trailing NUL).
+    private func capture(_ file: String) throws -> String {
+        let script = rig.directory + "/capture-authtok"
+        if !FileManager.default.fileExists(atPath: script) {
+            try "#!/bin/sh\ncat > \"$1\"\n".write(toFile: script, atomically: true, encoding: .utf8)
+            chmod(script, 0o755)
+        }
+        return "auth optional pam_exec.so expose_authtok quiet \(script) \(file)"
+    }
+
+    private func captured(_ file: String) -> String {
+        readText(file).replacingOccurrences(of: "\0", with: "")
+    }
+
+    private static func gvariantBytes(_ bytes: [UInt8]) -> String {
+        "[byte " + bytes.map { String(format: "0x%02x", $0) }.joined(separator: ", ") + "]"
+    }
+
+    private static func bytes(inGdbusOutput text: String) -> [UInt8] {
+        let pattern = try! NSRegularExpression(pattern: "0x([0-9a-f]{2})")
+        return pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)).map {
+            UInt8(text[Range($0.range(at: 1), in: text)!], radix: 16)!
+        }
+    }
+
+    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
+
+    /// The test account turns its login secret on (as `localauthctl keyring
+    /// enable` does: Argon2id of its password here, the service never sees
+    /// it); returns K, opened from the password wrap the service answered.
+    private func enableAsOwner(uid: UInt32) throws -> [UInt8] {
+        try rig.polkit("org.example.LocalAuth.keyring", "yes")
+        let salt = try SecureRandom.bytes(16)
+        let key = try LoginPasswordDerivation.privateKey(password: Array(TestAccount.password.utf8), salt: salt, parameters: .standard)
+        let options = "{'password-key': <@ay \(Self.gvariantBytes(key.publicKey.x963Representation))>, 'salt': <@ay \(Self.gvariantBytes(salt))>}"
+        let outcome = try runAs(uid, "/usr/bin/gdbus", ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
+                                                       "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EnableLoginSecret", options])
+        guard outcome.status == 0 else { throw RigError("EnableLoginSecret: \(outcome.output)") }
+        return try ECIES.decrypt(Self.bytes(inGdbusOutput: outcome.output), with: key)
+    }
+
+    private func enrollOwnersFinger() async throws {
+        try rig.polkit("org.example.LocalAuth.enroll", "yes")
+        let feeder = present("laowner-finger", times: 5)
+        let enrolled = try gdbus("EnrollWithOptions", ["right-index-finger", "{'user': <'\(TestAccount.name)'>}"])
+        try await feeder.value
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+    }
+
+    // MARK: Password logins
+
+    /// The password pam_unix verified opens the password wrap (Argon2id in
+    /// the PAM host); the keyring's line gets hex(K), and the line after
+    /// keyring-restore gets the typed password back. A wrong password gets
+    /// nothing, and the file on disk holds neither K nor the password.
+    func testAPasswordLoginHandsTheKeyringItsSecretAndGivesThePasswordBack() throws {
+        let uid = try TestAccount.ensure()
+        let secret = try enableAsOwner(uid: uid)
+        let asKeyring = rig.directory + "/keyring-authtok-\(UInt32.random(in: 0...UInt32.max))"
+        let afterwards = asKeyring + "-after"
+        let stack = try pamService([
+            "auth requisite pam_unix.so",
+            "auth optional MODULE keyring-authtok",
+            try capture(asKeyring),
+            "auth optional MODULE keyring-restore",
+            try capture(afterwards),
+        ])
+        let right = try pamtester(stack, TestAccount.name, input: TestAccount.password)
+        XCTAssertTrue(right.output.contains("successfully authenticated"), right.output)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "pam_gnome_keyring's line sees hex(K)")
+        XCTAssertEqual(captured(afterwards), TestAccount.password, "every later module sees the typed password")
+
+        unlink(asKeyring)
+        let wrong = try pamtester(stack, TestAccount.name, input: "wrong-password")
+        XCTAssertTrue(wrong.output.contains("Authentication failure"), wrong.output)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: asKeyring), "nothing ran after a refused password")
+
+        // A stack that succeeded without pam_unix (pam_permit) has no verified password: nothing.
+        let permitted = try pamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        _ = try pamtester(permitted, TestAccount.name, input: TestAccount.password)
+        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "a typed password pam_unix never checked opens nothing")
+
+        let file = try XCTUnwrap(FileManager.default.contents(atPath: service.stateDirectory + "/login/\(uid)"))
+        XCTAssertNil(file.range(of: Data(secret)), "K is not on disk")
+        XCTAssertNil(file.range(of: Data(TestAccount.password.utf8)), "nor the password")
+    }
+
+    // MARK: Fingerprint logins
+
+    /// After a match the module's own VerifyUser saw, the service releases K
+    /// to that PAM host (ECIES to its ephemeral key) and the keyring's line
+    /// gets it; a stack without a match in this transaction gets nothing,
+    /// and so does any other caller on the bus.
+    func testAFingerprintLoginReleasesTheSecretOnlyForItsOwnMatch() async throws {
+        let uid = try TestAccount.ensure()
+        let secret = try enableAsOwner(uid: uid)
+        try await enrollOwnersFinger()
+        let asKeyring = rig.directory + "/keyring-finger-\(UInt32.random(in: 0...UInt32.max))"
+        let stack = try pamService([
+            "auth [success=1 default=ignore] MODULE timeout=20",
+            "auth requisite pam_deny.so",
+            "auth optional MODULE keyring-authtok",
+            try capture(asKeyring),
+            "auth optional MODULE keyring-restore",
+        ])
+        present("laowner-finger")
+        let matched = try pamtester(stack, TestAccount.name)
+        XCTAssertTrue(matched.output.contains("successfully authenticated"), matched.output)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the finger opened the keyring\n\(service.log)")
+        XCTAssertTrue(service.log.contains("released to pid"), service.log)
+
+        // No match in this transaction: pam_permit instead of the finger.
+        unlink(asKeyring)
+        let noMatch = try pamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        _ = try pamtester(noMatch, TestAccount.name)
+        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret))
+
+        // A wrong finger: no match, no secret, and it counts toward the lockout.
+        unlink(asKeyring)
+        present("someone-else", times: 3)
+        let wrongFinger = try pamtester(stack, TestAccount.name)
+        XCTAssertTrue(wrongFinger.output.contains("Authentication failure"), wrongFinger.output)
+        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret))
+        XCTAssertEqual(readText(service.stateDirectory + "/lockout/\(uid)").trimmingCharacters(in: .whitespacesAndNewlines), "3")
+
+        // Straight on the bus: root without a match, and another uid.
+        let ephemeral = Self.gvariantBytes(try P256.PrivateKey().publicKey.x963Representation)
+        let call = ["ReleaseLoginSecret", TestAccount.name, "@ay []", "@ay \(ephemeral)", "@a{sv} {}"]
+        let asRoot = try gdbus(call[0], Array(call.dropFirst()))
+        XCTAssertTrue(asRoot.output.contains("NotAuthorized"), asRoot.output)
+        let asNobody = try gdbus(call[0], Array(call.dropFirst()), asNobody: true)
+        XCTAssertTrue(asNobody.output.contains("PermissionDenied"), asNobody.output)
+        let asOwner = try runAs(uid, "/usr/bin/gdbus", ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
+                                                       "/org/example/LocalAuth", "--method", "org.example.LocalAuth.ReleaseLoginSecret"]
+                                    + Array(call.dropFirst()))
+        XCTAssertTrue(asOwner.output.contains("PermissionDenied"), asOwner.output)
+    }
+
+    // MARK: passwd
+
+    /// passwd with the old password: the wrap follows the new one at once
+    /// (the old one's proof), the line after ours (pam_gnome_keyring's) is
+    /// skipped, the old password opens nothing; both login kinds still work.
+    func testPasswdRewrapsUnderTheNewPasswordAndBothLoginsStillWork() async throws {
+        let uid = try TestAccount.ensure()
+        defer { _ = try? TestAccount.ensure() }   // the next tests expect the usual password
+        let secret = try enableAsOwner(uid: uid)
+        let newPassword = "Battery-Staple-7"
+        let skipped = rig.directory + "/passwd-skipped-\(UInt32.random(in: 0...UInt32.max))"
+        let passwd = try pamService([
+            "auth required pam_permit.so",
+            "password requisite pam_unix.so",
+            "password [success=1 default=ignore] MODULE keyring",
+            "password optional pam_exec.so \(rig.directory)/capture-authtok \(skipped)",
+        ])
+        _ = try capture(skipped)   // writes the script
+        // As passwd runs: the user's real uid, effective uid 0 (setuid). pam_unix then asks the
+        // old password (it does not for a real root) and sets PAM_OLDAUTHTOK.
+        let changed = try runProgram(
+            "/bin/sh", ["-c", "printf '%s\\n%s\\n%s\\n' '\(TestAccount.password)' '\(newPassword)' '\(newPassword)' | "
+                            + "setpriv --ruid=\(uid) /usr/bin/pamtester -v \(passwd) \(TestAccount.name) chauthtok"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
+        XCTAssertTrue(changed.output.contains("successfully changed"), changed.output + service.log)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: skipped), "pam_gnome_keyring's line was jumped over")
+
+        let asKeyring = rig.directory + "/keyring-after-passwd-\(UInt32.random(in: 0...UInt32.max))"
+        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        _ = try pamtester(login, TestAccount.name, input: newPassword)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the new password opens the same keyring")
+        XCTAssertTrue(service.log.contains("follows the new password"), service.log)
+    }
+}

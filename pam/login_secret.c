@@ -402,7 +402,19 @@ static int user_uid(const char *user, uid_t *uid) {
 }
 
 int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int debug) {
-    if (!(flags & PAM_UPDATE_AUTHTOK) || geteuid() != 0) return PAM_IGNORE;
+    if (geteuid() != 0) return PAM_IGNORE;
+    if (flags & PAM_PRELIM_CHECK) {
+        // A user with a login secret: pam_gnome_keyring's line is jumped
+        // over in both passes (its keyring's password is K, not the login password).
+        DBusConnection *bus = bus_open(pamh);
+        if (!bus) return PAM_IGNORE;
+        DBusMessage *wrap = password_wrap(pamh, bus, user);
+        bus_close(bus);
+        if (!wrap) return PAM_IGNORE;
+        dbus_message_unref(wrap);
+        return PAM_SUCCESS;
+    }
+    if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_IGNORE;
     const void *old = NULL, *new = NULL;
     uid_t uid;
     if (pam_get_item(pamh, PAM_AUTHTOK, &new) != PAM_SUCCESS || new == NULL || !user_uid(user, &uid)) return PAM_IGNORE;

@@ -189,26 +189,44 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let secret = try enableAsOwner(uid: uid)
         let newPassword = "Battery-Staple-7"
         let skipped = rig.directory + "/passwd-skipped-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try capture(skipped)   // writes the script
         let passwd = try pamService([
             "auth required pam_permit.so",
             "password requisite pam_unix.so",
             "password [success=1 default=ignore] MODULE keyring",
-            "password optional pam_exec.so \(rig.directory)/capture-authtok \(skipped)",
+            "password optional pam_exec.so seteuid \(rig.directory)/capture-authtok \(skipped)",
         ])
-        _ = try capture(skipped)   // writes the script
-        // As passwd runs: the user's real uid, effective uid 0 (setuid). pam_unix then asks the
-        // old password (it does not for a real root) and sets PAM_OLDAUTHTOK.
-        let changed = try runProgram(
-            "/bin/sh", ["-c", "printf '%s\\n%s\\n%s\\n' '\(TestAccount.password)' '\(newPassword)' '\(newPassword)' | "
-                            + "setpriv --ruid=\(uid) /usr/bin/pamtester -v \(passwd) \(TestAccount.name) chauthtok"],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
-        XCTAssertTrue(changed.output.contains("successfully changed"), changed.output + service.log)
+        // As passwd runs: the user's real uid, effective uid 0 (setuid); pam_unix then asks the
+        // old password (it does not of a real root) and sets PAM_OLDAUTHTOK. libdbus ignores
+        // DBUS_SYSTEM_BUS_ADDRESS in such a process, so the rig's bus socket is bound over the
+        // system bus's path in a private mount namespace, as for polkit's helper (Owner.swift).
+        let socket = String(rig.address.dropFirst("unix:path=".count))
+        let script = """
+            mkdir -p /run/dbus && mount -t tmpfs tmpfs /run/dbus && touch /run/dbus/system_bus_socket \
+            && mount --bind '\(socket)' /run/dbus/system_bus_socket \
+            && printf '%s\\n%s\\n%s\\n' '\(TestAccount.password)' '\(newPassword)' '\(newPassword)' \
+            | setpriv --ruid=\(uid) /usr/bin/pamtester -v \(passwd) \(TestAccount.name) chauthtok
+            """
+        let changed = try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], timeout: 90)
+        XCTAssertTrue(changed.output.contains("altered successfully"), changed.output + service.log)
         XCTAssertFalse(FileManager.default.fileExists(atPath: skipped), "pam_gnome_keyring's line was jumped over")
+        XCTAssertTrue(service.log.contains("follows the new password"), service.log)
 
         let asKeyring = rig.directory + "/keyring-after-passwd-\(UInt32.random(in: 0...UInt32.max))"
         let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
         _ = try pamtester(login, TestAccount.name, input: newPassword)
         XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the new password opens the same keyring")
-        XCTAssertTrue(service.log.contains("follows the new password"), service.log)
+        unlink(asKeyring)
+        _ = try pamtester(login, TestAccount.name, input: TestAccount.password)
+        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "the old password is no longer the account's, nor the wrap's")
+
+        // A fingerprint login still works.
+        try await enrollOwnersFinger()
+        unlink(asKeyring)
+        let finger = try pamService(["auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
+                                     "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        present("laowner-finger")
+        _ = try pamtester(finger, TestAccount.name)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the finger opens the same keyring")
     }
 }

@@ -9,10 +9,14 @@
 //       for the next line (pam_gnome_keyring), the typed password kept.
 //   auth optional pam_localauth.so keyring-restore
 //       PAM_AUTHTOK := the typed password again (none after a finger).
-//   password [success=1 default=ignore] pam_localauth.so keyring
+//   password optional pam_localauth.so keyring
 //       At PAM_UPDATE_AUTHTOK: the password wrap follows the new password
 //       (the old one as proof), or waits for the owner's finger (root's
-//       reset); PAM_SUCCESS then jumps over pam_gnome_keyring.
+//       reset). Always PAM_IGNORE: no jump (a jump past the stack's end
+//       fails passwd), and the tokens are left alone for pam_ecryptfs and
+//       the others. pam_gnome_keyring's line after it cannot change the
+//       keyring: it only ever holds login passwords, and the keyring's
+//       password is K.
 // Every other user: PAM_IGNORE, nothing changed. K is never written
 // anywhere but PAM_AUTHTOK for that one line; buffers are cleansed.
 #include "login_secret.h"
@@ -402,19 +406,7 @@ static int user_uid(const char *user, uid_t *uid) {
 }
 
 int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int debug) {
-    if (geteuid() != 0) return PAM_IGNORE;
-    if (flags & PAM_PRELIM_CHECK) {
-        // A user with a login secret: pam_gnome_keyring's line is jumped
-        // over in both passes (its keyring's password is K, not the login password).
-        DBusConnection *bus = bus_open(pamh);
-        if (!bus) return PAM_IGNORE;
-        DBusMessage *wrap = password_wrap(pamh, bus, user);
-        bus_close(bus);
-        if (!wrap) return PAM_IGNORE;
-        dbus_message_unref(wrap);
-        return PAM_SUCCESS;
-    }
-    if (!(flags & PAM_UPDATE_AUTHTOK)) return PAM_IGNORE;
+    if (geteuid() != 0 || !(flags & PAM_UPDATE_AUTHTOK)) return PAM_IGNORE;
     const void *old = NULL, *new = NULL;
     uid_t uid;
     if (pam_get_item(pamh, PAM_AUTHTOK, &new) != PAM_SUCCESS || new == NULL || !user_uid(user, &uid)) return PAM_IGNORE;
@@ -454,7 +446,6 @@ int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int de
              entry_u32(&dict, "argon2-lanes", parameters.lanes) &&
              (!proven || entry_bytes(&dict, "proof", signature, (int)signature_length)) && dbus_message_iter_close_container(&args, &dict);
     }
-    int result = PAM_IGNORE;
     if (call && ok) {
         char error_name[256] = "";
         DBusMessage *reply = send_call(bus, call, error_name, sizeof error_name);
@@ -464,7 +455,6 @@ int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int de
             }
             if (debug) pam_syslog(pamh, LOG_DEBUG, "keyring: the password wrap of %s follows the new password", user);
             dbus_message_unref(reply);
-            result = PAM_SUCCESS;   // jumps over pam_gnome_keyring: the keyring's password is K
         } else {
             pam_syslog(pamh, LOG_WARNING, "keyring: the password wrap of %s was not changed: %s", user, error_name);
         }
@@ -472,5 +462,5 @@ int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int de
         dbus_message_unref(call);
     }
     bus_close(bus);
-    return result;
+    return PAM_IGNORE;
 }

@@ -23,7 +23,7 @@
 //       and an administrator's password dialog right after the unlock.
 //       Always PAM_IGNORE.
 //   auth optional pam_localauth.so keyring-authtok | keyring-restore
-//   password [success=1 default=ignore] pam_localauth.so keyring
+//   password optional pam_localauth.so keyring
 //       The login keyring opened with the login secret: login_secret.c,
 //       docs/KEYRING.md.
 //
@@ -450,7 +450,7 @@ EXPORTED PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, 
 }
 
 /// passwd: with `keyring`, the login secret's password wrap follows the new
-/// password (login_secret.c); PAM_SUCCESS then skips pam_gnome_keyring.
+/// password (login_secret.c). Always PAM_IGNORE.
 EXPORTED PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     Options options = parse_options(pamh, argc, argv);
     if (!options.keyring) return PAM_IGNORE;

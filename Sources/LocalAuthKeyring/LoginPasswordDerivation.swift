@@ -30,8 +30,9 @@ public enum LoginPasswordDerivation {
         let result = password.withUnsafeBytes { passwordBytes in
             salt.withUnsafeBytes { saltBytes in
                 seed.withUnsafeMutableBytes { out in
-                    argon2id_hash_raw(parameters.time, parameters.memoryKiB, parameters.lanes, passwordBytes.baseAddress, password.count,
-                                      saltBytes.baseAddress, salt.count, out.baseAddress, out.count)
+                    argon2id_hash_raw(
+                        parameters.time, parameters.memoryKiB, parameters.lanes, passwordBytes.baseAddress, password.count,
+                        saltBytes.baseAddress, salt.count, out.baseAddress, out.count)
                 }
             }
         }

@@ -36,8 +36,9 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
     }
 
     private func pamtester(_ service: String, _ user: String, input: String = "", operations: String = "authenticate") throws -> Outcome {
-        try runProgram("/bin/sh", ["-c", "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v \(service) \(user) \(operations)"],
-                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
+        try runProgram(
+            "/bin/sh", ["-c", "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v \(service) \(user) \(operations)"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
     }
 
     /// A pam_exec line that writes the PAM_AUTHTOK it is given to `file` (pam_exec sends it with a trailing NUL).
@@ -75,8 +76,12 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let salt = try SecureRandom.bytes(16)
         let key = try LoginPasswordDerivation.privateKey(password: Array(TestAccount.password.utf8), salt: salt, parameters: .standard)
         let options = "{'password-key': <@ay \(Self.gvariantBytes(key.publicKey.x963Representation))>, 'salt': <@ay \(Self.gvariantBytes(salt))>}"
-        let outcome = try runAs(uid, "/usr/bin/gdbus", ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
-                                                       "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EnableLoginSecret", options])
+        let outcome = try runAs(
+            uid, "/usr/bin/gdbus",
+            [
+                "call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
+                "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EnableLoginSecret", options,
+            ])
         guard outcome.status == 0 else { throw RigError("EnableLoginSecret: \(outcome.output)") }
         return try ECIES.decrypt(Self.bytes(inGdbusOutput: outcome.output), with: key)
     }
@@ -172,29 +177,34 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(asRoot.output.contains("NotAuthorized"), asRoot.output)
         let asNobody = try gdbus(call[0], Array(call.dropFirst()), asNobody: true)
         XCTAssertTrue(asNobody.output.contains("PermissionDenied"), asNobody.output)
-        let asOwner = try runAs(uid, "/usr/bin/gdbus", ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
-                                                       "/org/example/LocalAuth", "--method", "org.example.LocalAuth.ReleaseLoginSecret"]
-                                    + Array(call.dropFirst()))
+        let asOwner = try runAs(
+            uid, "/usr/bin/gdbus",
+            [
+                "call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
+                "/org/example/LocalAuth", "--method", "org.example.LocalAuth.ReleaseLoginSecret",
+            ]
+                + Array(call.dropFirst()))
         XCTAssertTrue(asOwner.output.contains("PermissionDenied"), asOwner.output)
     }
 
     // MARK: passwd
 
     /// passwd with the old password: the wrap follows the new one at once
-    /// (the old one's proof), the line after ours (pam_gnome_keyring's) is
-    /// skipped, the old password opens nothing; both login kinds still work.
+    /// (the old one's proof); the line after ours (pam_gnome_keyring's) still
+    /// runs with the login passwords, never K, so it cannot rekey the keyring; the
+    /// old password opens nothing; both login kinds still work.
     func testPasswdRewrapsUnderTheNewPasswordAndBothLoginsStillWork() async throws {
         let uid = try TestAccount.ensure()
-        defer { _ = try? TestAccount.ensure() }   // the next tests expect the usual password
+        defer { _ = try? TestAccount.ensure() }  // the next tests expect the usual password
         let secret = try enableAsOwner(uid: uid)
         let newPassword = "Battery-Staple-7"
-        let skipped = rig.directory + "/passwd-skipped-\(UInt32.random(in: 0...UInt32.max))"
-        _ = try capture(skipped)   // writes the script
+        let keyringLine = rig.directory + "/passwd-keyring-line-\(UInt32.random(in: 0...UInt32.max))"
+        _ = try capture(keyringLine)  // writes the script
         let passwd = try pamService([
             "auth required pam_permit.so",
             "password requisite pam_unix.so",
-            "password [success=1 default=ignore] MODULE keyring",
-            "password optional pam_exec.so seteuid \(rig.directory)/capture-authtok \(skipped)",
+            "password optional MODULE keyring",
+            "password optional pam_exec.so seteuid \(rig.directory)/capture-authtok \(keyringLine)",
         ])
         // As passwd runs: the user's real uid, effective uid 0 (setuid); pam_unix then asks the
         // old password (it does not of a real root) and sets PAM_OLDAUTHTOK. libdbus ignores
@@ -209,7 +219,9 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
             """
         let changed = try runProgram("/usr/bin/unshare", ["--mount", "--propagation", "private", "/bin/sh", "-c", script], timeout: 90)
         XCTAssertTrue(changed.output.contains("altered successfully"), changed.output + service.log)
-        XCTAssertFalse(FileManager.default.fileExists(atPath: skipped), "pam_gnome_keyring's line was jumped over")
+        // pam_exec cannot show a password line its tokens (expose_authtok is auth only); our line
+        // leaves them untouched and jumps over nothing: pam_gnome_keyring's line runs, with the login passwords.
+        XCTAssertTrue(FileManager.default.fileExists(atPath: keyringLine), "pam_gnome_keyring's line ran")
         XCTAssertTrue(service.log.contains("follows the new password"), service.log)
 
         let asKeyring = rig.directory + "/keyring-after-passwd-\(UInt32.random(in: 0...UInt32.max))"
@@ -223,10 +235,51 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         // A fingerprint login still works.
         try await enrollOwnersFinger()
         unlink(asKeyring)
-        let finger = try pamService(["auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
-                                     "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        let finger = try pamService([
+            "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
+            "auth optional MODULE keyring-authtok", try capture(asKeyring),
+        ])
         present("laowner-finger")
         _ = try pamtester(finger, TestAccount.name)
         XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the finger opens the same keyring")
+    }
+
+    /// root's `passwd laowner` (no old password): the new password's key waits;
+    /// a password login says so and opens nothing; the owner's next finger
+    /// makes the wrap for the new password, which then opens the keyring.
+    func testAResetByRootWaitsForTheOwnersFinger() async throws {
+        let uid = try TestAccount.ensure()
+        defer { _ = try? TestAccount.ensure() }
+        let secret = try enableAsOwner(uid: uid)
+        let newPassword = "Reset-By-Root-3"
+        let passwd = try pamService(["password requisite pam_unix.so", "password optional MODULE keyring"])
+        let reset = try runProgram(
+            "/bin/sh", ["-c", "printf '%s\\n%s\\n' '\(newPassword)' '\(newPassword)' | /usr/bin/pamtester -v \(passwd) \(TestAccount.name) chauthtok"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
+        XCTAssertTrue(reset.output.contains("altered successfully"), reset.output)
+        XCTAssertTrue(reset.output.contains("after your next fingerprint login"), reset.output)
+        XCTAssertTrue(service.log.contains("waits for the owner's finger"), service.log)
+
+        let asKeyring = rig.directory + "/keyring-reset-\(UInt32.random(in: 0...UInt32.max))"
+        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        let before = try pamtester(login, TestAccount.name, input: newPassword)
+        XCTAssertTrue(before.output.contains("successfully authenticated"), before.output)
+        XCTAssertTrue(before.output.contains("still uses your previous password"), before.output)
+        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "root's new password does not open the keyring")
+
+        try await enrollOwnersFinger()
+        unlink(asKeyring)
+        let finger = try pamService([
+            "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
+            "auth optional MODULE keyring-authtok", try capture(asKeyring),
+        ])
+        present("laowner-finger")
+        let touched = try pamtester(finger, TestAccount.name)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret))
+        XCTAssertTrue(touched.output.contains("opens with your new password too"), touched.output)
+
+        unlink(asKeyring)
+        _ = try pamtester(login, TestAccount.name, input: newPassword)
+        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "after the owner's finger, the new password opens it")
     }
 }

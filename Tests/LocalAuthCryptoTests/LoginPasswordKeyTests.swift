@@ -46,9 +46,11 @@ final class LoginPasswordKeyTests: XCTestCase {
     /// Argon2id (t = 1, 8 MiB, 1 lane, salt 16 × 0x01) of "pw", then the
     /// seed's key: the public key the C module derived.
     func testTheArgon2idKeyIsTheCModules() throws {
-        let key = try LoginPasswordDerivation.privateKey(password: Array("pw".utf8), salt: [UInt8](repeating: 1, count: 16),
-                                                         parameters: .init(time: 1, memoryKiB: 8192, lanes: 1))
-        XCTAssertEqual(key.publicKey.x963Representation,
-                       bytes("04716cf49058b5b088cce79a72c6e7dddc2de3a939257da9334131fb13d5de85405705152eea6b633328143a87539ec6a355405bffead252be1bf34c3bd277df41"))
+        let key = try LoginPasswordDerivation.privateKey(
+            password: Array("pw".utf8), salt: [UInt8](repeating: 1, count: 16),
+            parameters: .init(time: 1, memoryKiB: 8192, lanes: 1))
+        XCTAssertEqual(
+            key.publicKey.x963Representation,
+            bytes("04716cf49058b5b088cce79a72c6e7dddc2de3a939257da9334131fb13d5de85405705152eea6b633328143a87539ec6a355405bffead252be1bf34c3bd277df41"))
     }
 }

@@ -195,8 +195,9 @@ final class LoginSecretTicketTests: XCTestCase {
         let wrap = try await passwordWrap(rig)
         XCTAssertEqual(wrap[LocalAuthLoginSecretBus.Key.machineWrapOK]?.bool, false)
         XCTAssertNil(wrap[LocalAuthLoginSecretBus.Key.resealKey], "nothing to reseal with")
-        let opened = try ECIES.decrypt(try XCTUnwrapBytes(wrap[LocalAuthLoginSecretBus.Key.passwordWrap]),
-                                       with: try LoginSecretRig.passwordKey("old password"))
+        let opened = try ECIES.decrypt(
+            try XCTUnwrapBytes(wrap[LocalAuthLoginSecretBus.Key.passwordWrap]),
+            with: try LoginSecretRig.passwordKey("old password"))
         XCTAssertEqual(opened, secret)
     }
 

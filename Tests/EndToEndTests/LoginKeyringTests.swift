@@ -282,4 +282,72 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         _ = try pamtester(login, TestAccount.name, input: newPassword)
         XCTAssertEqual(captured(asKeyring), Self.hex(secret), "after the owner's finger, the new password opens it")
     }
+
+    // MARK: The real gnome-keyring
+
+    /// Runs `script` as the test account in a session bus of its own
+    /// (dbus-run-session), with gnome-keyring's files in its home; the
+    /// daemon ends with the session, the keyring file stays.
+    private func inOwnersSession(uid: UInt32, _ script: String) throws -> Outcome {
+        let runtime = rig.directory + "/runtime-\(uid)"
+        try? FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
+        chown(runtime, uid, uid)
+        chmod(runtime, 0o700)
+        chmod(rig.directory, 0o755)
+        let tool = rig.directory + "/localauthctl"
+        if !FileManager.default.fileExists(atPath: tool) {
+            try FileManager.default.copyItem(atPath: Paths.localauthctl, toPath: tool)
+            chmod(tool, 0o755)
+        }
+        let environment = "HOME=/home/\(TestAccount.name) XDG_RUNTIME_DIR=\(runtime) LOCALAUTHCTL=\(tool)"
+        return try runAs(
+            uid, "/usr/bin/env", [environment.split(separator: " ").map(String.init), ["dbus-run-session", "--", "/bin/sh", "-c", script]].flatMap { $0 },
+            timeout: 120)
+    }
+
+    /// localauthctl keyring enable changes the real login keyring's password
+    /// (gnome-keyring's interface) to the login secret: an item stored
+    /// before comes back with no prompt when the daemon is unlocked with what
+    /// a password login's keyring line gets, and no longer with the login
+    /// password; disable gives the keyring its password back.
+    func testEnableRekeysTheRealLoginKeyringAndDisableGivesItBack() throws {
+        let uid = try TestAccount.ensure()
+        try rig.polkit("org.example.LocalAuth.keyring", "yes")
+        let password = TestAccount.password
+        _ = try runProgram("/bin/rm", ["-rf", "/home/\(TestAccount.name)/.local/share/keyrings"])
+        let enabled = try inOwnersSession(
+            uid: uid,
+            """
+            printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 11
+            printf 'stored-before' | secret-tool store --label=kr-test kr-test item || exit 12
+            printf '%s\\n' '\(password)' | "$LOCALAUTHCTL" keyring enable || exit 13
+            "$LOCALAUTHCTL" keyring status
+            """)
+        XCTAssertEqual(enabled.status, 0, enabled.output + service.log)
+        XCTAssertTrue(enabled.output.contains("opened by your fingerprint or your login password"), enabled.output)
+
+        // What a password login hands pam_gnome_keyring.
+        let asKeyring = rig.directory + "/keyring-real-\(UInt32.random(in: 0...UInt32.max))"
+        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
+        _ = try pamtester(login, TestAccount.name, input: password)
+        let handed = captured(asKeyring)
+        XCTAssertEqual(handed.count, 64, "hex(K)")
+
+        let lookup = "timeout 20 secret-tool lookup kr-test item"
+        let withSecret = try inOwnersSession(uid: uid, "printf '%s' '\(handed)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
+        XCTAssertEqual(withSecret.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", withSecret.output)
+        let withPassword = try inOwnersSession(uid: uid, "printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
+        XCTAssertFalse(withPassword.output.contains("stored-before"), "the login password no longer opens it: \(withPassword.output)")
+
+        let disabled = try inOwnersSession(
+            uid: uid,
+            """
+            printf '%s' '\(handed)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 11
+            printf '%s\\n' '\(password)' | "$LOCALAUTHCTL" keyring disable || exit 13
+            """)
+        XCTAssertEqual(disabled.status, 0, disabled.output + service.log)
+        let back = try inOwnersSession(uid: uid, "printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
+        XCTAssertEqual(back.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", back.output)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/login/\(uid)"), "the login secret is gone")
+    }
 }

@@ -11,89 +11,6 @@ import XCTest
 /// stands in a real stack: it reads PAM_AUTHTOK exactly as that line sees
 /// it, so the tests see what the keyring daemon would get.
 final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
-    private var serviceFiles: [String] = []
-
-    override func tearDown() {
-        for file in serviceFiles { unlink(file) }
-        serviceFiles = []
-        super.tearDown()
-    }
-
-    private static let module: String = {
-        let path = Paths.root + "/.build/pam/pam_localauth.so"
-        _ = try? runProgram("/usr/bin/make", ["-C", Paths.root, "pam"])
-        return path
-    }()
-
-    private func pamService(_ lines: [String]) throws -> String {
-        XCTAssertTrue(FileManager.default.fileExists(atPath: Self.module), "make pam did not build the module")
-        let name = "localauth-keyring-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
-        let path = "/etc/pam.d/" + name
-        let text = lines.map { $0.replacingOccurrences(of: "MODULE", with: Self.module) }.joined(separator: "\n") + "\n"
-        try text.write(toFile: path, atomically: true, encoding: .utf8)
-        serviceFiles.append(path)
-        return name
-    }
-
-    private func pamtester(_ service: String, _ user: String, input: String = "", operations: String = "authenticate") throws -> Outcome {
-        try runProgram(
-            "/bin/sh", ["-c", "printf '%s\\n' '\(input)' | /usr/bin/pamtester -v \(service) \(user) \(operations)"],
-            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
-    }
-
-    /// A pam_exec line that writes the PAM_AUTHTOK it is given to `file` (pam_exec sends it with a trailing NUL).
-    private func capture(_ file: String) throws -> String {
-        let script = rig.directory + "/capture-authtok"
-        if !FileManager.default.fileExists(atPath: script) {
-            try "#!/bin/sh\ncat > \"$1\"\n".write(toFile: script, atomically: true, encoding: .utf8)
-            chmod(script, 0o755)
-        }
-        return "auth optional pam_exec.so expose_authtok quiet \(script) \(file)"
-    }
-
-    private func captured(_ file: String) -> String {
-        readText(file).replacingOccurrences(of: "\0", with: "")
-    }
-
-    private static func gvariantBytes(_ bytes: [UInt8]) -> String {
-        "[byte " + bytes.map { String(format: "0x%02x", $0) }.joined(separator: ", ") + "]"
-    }
-
-    private static func bytes(inGdbusOutput text: String) -> [UInt8] {
-        let pattern = try! NSRegularExpression(pattern: "0x([0-9a-f]{2})")
-        return pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)).map {
-            UInt8(text[Range($0.range(at: 1), in: text)!], radix: 16)!
-        }
-    }
-
-    private static func hex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
-
-    /// The test account turns its login secret on (as `localauthctl keyring
-    /// enable` does: Argon2id of its password here, the service never sees
-    /// it); returns K, opened from the password wrap the service answered.
-    private func enableAsOwner(uid: UInt32) throws -> [UInt8] {
-        try rig.polkit("org.example.LocalAuth.keyring", "yes")
-        let salt = try SecureRandom.bytes(16)
-        let key = try LoginPasswordDerivation.privateKey(password: Array(TestAccount.password.utf8), salt: salt, parameters: .standard)
-        let options = "{'password-key': <@ay \(Self.gvariantBytes(key.publicKey.x963Representation))>, 'salt': <@ay \(Self.gvariantBytes(salt))>}"
-        let outcome = try runAs(
-            uid, "/usr/bin/gdbus",
-            [
-                "call", "--system", "--dest", "org.example.LocalAuth", "--object-path",
-                "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EnableLoginSecret", options,
-            ])
-        guard outcome.status == 0 else { throw RigError("EnableLoginSecret: \(outcome.output)") }
-        return try ECIES.decrypt(Self.bytes(inGdbusOutput: outcome.output), with: key)
-    }
-
-    private func enrollOwnersFinger() async throws {
-        try rig.polkit("org.example.LocalAuth.enroll", "yes")
-        let feeder = present("laowner-finger", times: 5)
-        let enrolled = try gdbus("EnrollWithOptions", ["right-index-finger", "{'user': <'\(TestAccount.name)'>}"])
-        try await feeder.value
-        XCTAssertEqual(enrolled.status, 0, enrolled.output)
-    }
-
     // MARK: Password logins
 
     /// The password pam_unix verified opens the password wrap (Argon2id in
@@ -105,27 +22,27 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let secret = try enableAsOwner(uid: uid)
         let asKeyring = rig.directory + "/keyring-authtok-\(UInt32.random(in: 0...UInt32.max))"
         let afterwards = asKeyring + "-after"
-        let stack = try pamService([
+        let stack = try keyringPamService([
             "auth requisite pam_unix.so",
             "auth optional MODULE keyring-authtok",
-            try capture(asKeyring),
+            try keyringCapture(asKeyring),
             "auth optional MODULE keyring-restore",
-            try capture(afterwards),
+            try keyringCapture(afterwards),
         ])
-        let right = try pamtester(stack, TestAccount.name, input: TestAccount.password)
+        let right = try keyringPamtester(stack, TestAccount.name, input: TestAccount.password)
         XCTAssertTrue(right.output.contains("successfully authenticated"), right.output)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "pam_gnome_keyring's line sees hex(K)")
-        XCTAssertEqual(captured(afterwards), TestAccount.password, "every later module sees the typed password")
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "pam_gnome_keyring's line sees hex(K)")
+        XCTAssertEqual(keyringCaptured(afterwards), TestAccount.password, "every later module sees the typed password")
 
         unlink(asKeyring)
-        let wrong = try pamtester(stack, TestAccount.name, input: "wrong-password")
+        let wrong = try keyringPamtester(stack, TestAccount.name, input: "wrong-password")
         XCTAssertTrue(wrong.output.contains("Authentication failure"), wrong.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: asKeyring), "nothing ran after a refused password")
 
         // A stack that succeeded without pam_unix (pam_permit) has no verified password: nothing.
-        let permitted = try pamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
-        _ = try pamtester(permitted, TestAccount.name, input: TestAccount.password)
-        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "a typed password pam_unix never checked opens nothing")
+        let permitted = try keyringPamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        _ = try keyringPamtester(permitted, TestAccount.name, input: TestAccount.password)
+        XCTAssertNotEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "a typed password pam_unix never checked opens nothing")
 
         let file = try XCTUnwrap(FileManager.default.contents(atPath: service.stateDirectory + "/login/\(uid)"))
         XCTAssertNil(file.range(of: Data(secret)), "K is not on disk")
@@ -143,31 +60,31 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let secret = try enableAsOwner(uid: uid)
         try await enrollOwnersFinger()
         let asKeyring = rig.directory + "/keyring-finger-\(UInt32.random(in: 0...UInt32.max))"
-        let stack = try pamService([
+        let stack = try keyringPamService([
             "auth [success=1 default=ignore] MODULE timeout=20",
             "auth requisite pam_deny.so",
             "auth optional MODULE keyring-authtok",
-            try capture(asKeyring),
+            try keyringCapture(asKeyring),
             "auth optional MODULE keyring-restore",
         ])
         present("laowner-finger")
-        let matched = try pamtester(stack, TestAccount.name)
+        let matched = try keyringPamtester(stack, TestAccount.name)
         XCTAssertTrue(matched.output.contains("successfully authenticated"), matched.output)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the finger opened the keyring\n\(service.log)")
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "the finger opened the keyring\n\(service.log)")
         XCTAssertTrue(service.log.contains("released to pid"), service.log)
 
         // No match in this transaction: pam_permit instead of the finger.
         unlink(asKeyring)
-        let noMatch = try pamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
-        _ = try pamtester(noMatch, TestAccount.name)
-        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret))
+        let noMatch = try keyringPamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        _ = try keyringPamtester(noMatch, TestAccount.name)
+        XCTAssertNotEqual(keyringCaptured(asKeyring), Self.keyringHex(secret))
 
         // A wrong finger: no match, no secret, and it counts toward the lockout.
         unlink(asKeyring)
         present("someone-else", times: 3)
-        let wrongFinger = try pamtester(stack, TestAccount.name)
+        let wrongFinger = try keyringPamtester(stack, TestAccount.name)
         XCTAssertTrue(wrongFinger.output.contains("Authentication failure"), wrongFinger.output)
-        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret))
+        XCTAssertNotEqual(keyringCaptured(asKeyring), Self.keyringHex(secret))
         XCTAssertEqual(readText(service.stateDirectory + "/lockout/\(uid)").trimmingCharacters(in: .whitespacesAndNewlines), "3")
 
         // Straight on the bus: root without a match, and another uid.
@@ -199,8 +116,8 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let secret = try enableAsOwner(uid: uid)
         let newPassword = "Battery-Staple-7"
         let keyringLine = rig.directory + "/passwd-keyring-line-\(UInt32.random(in: 0...UInt32.max))"
-        _ = try capture(keyringLine)  // writes the script
-        let passwd = try pamService([
+        _ = try keyringCapture(keyringLine)  // writes the script
+        let passwd = try keyringPamService([
             "auth required pam_permit.so",
             "password requisite pam_unix.so",
             "password optional MODULE keyring",
@@ -225,23 +142,23 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("follows the new password"), service.log)
 
         let asKeyring = rig.directory + "/keyring-after-passwd-\(UInt32.random(in: 0...UInt32.max))"
-        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
-        _ = try pamtester(login, TestAccount.name, input: newPassword)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the new password opens the same keyring")
+        let login = try keyringPamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        _ = try keyringPamtester(login, TestAccount.name, input: newPassword)
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "the new password opens the same keyring")
         unlink(asKeyring)
-        _ = try pamtester(login, TestAccount.name, input: TestAccount.password)
-        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "the old password is no longer the account's, nor the wrap's")
+        _ = try keyringPamtester(login, TestAccount.name, input: TestAccount.password)
+        XCTAssertNotEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "the old password is no longer the account's, nor the wrap's")
 
         // A fingerprint login still works.
         try await enrollOwnersFinger()
         unlink(asKeyring)
-        let finger = try pamService([
+        let finger = try keyringPamService([
             "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
-            "auth optional MODULE keyring-authtok", try capture(asKeyring),
+            "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring),
         ])
         present("laowner-finger")
-        _ = try pamtester(finger, TestAccount.name)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "the finger opens the same keyring")
+        _ = try keyringPamtester(finger, TestAccount.name)
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "the finger opens the same keyring")
     }
 
     /// root's `passwd laowner` (no old password): the new password's key waits;
@@ -252,7 +169,7 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         defer { _ = try? TestAccount.ensure() }
         let secret = try enableAsOwner(uid: uid)
         let newPassword = "Reset-By-Root-3"
-        let passwd = try pamService(["password requisite pam_unix.so", "password optional MODULE keyring"])
+        let passwd = try keyringPamService(["password requisite pam_unix.so", "password optional MODULE keyring"])
         let reset = try runProgram(
             "/bin/sh", ["-c", "printf '%s\\n%s\\n' '\(newPassword)' '\(newPassword)' | /usr/bin/pamtester -v \(passwd) \(TestAccount.name) chauthtok"],
             environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 90)
@@ -261,26 +178,26 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("waits for the owner's finger"), service.log)
 
         let asKeyring = rig.directory + "/keyring-reset-\(UInt32.random(in: 0...UInt32.max))"
-        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
-        let before = try pamtester(login, TestAccount.name, input: newPassword)
+        let login = try keyringPamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        let before = try keyringPamtester(login, TestAccount.name, input: newPassword)
         XCTAssertTrue(before.output.contains("successfully authenticated"), before.output)
         XCTAssertTrue(before.output.contains("still uses your previous password"), before.output)
-        XCTAssertNotEqual(captured(asKeyring), Self.hex(secret), "root's new password does not open the keyring")
+        XCTAssertNotEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "root's new password does not open the keyring")
 
         try await enrollOwnersFinger()
         unlink(asKeyring)
-        let finger = try pamService([
+        let finger = try keyringPamService([
             "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
-            "auth optional MODULE keyring-authtok", try capture(asKeyring),
+            "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring),
         ])
         present("laowner-finger")
-        let touched = try pamtester(finger, TestAccount.name)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret))
+        let touched = try keyringPamtester(finger, TestAccount.name)
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret))
         XCTAssertTrue(touched.output.contains("opens with your new password too"), touched.output)
 
         unlink(asKeyring)
-        _ = try pamtester(login, TestAccount.name, input: newPassword)
-        XCTAssertEqual(captured(asKeyring), Self.hex(secret), "after the owner's finger, the new password opens it")
+        _ = try keyringPamtester(login, TestAccount.name, input: newPassword)
+        XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "after the owner's finger, the new password opens it")
     }
 
     // MARK: The real gnome-keyring
@@ -328,9 +245,9 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
 
         // What a password login hands pam_gnome_keyring.
         let asKeyring = rig.directory + "/keyring-real-\(UInt32.random(in: 0...UInt32.max))"
-        let login = try pamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try capture(asKeyring)])
-        _ = try pamtester(login, TestAccount.name, input: password)
-        let handed = captured(asKeyring)
+        let login = try keyringPamService(["auth requisite pam_unix.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        _ = try keyringPamtester(login, TestAccount.name, input: password)
+        let handed = keyringCaptured(asKeyring)
         XCTAssertEqual(handed.count, 64, "hex(K)")
 
         let lookup = "timeout 20 secret-tool lookup kr-test item"

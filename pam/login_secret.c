@@ -180,8 +180,12 @@ static int is_error(const char *name, const char *suffix) {
 
 // MARK: The fingerprint path
 
-/// K from ReleaseLoginSecret for this transaction's match, as ECIES to a key made here.
+/// K from ReleaseLoginSecret for this transaction's match, as ECIES to a key
+/// made here. Without a match of our own (NULL), the empty nonce: the
+/// service may have seen pam_fprintd's match from this process through its
+/// own fprintd interface (localauthd --fprintd), and decides.
 static int release(pam_handle_t *pamh, DBusConnection *bus, const char *user, const Match *match, unsigned char secret[LS_SECRET_BYTES]) {
+    static const unsigned char no_nonce[1] = { 0 };
     EVP_PKEY *ephemeral = ls_new_key();
     unsigned char point[LS_POINT_BYTES];
     if (!ephemeral || !ls_public_point(ephemeral, point)) {
@@ -193,7 +197,7 @@ static int release(pam_handle_t *pamh, DBusConnection *bus, const char *user, co
     int ok = 0;
     if (call) {
         dbus_message_iter_init_append(call, &args);
-        ok = append_bytes(&args, match->nonce, LS_NONCE_BYTES) && append_bytes(&args, point, LS_POINT_BYTES) &&
+        ok = append_bytes(&args, match ? match->nonce : no_nonce, match ? LS_NONCE_BYTES : 0) && append_bytes(&args, point, LS_POINT_BYTES) &&
              dbus_message_iter_open_container(&args, DBUS_TYPE_ARRAY, "{sv}", &dict) && dbus_message_iter_close_container(&args, &dict);
     }
     if (!ok) {
@@ -213,7 +217,7 @@ static int release(pam_handle_t *pamh, DBusConnection *bus, const char *user, co
             pam_info(pamh, "Your keyring now opens with your new password too.");
         }
         dbus_message_unref(reply);
-    } else if (!is_error(error_name, "NoSecret")) {
+    } else if (!is_error(error_name, "NoSecret") && (match || !is_error(error_name, "NotAuthorized"))) {
         pam_syslog(pamh, LOG_NOTICE, "keyring: no login secret of %s after the fingerprint: %s", user, error_name);
     }
     EVP_PKEY_free(ephemeral);
@@ -332,14 +336,13 @@ int ls_keyring_authtok(pam_handle_t *pamh, const char *user, int password_verifi
     const void *data = NULL;
     const Match *match = NULL;
     if (pam_get_data(pamh, MATCH_DATA, &data) == PAM_SUCCESS && data != NULL && strcmp(((const Match *)data)->user, user) == 0) match = data;
-    if (!match && !password_verified) {
-        if (debug) pam_syslog(pamh, LOG_DEBUG, "keyring: neither a fingerprint nor a verified password of %s here", user);
-        return PAM_IGNORE;
-    }
     DBusConnection *bus = bus_open(pamh);
     if (!bus) return PAM_IGNORE;
     unsigned char secret[LS_SECRET_BYTES];
-    int ok = match ? release(pamh, bus, user, match, secret) : unwrap_with_password(pamh, bus, user, secret);
+    // Our own match; else a password pam_unix verified; else perhaps pam_fprintd's match.
+    int ok = match ? release(pamh, bus, user, match, secret)
+             : password_verified ? unwrap_with_password(pamh, bus, user, secret) : release(pamh, bus, user, NULL, secret);
+    if (!ok && debug) pam_syslog(pamh, LOG_DEBUG, "keyring: no login secret of %s in this transaction", user);
     bus_close(bus);
     // One attempt per match: the service took the ticket anyway.
     if (match) pam_set_data(pamh, MATCH_DATA, NULL, NULL);

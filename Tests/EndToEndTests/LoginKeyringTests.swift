@@ -267,4 +267,39 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(back.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", back.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/login/\(uid)"), "the login secret is gone")
     }
+
+    // MARK: The --fprintd variant
+
+    /// gdm-fingerprint's pam_fprintd, with localauthd serving fprintd's
+    /// interface: the service saw the match in its own VerifyStart, so the
+    /// keyring line of that same process gets K (a nonce-less ticket for
+    /// the process); a stack without the match gets nothing.
+    func testWithFprintdAPamFprintdMatchReleasesTheSecretToItsProcess() async throws {
+        let uid = try TestAccount.ensure()
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--fprintd"])
+        let secret = Self.keyringHex(try enableAsOwner(uid: uid))
+        try await enrollOwnersFinger()
+        let asKeyring = rig.directory + "/keyring-fprintd-\(UInt32.random(in: 0...UInt32.max))"
+        let stack = try keyringPamService([
+            "auth [success=1 default=ignore] pam_fprintd.so max-tries=1 timeout=20",
+            "auth requisite pam_deny.so",
+            "auth optional MODULE keyring-authtok",
+            try keyringCapture(asKeyring),
+        ])
+        let output = rig.directory + "/pam-fprintd-\(UInt32.random(in: 0...UInt32.max)).out"
+        let child = try Child(
+            "/usr/bin/stdbuf", ["-o0", "/usr/bin/pamtester", "-v", stack, TestAccount.name, "authenticate"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: output, stderrPath: output)
+        try waitUntil("pam_fprintd asks for the finger") { readText(output).contains("fingerprint reader") || !child.isRunning }
+        try ServiceProcess.send("SCAN laowner-finger", to: service.sensorSocket)
+        _ = child.wait(timeout: 60)
+        XCTAssertTrue(readText(output).contains("successfully authenticated"), readText(output))
+        XCTAssertEqual(keyringCaptured(asKeyring), secret, "pam_fprintd's match opened the keyring\n\(service.log)")
+
+        unlink(asKeyring)
+        let noMatch = try keyringPamService(["auth required pam_permit.so", "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring)])
+        _ = try keyringPamtester(noMatch, TestAccount.name)
+        XCTAssertNotEqual(keyringCaptured(asKeyring), secret, "no match in this process: nothing")
+    }
 }

@@ -256,6 +256,8 @@ extension FprintdDevice {
             case .match(let matched):
                 service.evaluator.scanMatched(uid, finger: gallery.first(where: { $0.print.pointer == matched.pointer })?.finger)
                 Log.info("fprintd device \(id): uid \(uid) matched")
+                // pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
+                if let caller = service.callers.known(sender) { service.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: []) }
                 status(.match)
                 service.environment.callEnded()  // the lockout reset: the user's LAEnvironment subscribers
                 return

@@ -232,9 +232,17 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("org.example.LocalAuth.keyring", "yes")
         let password = TestAccount.password
         _ = try runProgram("/bin/rm", ["-rf", "/home/\(TestAccount.name)/.local/share/keyrings"])
+        // Everything the system bus and the user's session bus carry, raw, for the end of the test.
+        let systemBus = rig.directory + "/system-bus-\(UInt32.random(in: 0...UInt32.max)).bin"
+        let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address, "--binary"], stdoutPath: systemBus, stderrPath: "/dev/null")
+        defer { monitor.signal(SIGTERM); monitor.wait(timeout: 5) }
+        try waitUntil("the system bus monitor runs") { (try? FileManager.default.attributesOfItem(atPath: systemBus)[.size] as? Int ?? 0) ?? 0 > 0 }
+        let sessionBus = rig.directory + "/runtime-\(uid)/session-bus.bin"
         let enabled = try inOwnersSession(
             uid: uid,
             """
+            dbus-monitor --session --binary > '\(sessionBus)' 2>/dev/null &
+            while [ ! -s '\(sessionBus)' ]; do sleep 0.05; done
             printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 11
             printf 'stored-before' | secret-tool store --label=kr-test kr-test item || exit 12
             printf '%s\\n' '\(password)' | "$LOCALAUTHCTL" keyring enable || exit 13
@@ -266,6 +274,20 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         let back = try inOwnersSession(uid: uid, "printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
         XCTAssertEqual(back.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", back.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/login/\(uid)"), "the login secret is gone")
+
+        // Neither bus ever carried K (raw or as the keyring's password) or the login password.
+        monitor.signal(SIGTERM)
+        monitor.wait(timeout: 5)
+        let secretBytes = Data(stride(from: 0, to: handed.count, by: 2).map {
+            UInt8(handed[handed.index(handed.startIndex, offsetBy: $0)..<handed.index(handed.startIndex, offsetBy: $0 + 2)], radix: 16)!
+        })
+        for (name, file) in [("system bus", systemBus), ("session bus", sessionBus)] {
+            let carried = try XCTUnwrap(FileManager.default.contents(atPath: file), name)
+            XCTAssertGreaterThan(carried.count, 1000, "\(name): the monitor saw the traffic")
+            XCTAssertNil(carried.range(of: secretBytes), "\(name) carried K")
+            XCTAssertNil(carried.range(of: Data(handed.utf8)), "\(name) carried hex(K)")
+            XCTAssertNil(carried.range(of: Data(password.utf8)), "\(name) carried the login password")
+        }
     }
 
     // MARK: The --fprintd variant

@@ -49,6 +49,7 @@ typedef struct {
 static void free_cleansed(pam_handle_t *pamh, void *data, int error_status) {
     (void)pamh;
     (void)error_status;
+    if (data) OPENSSL_cleanse(data, sizeof(Match));
     free(data);
 }
 
@@ -232,6 +233,9 @@ static int read_parameters(DBusMessage *reply, LSPasswordParameters *parameters)
     if (!entry_get_bytes(reply, "salt", &salt, &count) || count < 16 || count > (int)sizeof parameters->salt ||
         !entry_get_u32(reply, "argon2-time", &parameters->time) || !entry_get_u32(reply, "argon2-memory-kib", &parameters->memory_kib) ||
         !entry_get_u32(reply, "argon2-lanes", &parameters->lanes)) return 0;
+    // The PAM host's own ceiling, whatever the service stored: a login never costs more than this.
+    if (parameters->time < 1 || parameters->time > LS_ARGON2_MAX_TIME || parameters->memory_kib < 8 * 1024 ||
+        parameters->memory_kib > LS_ARGON2_MAX_MEMORY_KIB || parameters->lanes < 1 || parameters->lanes > LS_ARGON2_MAX_LANES) return 0;
     memcpy(parameters->salt, salt, (size_t)count);
     parameters->salt_length = (size_t)count;
     return 1;

@@ -21,6 +21,10 @@
 #define LS_ARGON2_MEMORY_KIB (64 * 1024)
 #define LS_ARGON2_LANES 1
 #define LS_SALT_BYTES 16
+/// The most a stored wrap may ask of the PAM host (the service's bounds are the same).
+#define LS_ARGON2_MAX_TIME 10
+#define LS_ARGON2_MAX_MEMORY_KIB (256 * 1024)
+#define LS_ARGON2_MAX_LANES 4
 
 typedef struct {
     uint32_t time, memory_kib, lanes;

@@ -13,9 +13,11 @@ public struct LoginPasswordKeyInfo: Sendable, Hashable {
         /// RFC 9106's second recommended option with one lane (no threads in a setuid PAM host).
         public static let standard = try! Parameters(time: 3, memoryKiB: 64 * 1024, lanes: 1)
 
-        /// Bounds a PAM host can afford: 1–10 passes, 8 MiB to 1 GiB, 1–4 lanes.
+        /// Bounds a PAM host can afford (pam/login_secret.h has the same): 1–10
+        /// passes, 8 to 256 MiB, 1–4 lanes. The user chooses them (enable); a
+        /// login of theirs, or `su` to them, runs them as root.
         public init(time: UInt32, memoryKiB: UInt32, lanes: UInt32) throws(RightsError) {
-            guard (1...10).contains(time), (8 * 1024...1024 * 1024).contains(memoryKiB), (1...4).contains(lanes) else {
+            guard (1...10).contains(time), (8 * 1024...256 * 1024).contains(memoryKiB), (1...4).contains(lanes) else {
                 throw RightsError(.malformed, "Argon2id parameters t=\(time) m=\(memoryKiB) KiB p=\(lanes) are out of bounds")
             }
             self.time = time

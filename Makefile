@@ -18,6 +18,13 @@
 #   make uninstall   remove exactly what `make install` installed (its manifest)
 #   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
 #                    Swift build inside; docs/PACKAGING.md); then lintian on them
+#   make system-test (root, 5-12 min from a clean tree, 1-2.5 min with the packages built and the root cached)
+#                    make deb, then scripts/system-test/run: our .debs installed with apt into a
+#                    Debian 12 root (mmdebstrap, cached under /var/cache/localauth-system-test),
+#                    booted with systemd-nspawn (real systemd, logind, polkitd, dbus-daemon, sshd);
+#                    one line per scenario, "N passed, N failed" (README, "The system test")
+#   make run-system-test  the same on the packages already in out/debian (no package build);
+#                    SYSTEST_ARGS="scenario ..." runs some scenarios, "--hold 600" keeps it up to look inside
 #   make deb-test    (opt-in, root, ~1 min) install out/debian/*.deb on this machine and run a preflight
 #                    from each example language against the installed packages; swap fprintd for
 #                    localauth-fprintd and back; purge them all again (scripts/test-packages.sh)
@@ -80,7 +87,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
 .PHONY: all deps build pam clientlib test check e2e run-check run-e2e lint demo bench reliability release binaries install \
-	uninstall install-list deb deb-test example examples clean
+	uninstall install-list deb deb-test system-test run-system-test example examples clean
 
 all: build
 
@@ -181,6 +188,13 @@ deb:
 
 deb-test:
 	scripts/test-packages.sh
+
+# The system test: a real Debian system in a container (scripts/system-test/run).
+system-test: deb
+	$(MAKE) --no-print-directory run-system-test
+
+run-system-test:
+	scripts/system-test/run $(SYSTEST_ARGS)
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build

@@ -404,6 +404,14 @@ static const char *sendable_user(pam_handle_t *pamh) {
     return user;
 }
 
+static int authenticate(pam_handle_t *pamh, const char *user, const Options *options) {
+    if (is_remote(pamh)) {
+        if (options->debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
+        return PAM_AUTHINFO_UNAVAIL;
+    }
+    return verify(pamh, user, options);
+}
+
 EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     Options options = parse_options(pamh, argc, argv);
@@ -422,11 +430,14 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
     if (options.keyring_authtok) return ls_keyring_authtok(pamh, user, password_verified(pamh), options.debug);
     if (options.keyring_restore) return ls_keyring_restore(pamh);
     if (options.keyring) return PAM_IGNORE;
-    if (is_remote(pamh)) {
-        if (options.debug) pam_syslog(pamh, LOG_DEBUG, "remote login: no fingerprint");
-        return PAM_AUTHINFO_UNAVAIL;
-    }
-    return verify(pamh, user, &options);
+    // With debug, one line per call: its result and the time from this
+    // function's start to its return (the system test reads it).
+    double start = now_seconds();
+    int result = authenticate(pamh, user, &options);
+    if (options.debug)
+        pam_syslog(pamh, LOG_DEBUG, "authenticate %s: %s after %.1f ms", user, pam_strerror(pamh, result),
+                   (now_seconds() - start) * 1000.0);
+    return result;
 }
 
 /// setcred runs after pam_authenticate succeeded (PAM's contract with the

@@ -64,6 +64,10 @@ PACKAGES=(
     dpkg-dev                 # dpkg-buildpackage
     fakeroot                 # dpkg-buildpackage -rfakeroot as a normal user
     lintian                  # the packages' policy check
+    # the system test (scripts/system-test, `make system-test`): a Debian root booted in a container
+    mmdebstrap               # builds the root from Debian's mirror (cached under /var/cache/localauth-system-test)
+    systemd-container        # systemd-nspawn: boots it with systemd as PID 1
+    debian-archive-keyring   # mmdebstrap checks the mirror's signatures
 )
 
 missing=()

@@ -11,7 +11,9 @@ import Glibc
 ///
 /// Without logind on the bus (containers, the test rig without the mock):
 /// no suspend handling, the lid counts as open, and callers count as local;
-/// logged once (docs/SECURITY.md).
+/// logged once (docs/SECURITY.md). Once the service has seen logind, its
+/// absence is a restart or a crash, not a machine without logind: callers
+/// are then not at the reader until it is back (fails closed).
 @ServiceActor
 final class Logind {
     static let name = "org.freedesktop.login1"
@@ -28,6 +30,9 @@ final class Logind {
     /// The delay inhibitor's fd while held (closing it releases it), else -1.
     private(set) var inhibitor: Int32 = -1
     private var saidNoLogind = false
+    /// logind owned its name at some point of this service's life: from
+    /// then on, its absence fails closed.
+    private(set) var seen = false
 
     /// PrepareForSleep(true: going to sleep / false: resumed).
     var onSleep: (@ServiceActor (Bool) -> Void)?
@@ -36,7 +41,23 @@ final class Logind {
     /// A session's `Active` or `State` changed (a user switch, a logout).
     var onSessionChange: (@ServiceActor () -> Void)?
 
-    init(bus: BusConnection) { self.bus = bus }
+    init(bus: BusConnection) {
+        self.bus = bus
+        // Started while logind is away (its restart, and we were activated
+        // meanwhile): systemd runs the machine and logind has run since boot.
+        seen = Self.logindHasRun(busAddress: getenv("DBUS_SYSTEM_BUS_ADDRESS").map { String(cString: $0) })
+    }
+
+    /// Under systemd (`/run/systemd/system`, sd_booted) with logind's seat
+    /// directory made since boot (`/run/systemd/seats`, written by logind
+    /// only): a machine with logind, whether it is on the bus now or not.
+    /// Only for the machine's own system bus: a private one (the test rig
+    /// on a systemd host) never had the machine's logind on it.
+    nonisolated static func logindHasRun(root: String = "", busAddress: String?) -> Bool {
+        if let busAddress, !["unix:path=/run/dbus/system_bus_socket", "unix:path=/var/run/dbus/system_bus_socket"]
+            .contains(busAddress) { return false }
+        return access(root + "/run/systemd/system", F_OK) == 0 && access(root + "/run/systemd/seats", F_OK) == 0
+    }
 
     var lidClosed: Bool { lidClosedLogind || lidClosedUPower }
     var isPresent: Bool { bus.owner(of: Self.name) != nil }
@@ -71,7 +92,12 @@ final class Logind {
                                                extraMatch: ",arg0='\(Self.session)'") { [weak self] message in
                 ServiceActor.assumeIsolated { self?.sessionChanged(message) }
             }
-            _ = try await (followLogind, followUPower, sleep, logindLid, upowerLid, sessions)
+            // logind leaving and coming back (a restart): from the bus driver only.
+            async let owner = bus.subscribe(sender: BusConnection.busDriver, interface: BusConnection.busDriver,
+                                            member: "NameOwnerChanged", extraMatch: ",arg0='\(Self.name)'") { [weak self] message in
+                ServiceActor.assumeIsolated { self?.ownerChanged(message) }
+            }
+            _ = try await (followLogind, followUPower, sleep, logindLid, upowerLid, sessions, owner)
         } catch {
             Log.warning("cannot follow logind and UPower: \(error)")
         }
@@ -80,11 +106,31 @@ final class Logind {
         if let closed = await closedLogind { lidClosedLogind = closed }
         if let closed = await closedUPower { lidClosedUPower = closed }
         if isPresent {
+            seen = true
             await takeInhibitor()
             Log.info("following logind: lid \(lidClosed ? "closed" : "open")")
+        } else if seen {
+            Log.warning("logind has run since boot but is not on the bus: no caller is at the reader until it is back")
         } else {
             noLogind()
         }
+    }
+
+    /// logind's name changed owner (the bus driver said so): seen once, its
+    /// absence fails closed; either way who is at the reader may have changed.
+    private func ownerChanged(_ message: Message) {
+        guard message.sender == BusConnection.busDriver else { return }
+        let arguments = message.arguments
+        guard arguments.count == 3, arguments[0].string == Self.name, let owner = arguments[2].string else { return }
+        if owner.isEmpty {
+            guard seen else { return }
+            Log.warning("logind left the bus: no caller is at the reader until it is back")
+        } else {
+            let back = seen
+            seen = true
+            Log.notice(back ? "logind is back on the bus" : "logind is on the bus now: following it")
+        }
+        onSessionChange?()
     }
 
     private func noLogind() {
@@ -175,8 +221,10 @@ final class Logind {
     // MARK: The caller's session (Callers/Presence.swift asks)
 
     /// Without logind nobody can say where a caller sits: callers count as
-    /// local (docs/SECURITY.md), said once in the log.
+    /// local (docs/SECURITY.md), said once in the log; but once logind was
+    /// seen, it is away (restarting): nobody is at the reader meanwhile.
     func presenceWithoutLogind() -> EnvironmentRules.Presence {
+        if seen { return .logindAway }
         noLogind()
         return .unknown
     }

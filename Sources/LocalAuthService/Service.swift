@@ -140,6 +140,8 @@ public final class LocalAuthService: CallRouterHost {
                                 member: "NameOwnerChanged", extraMatch: ",arg2=''") { message in
             ServiceActor.assumeIsolated { service.nameOwnerChanged(message) }
         }
+        // Each new connection's process and executable, read at once (Callers).
+        try await service.callers.followNewConnections()
         // Sleep, the lid and the callers' sessions (docs/SECURITY.md).
         await service.startFollowingLogind()
         bus.onDisconnect {

@@ -20,14 +20,7 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
 
     override func setUpWithError() throws {
         try super.setUpWithError()
-        let log = rig.directory + "/mock-logind-\(UInt32.random(in: 0...UInt32.max)).log"
-        logind = try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
-                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
-        try waitUntil("logind is on the bus") {
-            try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
-                                                  "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
-                                                  "string:org.freedesktop.login1"]).stdout.contains("boolean true")
-        }
+        try startLogind()
         try desktop(["setup"])
         // The service follows logind from its start, with the unit's capabilities.
         service.stop()
@@ -41,6 +34,20 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         logind = nil
         for path in cgroups.reversed() { rmdir(Self.hierarchy + path) }
         cgroups = []
+    }
+
+    /// python-dbusmock's logind on the rig's bus, once it owns its name.
+    private func startLogind() throws {
+        let log = rig.directory + "/mock-logind-\(UInt32.random(in: 0...UInt32.max)).log"
+        logind = try Child("/usr/bin/python3", ["-m", "dbusmock", "--system", "--template", "logind"],
+                           environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], stdoutPath: log, stderrPath: log)
+        try waitUntil("logind is on the bus") { try logindOnTheBus() }
+    }
+
+    private func logindOnTheBus() throws -> Bool {
+        try runProgram("/usr/bin/dbus-send", ["--bus=\(rig.address)", "--print-reply", "--dest=org.freedesktop.DBus",
+                                              "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner",
+                                              "string:org.freedesktop.login1"]).stdout.contains("boolean true")
     }
 
     // MARK: The shipped unit's view
@@ -208,6 +215,239 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
         XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
     }
 
+    // MARK: Login before a session (issue 29: the console and the login screen)
+
+    /// `login` started by getty@ttyN runs PAM as root in the getty service,
+    /// in no session, its controlling terminal the VT (agetty made it so);
+    /// while a getty's VT is in front, logind names no active session on
+    /// seat0. On this VT in front it verifies the person; on a VT behind it
+    /// is NotAtTheReader at once. (On main: NotAtTheReader "noSeat" both ways.)
+    func testLoginOnTheConsoleInFrontVerifiesAndOnAVTBehindIsRefused() async throws {
+        guard let front = try? String(contentsOfFile: "/sys/class/tty/tty0/active", encoding: .utf8)
+            .trimmingCharacters(in: .whitespacesAndNewlines), !front.isEmpty else {
+            throw XCTSkip("this machine has no virtual consoles (/sys/class/tty/tty0/active)")
+        }
+        let behind = front == "tty5" ? "tty6" : "tty5"
+        try await enroll(as: "owner-finger")
+        // Someone logged in earlier and switched to a text console: their session is not in front.
+        try desktop(["session", "c1", "0", "root", "seat0", "false", "online", "display"])
+        try desktop(["seat-active", "seat0", "none"])
+
+        let refused = try run(onConsole: behind, in: "/system.slice/system-getty.slice/getty@\(behind).service",
+                              Self.call("VerifyUser", ["root", "{'request-id': <'login-behind'>}"], timeout: 10))
+        XCTAssertEqual(errorName(refused), "org.example.LocalAuth.Error.NotAtTheReader", refused.output)
+        XCTAssertTrue(refused.output.contains("not the active one"), refused.output)
+
+        let output = rig.directory + "/login-\(UInt32.random(in: 0...UInt32.max)).out"
+        let signals = try statusMonitor()
+        defer { signals.child.signal(SIGTERM); signals.child.wait(timeout: 5) }
+        let login = try start(onConsole: front, in: "/system.slice/system-getty.slice/getty@\(front).service",
+                              Self.call("VerifyUser", ["root", "{'request-id': <'login-front'>}"], timeout: 30),
+                              output: output)
+        try waitForText("place-finger", in: signals.path)
+        try service.sensor("SCAN owner-finger")
+        login.wait(timeout: 20)
+        XCTAssertTrue(readText(output).contains("()"), readText(output) + service.log)
+        XCTAssertTrue(service.log.contains("console \(front) is in front"), service.log)
+    }
+
+    /// gdm's worker runs the user's PAM conversation as root in gdm.service,
+    /// in no session, while the greeter session (class greeter, started by
+    /// the same gdm daemon) is active on seat0: pam_localauth verifies the
+    /// finger. sshd's own PAM at the same moment (root in ssh.service, no
+    /// terminal) is NotAtTheReader at once, no scan queued, whatever
+    /// PAM_RHOST says: here the machine's own host name (what sshd with
+    /// UseDNS=yes sets for a connection from 127.0.1.1, Debian's address of
+    /// the host name), which the module counts as local and sends on to the
+    /// service. (On 1c36356 both are refused: the worker with "noSeat".)
+    func testGdmsWorkerVerifiesWhileItsGreeterIsInFrontAndSshdsPamNever() async throws {
+        let module = Paths.root + "/.build/pam/pam_localauth.so"
+        if !FileManager.default.fileExists(atPath: module) { _ = try runProgram("/usr/bin/make", ["-C", Paths.root, "pam"]) }
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let name = "localauth-login-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "auth required \(module) timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true, encoding: .utf8)
+        defer { unlink("/etc/pam.d/" + name) }
+
+        var host = [CChar](repeating: 0, count: 256)
+        gethostname(&host, host.count - 1)
+        let started = Date()
+        let sshd = try run(in: "/system.slice/ssh.service", "/usr/bin/pamtester",
+                           ["-v", "-I", "rhost=" + String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self), name, "root", "authenticate"])
+        XCTAssertTrue(sshd.output.contains("Authentication service cannot retrieve authentication info"), sshd.output)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "no wait for a finger")
+        XCTAssertTrue(service.log.contains("is not at the reader: noSeat"), service.log)
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+
+        let output = rig.directory + "/gdm-worker-\(UInt32.random(in: 0...UInt32.max)).out"
+        let signals = try statusMonitor()
+        defer { signals.child.signal(SIGTERM); signals.child.wait(timeout: 5) }
+        let worker = try start(in: Self.gdm, "/usr/bin/pamtester", ["-v", name, "root", "authenticate"], output: output)
+        try waitForText("place-finger", in: signals.path)
+        try service.sensor("SCAN owner-finger")
+        worker.wait(timeout: 20)
+        XCTAssertTrue(readText(output).contains("successfully authenticated"), readText(output) + service.log)
+        XCTAssertTrue(service.log.contains("seat0's greeter is in front"), service.log)
+    }
+
+    /// The fprintd variant: `localauthd --fprintd` replaces fprintd, and gdm's
+    /// `gdm-fingerprint` runs pam_fprintd in the same worker shape: the right
+    /// finger verifies; a wrong one fails and counts toward the lockout.
+    /// sshd's own PAM with pam_fprintd (no PAM_RHOST: pam_fprintd refuses a
+    /// remote one itself) is refused by the service before any scan.
+    /// (On 1c36356 the worker's VerifyStart was refused "Not at the reader".)
+    func testPamFprintdAtTheLoginScreenVerifiesAndCountsAndSshdsPamIsRefused() async throws {
+        for action in ["net.reactivated.fprint.device.verify"] { try rig.polkit(action, nil) }
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--fprintd"], launcher: try Self.unitLauncher())
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let name = "localauth-gdm-fingerprint-\(getpid())-\(UInt32.random(in: 0...UInt32.max))"
+        try "auth required pam_fprintd.so max-tries=1 timeout=20\n".write(toFile: "/etc/pam.d/" + name, atomically: true,
+                                                                          encoding: .utf8)
+        defer { unlink("/etc/pam.d/" + name) }
+
+        let sshd = try run(in: "/system.slice/ssh.service", "/usr/bin/pamtester", ["-v", name, "root", "authenticate"])
+        XCTAssertFalse(sshd.output.contains("successfully authenticated"), sshd.output)
+        XCTAssertTrue(service.log.contains("is not at the reader: noSeat"), service.log)
+
+        for (finger, expected) in [("owner-finger", "successfully authenticated"), ("stranger", "Failed to match fingerprint")] {
+            let output = rig.directory + "/gdm-fingerprint-\(UInt32.random(in: 0...UInt32.max)).out"
+            let worker = try start(in: Self.gdm, "/usr/bin/stdbuf", ["-o0", "/usr/bin/pamtester", "-v", name, "root", "authenticate"],
+                                   output: output)
+            try waitForText("fingerprint reader", in: output, timeout: 15)
+            try service.sensor("SCAN \(finger)")
+            worker.wait(timeout: 20)
+            XCTAssertTrue(readText(output).contains(expected), "\(finger): " + readText(output) + service.log)
+            XCTAssertEqual(readText(output).contains("successfully authenticated"), finger == "owner-finger", readText(output))
+        }
+        XCTAssertTrue(service.log.contains("through fprintd's interface (1 of 5 in a row)"), service.log)
+    }
+
+    /// The same worker is nobody once a person's session is in front (the
+    /// greeter switched away from), and a root program of another system
+    /// service is nobody while the greeter is in front.
+    func testOnlyTheGreetersOwnServiceWhileTheGreeterIsInFront() async throws {
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let other = try run(in: "/system.slice/cron.service", "/usr/bin/gdbus",
+                            Self.call("VerifyUser", ["root", "{'request-id': <'cron'>}"], timeout: 10))
+        XCTAssertEqual(errorName(other), "org.example.LocalAuth.Error.NotAtTheReader", other.output)
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        try desktop(["set", "g1", "false", "online"])
+        let worker = try run(in: Self.gdm, "/usr/bin/gdbus",
+                             Self.call("VerifyUser", ["root", "{'request-id': <'gdm'>}"], timeout: 10))
+        XCTAssertEqual(errorName(worker), "org.example.LocalAuth.Error.NotAtTheReader", worker.output)
+        XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
+    }
+
+    // MARK: logind restarting (issue 30, item 8)
+
+    /// logind leaves the bus mid-run (a restart, a crash): the service has
+    /// seen it, so its absence is no "machine without logind" where callers
+    /// count as local: nobody is at the reader until it is back, then the
+    /// same session is judged again. (On main: "(true,)" while it is away.)
+    func testWhileLogindIsAwayNobodyIsAtTheReaderAndWhenItIsBackTheSessionIsJudgedAgain() async throws {
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let scope = "/user.slice/user-0.slice/session-c1.scope"
+        let before = try run(in: scope, "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(before.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", before.output)
+
+        logind?.signal(SIGTERM)
+        logind?.wait(timeout: 5)
+        logind = nil
+        try waitUntil("logind left the bus") { !(try logindOnTheBus()) }
+        for member in ["CanEvaluatePolicy", "VerifyUser"] {
+            let arguments = member == "VerifyUser" ? ["root", "{'request-id': <'away'>}"] : ["1"]
+            let away = try run(in: scope, "/usr/bin/gdbus", Self.call(member, arguments, timeout: 10))
+            XCTAssertEqual(errorName(away), "org.example.LocalAuth.Error.NotAtTheReader", "\(member): \(away.output)")
+            XCTAssertTrue(away.output.contains("logind"), away.output)
+        }
+        // A new connection, placed while logind is away, too.
+        let fresh = try run(in: "/user.slice/user-0.slice/user@0.service/app.slice/app-org.example.Editor-9.scope",
+                            "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(errorName(fresh), "org.example.LocalAuth.Error.NotAtTheReader", fresh.output)
+        XCTAssertTrue(service.log.contains("logind left the bus"), service.log)
+
+        try startLogind()
+        try desktop(["setup"])
+        try desktop(["session", "c1", "0", "root", "seat0", "true", "active", "display"])
+        let back = try run(in: scope, "/usr/bin/gdbus", Self.call("CanEvaluatePolicy", ["1"]))
+        XCTAssertEqual(back.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "(true,)", back.output + service.log)
+    }
+
+    // MARK: exec after connect (issue 30, item 10)
+
+    /// A process of another uid connects, calls once, then execs another
+    /// program (a copy of python3: another file) that keeps the connection.
+    /// The service read the executable when it made the record and compares
+    /// it at each call: the next call is PermissionDenied. (On main: "again
+    /// ok", the call served as the first program's.)
+    func testACallerThatExecsAnotherProgramAfterItsFirstCallIsRefused() throws {
+        let outcome = try execAfterConnect("first")
+        XCTAssertTrue(outcome.stdout.contains("first ok"), outcome.output + service.log)
+        XCTAssertTrue(outcome.stdout.contains("again error org.example.LocalAuth.Error.PermissionDenied"),
+                      outcome.output + service.log)
+        XCTAssertTrue(service.log.contains("runs another executable than when it connected"), service.log)
+    }
+
+    /// The same without a first call: the service follows new unique names
+    /// on the bus and reads each new connection's process then, so an exec
+    /// a second after connecting is caught at the first call. (On main:
+    /// "again ok", the record was made at that call, of the new program.)
+    func testACallerThatExecsBeforeItsFirstCallIsRefusedOnceTheServiceSawItConnect() throws {
+        let outcome = try execAfterConnect("quiet")
+        XCTAssertTrue(outcome.stdout.contains("again error org.example.LocalAuth.Error.PermissionDenied"),
+                      outcome.output + service.log)
+    }
+
+    private func execAfterConnect(_ mode: String) throws -> Outcome {
+        let trusted = rig.directory + "/trusted-program"
+        if !FileManager.default.fileExists(atPath: trusted) {
+            try FileManager.default.copyItem(atPath: URL(fileURLWithPath: "/usr/bin/python3").resolvingSymlinksInPath().path, toPath: trusted)
+            chmod(trusted, 0o755)
+        }
+        return try runAs(65534, "/usr/bin/python3", [try testScript("exec-after-connect.py"), mode, trusted])
+    }
+
+    static let gdm = "/system.slice/gdm.service"
+
+    /// gdm's daemon in gdm.service, and the greeter session it started: its
+    /// leader (the greeter's worker) is the daemon's child, moved into the
+    /// session's scope as pam_systemd does; logind has it as seat0's active
+    /// session of class greeter, led by that child.
+    private func gdmWithGreeter() throws -> Child {
+        try makeCgroup(Self.gdm)
+        let scope = "/user.slice/user-116.slice/session-g1.scope"
+        try makeCgroup(scope)
+        let pidFile = rig.directory + "/greeter-\(UInt32.random(in: 0...UInt32.max)).pid"
+        let daemon = try Child("/bin/sh", ["-c", """
+            echo $$ > '\(Self.hierarchy + Self.gdm)/cgroup.procs' || exit 91
+            sleep 600 &
+            echo $! > '\(Self.hierarchy + scope)/cgroup.procs' || exit 92
+            echo $! > '\(pidFile).tmp' && mv '\(pidFile).tmp' '\(pidFile)'
+            trap 'kill $!; exit 0' TERM
+            wait
+            """], stdoutPath: pidFile + ".log", stderrPath: pidFile + ".log")
+        try waitUntil("the greeter's leader runs") { FileManager.default.fileExists(atPath: pidFile) }
+        let leader = readText(pidFile).trimmingCharacters(in: .whitespacesAndNewlines)
+        try desktop(["session", "g1", "116", "Debian-gdm", "seat0", "true", "active", "greeter", "leader=\(leader)"])
+        return daemon
+    }
+
+    /// dbus-monitor for EvaluationStatus, once it listens.
+    private func statusMonitor() throws -> (child: Child, path: String) {
+        let path = rig.directory + "/status-\(UInt32.random(in: 0...UInt32.max)).out"
+        let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address, "type='signal',member='EvaluationStatus'"],
+                                stdoutPath: path, stderrPath: path)
+        try waitForText("NameAcquired", in: path)
+        return (monitor, path)
+    }
+
     // MARK: Prompt agents (item 1)
 
     /// The sheet started by our user unit (or autostart) runs in no session:
@@ -355,6 +595,26 @@ final class CallersTests: RigTestCase, @unchecked Sendable {
     private func run(in path: String, _ program: String, _ arguments: [String]) throws -> Outcome {
         try runProgram(try wrapper(path)[0], Array(try wrapper(path).dropFirst()) + [program] + arguments,
                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    /// The shell that runs gdbus as `login` would: in `path`, in a session
+    /// of its own whose controlling terminal is /dev/`vt` (setsid --ctty
+    /// takes stdin's terminal).
+    private func consoleWrapper(_ vt: String, _ path: String, _ arguments: [String]) throws -> [String] {
+        try makeCgroup(path)
+        return ["/bin/sh", "-c", "echo $$ > '\(Self.hierarchy + path)/cgroup.procs' && exec /usr/bin/setsid --ctty --wait \"$@\" < /dev/\(vt)",
+                "sh", "/usr/bin/gdbus"] + arguments
+    }
+
+    private func run(onConsole vt: String, in path: String, _ arguments: [String]) throws -> Outcome {
+        let wrap = try consoleWrapper(vt, path, arguments)
+        return try runProgram(wrap[0], Array(wrap.dropFirst()), environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+    }
+
+    private func start(onConsole vt: String, in path: String, _ arguments: [String], output: String) throws -> Child {
+        let wrap = try consoleWrapper(vt, path, arguments)
+        return try Child(wrap[0], Array(wrap.dropFirst()), environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                         stdoutPath: output, stderrPath: output)
     }
 
     private func start(in path: String, _ program: String, _ arguments: [String], output: String) throws -> Child {

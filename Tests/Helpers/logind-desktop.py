@@ -12,9 +12,13 @@
 # and each user's Display names their graphical session.
 #
 #   logind-desktop.py ADDRESS setup
-#   logind-desktop.py ADDRESS session ID UID NAME SEAT ACTIVE STATE [remote] [display]
-#       ACTIVE true|false; STATE active|online|closing; "display": the user's Display
-#   logind-desktop.py ADDRESS set ID ACTIVE STATE     a session's Active and State now
+#   logind-desktop.py ADDRESS session ID UID NAME SEAT ACTIVE STATE [remote] [display] [greeter] [leader=PID]
+#       ACTIVE true|false; STATE active|online|closing; "display": the user's Display;
+#       "greeter": Class greeter (gdm's login screen); leader=PID: the session's Leader
+#       (the template says pid 1). An active session is its seat's ActiveSession.
+#   logind-desktop.py ADDRESS set ID ACTIVE STATE     a session's Active and State now (and the seat's ActiveSession)
+#   logind-desktop.py ADDRESS seat-active SEAT ID|none  the seat's ActiveSession: "none" as real logind
+#       has it while a getty's VT is in front (no session on that VT)
 import sys
 import dbus
 
@@ -22,6 +26,7 @@ address, command = sys.argv[1], sys.argv[2]
 MOCK = 'org.freedesktop.DBus.Mock'
 PROPS = 'org.freedesktop.DBus.Properties'
 SESSION = 'org.freedesktop.login1.Session'
+SEAT = 'org.freedesktop.login1.Seat'
 bus = dbus.bus.BusConnection(address)
 login1 = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1')
 
@@ -64,10 +69,25 @@ if command == 'setup':
 elif command == 'session':
     sid, uid, name, seat, active, state = sys.argv[3:9]
     flags = sys.argv[9:]
+    seat_object = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1/seat/%s' % seat) if seat else None
+    try:
+        before = seat_object.Get(SEAT, 'ActiveSession', dbus_interface=PROPS) if seat_object else None
+    except dbus.exceptions.DBusException:
+        before = None   # the seat is made by AddSession
     path = login1.AddSession(sid, seat, dbus.UInt32(int(uid)), name, active == 'true', dbus_interface=MOCK)
     session = bus.get_object('org.freedesktop.login1', path)
     session.Set(SESSION, 'State', state, dbus_interface=PROPS)
     session.Set(SESSION, 'Remote', 'remote' in flags, dbus_interface=PROPS)
+    if 'greeter' in flags:
+        session.Set(SESSION, 'Class', 'greeter', dbus_interface=PROPS)
+    for flag in flags:
+        if flag.startswith('leader='):
+            session.Set(SESSION, 'Leader', dbus.UInt32(int(flag[len('leader='):])), dbus_interface=PROPS)
+    # The template makes every new session its seat's active one; real logind only the active one.
+    if seat and active != 'true':
+        seat_object = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1/seat/%s' % seat)
+        seat_object.Set(SEAT, 'ActiveSession', before or dbus.Struct(('', dbus.ObjectPath('/')), signature='so'),
+                        dbus_interface=PROPS)
     if seat == '':
         session.Set(SESSION, 'Seat', dbus.Struct(('', dbus.ObjectPath('/')), signature='so'), dbus_interface=PROPS)
     if 'display' in flags:
@@ -79,5 +99,20 @@ elif command == 'set':
     session = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1/session/' + sid)
     session.Set(SESSION, 'Active', active == 'true', dbus_interface=PROPS)
     session.Set(SESSION, 'State', state, dbus_interface=PROPS)
+    seat = session.Get(SESSION, 'Seat', dbus_interface=PROPS)
+    if seat[0]:
+        seat_object = bus.get_object('org.freedesktop.login1', seat[1])
+        current = seat_object.Get(SEAT, 'ActiveSession', dbus_interface=PROPS)
+        if active == 'true':
+            seat_object.Set(SEAT, 'ActiveSession', dbus.Struct((sid, session.object_path), signature='so'),
+                            dbus_interface=PROPS)
+        elif current[0] == sid:
+            seat_object.Set(SEAT, 'ActiveSession', dbus.Struct(('', dbus.ObjectPath('/')), signature='so'),
+                            dbus_interface=PROPS)
+elif command == 'seat-active':
+    seat, sid = sys.argv[3:5]
+    seat_object = bus.get_object('org.freedesktop.login1', '/org/freedesktop/login1/seat/%s' % seat)
+    value = ('', dbus.ObjectPath('/')) if sid == 'none' else (sid, dbus.ObjectPath('/org/freedesktop/login1/session/' + sid))
+    seat_object.Set(SEAT, 'ActiveSession', dbus.Struct(value, signature='so'), dbus_interface=PROPS)
 else:
     sys.exit('unknown command ' + command)

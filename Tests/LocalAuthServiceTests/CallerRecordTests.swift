@@ -30,6 +30,27 @@ final class CallerRecordTests: XCTestCase {
         XCTAssertNil(CallerRecord(sender: ":1.4", uid: 0, process: nil, securityLabel: nil).livePID)
     }
 
+    /// Issue 30, item 10: the executable recorded when the record was made
+    /// is compared with the one the process runs now; another file is an
+    /// exec, remembered for good; nothing recorded, nothing compared.
+    func testAnotherExecutableThanTheRecordedOneIsAnExecForGood() async throws { try await Self.checkExec() }
+
+    @ServiceActor
+    private static func checkExec() throws {
+        let pid = UInt32(getpid())
+        let started = try XCTUnwrap(ProcessFacts.startTime(pid: pid))
+        let own = try XCTUnwrap(ProcessFacts.executableID(pid: pid))
+        var process = CallerRecord.Process(pid: pid, pidfd: -1, startTime: started)
+        process.executable = own
+        XCTAssertFalse(CallerRecord(sender: ":1.1", uid: 0, process: process, securityLabel: nil).executableChanged())
+        process.executable = ProcessFacts.FileID(device: own.device, inode: own.inode &+ 1)
+        let execed = CallerRecord(sender: ":1.2", uid: 0, process: process, securityLabel: nil)
+        XCTAssertTrue(execed.executableChanged())
+        XCTAssertTrue(execed.execed)
+        process.executable = nil
+        XCTAssertFalse(CallerRecord(sender: ":1.3", uid: 0, process: process, securityLabel: nil).executableChanged())
+    }
+
     func testTheIdentityNamesTheProvenProgramNeverADeclaredName() {
         let host = CallerIdentity(app: .host, executable: "/usr/bin/python3.11")
         XCTAssertEqual(host.program, "/usr/bin/python3.11")

@@ -79,6 +79,11 @@ struct ServiceError: DomainError {
     /// An error from the bus below the contract (a call the service made to
     /// logind or the bus driver): Failed, with what the bus said.
     init(bus error: DBusError) {
+        // Callers.record's refusal (an exec since the connection was made).
+        if error.name == .accessDenied {
+            self.init(.permissionDenied, error.message)
+            return
+        }
         self.init(.failed, "\(error.name.rawValue): \(error.message)")
     }
 }

@@ -25,7 +25,15 @@ final class CallerRecord {
         /// The start time of the process the pid named when the record was
         /// made (ProcessFacts.startTime); nil: could not be read.
         let startTime: UInt64?
+        /// The executable's file (device, inode of /proc/PID/exe) when the
+        /// record was made; nil: could not be read. An execve keeps the pid,
+        /// the pidfd and the start time, and changes this.
+        var executable: ProcessFacts.FileID? = nil
     }
+
+    /// The process ran another executable since the record was made: every
+    /// later call of the connection is refused (Callers.record).
+    var execed = false
 
     /// Worked out once (Callers.identity).
     var identity: CallerIdentity?
@@ -57,6 +65,18 @@ final class CallerRecord {
         }
         guard let started = process.startTime, ProcessFacts.startTime(pid: process.pid) == started else { return nil }
         return process.pid
+    }
+
+    /// Whether the process runs another executable than when the record was
+    /// made (compared by device and inode, which a path cannot fake): once
+    /// seen, for good. A process gone or unreadable is not judged here
+    /// (`livePID` answers for it).
+    func executableChanged() -> Bool {
+        if execed { return true }
+        guard let recorded = process?.executable, let pid = livePID,
+              let now = ProcessFacts.executableID(pid: pid), livePID == pid else { return false }
+        if now != recorded { execed = true }
+        return execed
     }
 }
 

@@ -26,9 +26,11 @@ final class Callers {
     /// The record of a connection that has called (and not left), without asking.
     func known(_ sender: String) -> CallerRecord? { records[sender] }
 
-    /// The connection's record: asked of the bus once, then cached.
+    /// The connection's record: asked of the bus once, then cached. A
+    /// connection whose process ran another executable since is refused
+    /// (docs/SECURITY.md, "exec after connect").
     func record(for sender: String) async throws(DBusError) -> CallerRecord {
-        if let known = records[sender] { return known }
+        if let known = records[sender] { return try unchanged(known) }
         asking[sender, default: 0] += 1
         let result: Result<CallerRecord, DBusError>
         do throws(DBusError) {
@@ -39,10 +41,49 @@ final class Callers {
         ServiceActor.assertOnLoop()
         let stillHere = asking[sender] != nil
         if let waiting = asking[sender] { asking[sender] = waiting > 1 ? waiting - 1 : nil }
-        if let known = records[sender] { return known }
+        if let known = records[sender] { return try unchanged(known) }
         let fresh = try result.get()
         if stillHere { records[sender] = fresh }
-        return fresh
+        return try unchanged(fresh)
+    }
+
+    private func unchanged(_ record: CallerRecord) throws(DBusError) -> CallerRecord {
+        guard record.executableChanged() else { return record }
+        Log.warning("caller \(record.sender) (uid \(record.uid)) runs another executable than when it connected: refused")
+        throw DBusError(.accessDenied, "the calling process ran another program since it connected to the bus; connect again")
+    }
+
+    // MARK: Connections, as soon as the bus has them
+
+    /// Early reads under way (each a GetConnectionCredentials and a few
+    /// /proc reads); past this many, a new connection is read at its first
+    /// call instead.
+    static let maximumEarlyReads = 16
+    private var earlyReads = 0
+
+    /// Follows new unique names on the bus (NameOwnerChanged with no old
+    /// owner, from the bus driver only) and makes each connection's record
+    /// then, not at its first call: its process and executable are read as
+    /// soon as the service can see the connection, so an exec after that is
+    /// caught at the next call.
+    func followNewConnections() async throws(DBusError) {
+        try await bus.subscribe(sender: BusConnection.busDriver, interface: BusConnection.busDriver,
+                                member: "NameOwnerChanged", extraMatch: ",arg1=''") { [weak self] message in
+            ServiceActor.assumeIsolated { self?.connected(message) }
+        }
+    }
+
+    private func connected(_ message: Message) {
+        guard message.sender == BusConnection.busDriver else { return }
+        let arguments = message.arguments
+        guard arguments.count == 3, let name = arguments[0].string, name.hasPrefix(":"),
+              arguments[1].string == "", arguments[2].string == name, name != bus.uniqueName,
+              records[name] == nil, asking[name] == nil, earlyReads < Self.maximumEarlyReads else { return }
+        earlyReads += 1
+        Task { @ServiceActor [weak self] in
+            _ = try? await self?.record(for: name)
+            self?.earlyReads -= 1
+        }
     }
 
     /// The bus driver said the connection left (Service.nameOwnerChanged,
@@ -84,7 +125,12 @@ final class Callers {
             throw DBusError(.failed, "the bus did not say who the caller is")
         }
         let process = pid.map { pid in
-            CallerRecord.Process(pid: pid, pidfd: pidfd, startTime: ProcessFacts.startTime(pid: pid))
+            let started = ProcessFacts.startTime(pid: pid)
+            var process = CallerRecord.Process(pid: pid, pidfd: pidfd, startTime: started)
+            // The executable now, kept only if the pid still named the same process after reading it.
+            let executable = ProcessFacts.executableID(pid: pid)
+            if started != nil, ProcessFacts.startTime(pid: pid) == started { process.executable = executable }
+            return process
         }
         if process == nil, pidfd >= 0 { close(pidfd) }
         return CallerRecord(sender: sender, uid: uid, process: process, securityLabel: label)
@@ -99,11 +145,12 @@ final class Callers {
     func identity(_ record: CallerRecord) -> CallerIdentity {
         if let known = record.identity { return known }
         let identity: CallerIdentity
-        if let pid = record.livePID {
+        if let pid = record.livePID, !record.executableChanged() {
             let evidence = ProcessFacts.sandboxEvidence(pid: pid, securityLabel: record.securityLabel)
             let executable = ProcessFacts.executable(pid: pid)
-            // Read, then checked again: the pid named the same process throughout.
-            if record.livePID == pid {
+            // Read, then checked again: the pid named the same process, running
+            // the executable it connected with, throughout.
+            if record.livePID == pid, !record.executableChanged() {
                 identity = CallerIdentity(app: AppIdentity.decide(evidence), executable: executable)
             } else {
                 identity = CallerIdentity(app: .unreadable, executable: nil)

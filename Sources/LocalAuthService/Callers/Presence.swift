@@ -42,6 +42,8 @@ enum LoginSession: Equatable, CustomStringConvertible {
 extension Callers {
     static let noSessionForPID = "org.freedesktop.login1.NoSessionForPID"
     static let userProperties = "org.freedesktop.login1.User"
+    static let seatProperties = "org.freedesktop.login1.Seat"
+    static let seat0: ObjectPath = "/org/freedesktop/login1/seat/seat0"
 
     /// Can this caller be the person at the reader, now?
     func presence(_ record: CallerRecord) async -> EnvironmentRules.Presence {
@@ -56,7 +58,7 @@ extension Callers {
     /// display session (the session a prompt agent in a user unit serves).
     func session(_ record: CallerRecord) async -> LoginSession {
         switch await place(record) {
-        case .noLogind: return .noLogind
+        case .noLogind: return logind.seen ? .none : .noLogind
         case .nowhere: return .none
         case .session(let path): return .session(path.rawValue)
         case .user(let user):
@@ -76,7 +78,7 @@ extension Callers {
         let sessionPath: ObjectPath
         switch await place(record) {
         case .noLogind: return (logind.presenceWithoutLogind(), nil)
-        case .nowhere: return (.noSeat, nil)
+        case .nowhere: return (await sessionless(record), nil)
         case .session(let path): sessionPath = path
         case .user(let user):
             guard let display = await displaySession(of: user) else { return (.noSeat, nil) }
@@ -115,6 +117,43 @@ extension Callers {
         guard record.livePID == pid else { return .nowhere }
         record.place = place
         return place
+    }
+
+    /// A caller logind places in no session and no user's slice: at the
+    /// reader only as a login program at the console or the login screen in
+    /// front (LoginScreen.swift, docs/SECURITY.md "Login before a session").
+    /// Read at every call: the VT in front and seat0's active session change.
+    private func sessionless(_ record: CallerRecord) async -> EnvironmentRules.Presence {
+        guard record.uid == 0, let pid = record.livePID else { return .noSeat }
+        var facts = LoginScreen.Facts(uid: record.uid, controllingTTY: ProcessFacts.controllingTTY(pid: pid),
+                                      foregroundVT: ProcessFacts.foregroundVT(), cgroup: ProcessFacts.cgroupPath(pid: pid))
+        let vt = facts.controllingTTY.flatMap(LoginScreen.virtualConsole(ttyNr:))
+        let inFront = vt.map { "tty\($0)" == facts.foregroundVT } ?? false
+        if !inFront { facts.activeSession = await seat0ActiveSession() }
+        // Read, then checked again: the pid named the caller's process throughout.
+        guard record.livePID == pid else { return .noSeat }
+        let presence = LoginScreen.presence(facts)
+        if presence == .local {
+            let shape = inFront ? "its console tty\(vt ?? 0) is in front"
+                : "seat0's greeter is in front and it runs in the greeter's service \(facts.cgroup ?? "")"
+            Log.info("caller \(record.sender) (uid 0) is in no session; at the reader: \(shape)")
+        }
+        return presence
+    }
+
+    /// seat0's active session (nil: none, e.g. a getty's VT is in front),
+    /// with the cgroup of the process that started it (its leader's parent).
+    private func seat0ActiveSession() async -> LoginScreen.Session? {
+        guard let seat = await properties(Self.seat0, Self.seatProperties),
+              case .structure(let fields)? = seat["ActiveSession"], fields.count == 2,
+              case .objectPath(let path) = fields[1], path.rawValue != "/",
+              let values = await properties(path, Logind.session) else { return nil }
+        let launcher = values["Leader"]?.uint32.flatMap { $0 > 1 ? ProcessFacts.parentPID(pid: $0) : nil }
+            .flatMap { $0 > 1 ? ProcessFacts.cgroupPath(pid: $0) : nil }
+        // Missing properties fail closed: remote, inactive.
+        return LoginScreen.Session(sessionClass: values["Class"]?.string ?? "", remote: values["Remote"]?.bool ?? true,
+                                   active: values["Active"]?.bool ?? false, state: values["State"]?.string ?? "",
+                                   launcherCgroup: launcher)
     }
 
     private func userPlace(_ pid: UInt32) async -> LoginPlace {

@@ -24,6 +24,74 @@ enum ProcessFacts {
         return UInt64(fields[19])
     }
 
+    /// Fields 3 on of /proc/PID/stat (after the command name).
+    static func statFields(pid: UInt32) -> [Substring]? {
+        guard let bytes = Posix.readFile("/proc/\(pid)/stat") else { return nil }
+        return statFields(stat: String(decoding: bytes, as: UTF8.self))
+    }
+
+    static func statFields(stat: String) -> [Substring]? {
+        guard let close = stat.lastIndex(of: ")") else { return nil }
+        return stat[stat.index(after: close)...].split(separator: " ")
+    }
+
+    /// The parent's pid (field 4 of /proc/PID/stat).
+    static func parentPID(pid: UInt32) -> UInt32? {
+        guard let fields = statFields(pid: pid), fields.count > 1 else { return nil }
+        return UInt32(fields[1])
+    }
+
+    /// The controlling terminal's device number (`tty_nr`, field 7 of
+    /// /proc/PID/stat): 0 for none.
+    static func controllingTTY(pid: UInt32) -> UInt32? {
+        guard let fields = statFields(pid: pid) else { return nil }
+        return controllingTTY(fields: fields)
+    }
+
+    static func controllingTTY(fields: [Substring]) -> UInt32? {
+        guard fields.count > 4, let value = Int64(fields[4]) else { return nil }
+        return UInt32(truncatingIfNeeded: value)
+    }
+
+    /// The virtual console on screen: "tty3" (/sys/class/tty/tty0/active);
+    /// nil where there are no VTs (a container, a machine without a console).
+    static func foregroundVT() -> String? {
+        guard let text = text("/sys/class/tty/tty0/active") else { return nil }
+        let name = text.trimmed
+        return name.isEmpty ? nil : String(name)
+    }
+
+    /// The process's cgroup path as logind reads it: systemd's own hierarchy
+    /// (`name=systemd`) where there is one, else the unified one (`0::`).
+    static func cgroupPath(pid: UInt32) -> String? {
+        text("/proc/\(pid)/cgroup").flatMap(cgroupPath(cgroup:))
+    }
+
+    static func cgroupPath(cgroup: String) -> String? {
+        let lines = cgroup.split(separator: "\n")
+        for line in lines {
+            let parts = line.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+            if parts.count == 3, parts[1] == "name=systemd" { return String(parts[2]) }
+        }
+        for line in lines where line.hasPrefix("0::") { return String(line.dropFirst(3)) }
+        return nil
+    }
+
+    /// A file as the kernel knows it: same device and inode, same file.
+    struct FileID: Equatable, Sendable {
+        let device: UInt64
+        let inode: UInt64
+    }
+
+    /// The file the process executes (stat of /proc/PID/exe, which follows
+    /// the kernel's link even to a deleted or replaced file). nil: gone, or
+    /// not readable (no CAP_SYS_PTRACE for another uid's process).
+    static func executableID(pid: UInt32) -> FileID? {
+        var info = stat()
+        guard stat("/proc/\(pid)/exe", &info) == 0 else { return nil }
+        return FileID(device: UInt64(info.st_dev), inode: UInt64(info.st_ino))
+    }
+
     /// The executable's path as the kernel names it (not argv[0], which the
     /// process chooses). nil: gone, or not readable (no CAP_SYS_PTRACE).
     static func executable(pid: UInt32) -> String? {

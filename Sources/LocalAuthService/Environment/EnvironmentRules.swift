@@ -60,6 +60,9 @@ enum EnvironmentRules {
         case inactive
         /// logind is not on the bus: treated as local (docs/SECURITY.md).
         case unknown
+        /// logind was on the bus and is not now (a restart, a crash): nobody
+        /// can say who is at the reader, so nobody is (fails closed).
+        case logindAway
     }
 
     /// A session is at the reader only if it is local, has a seat, and is
@@ -84,6 +87,9 @@ enum EnvironmentRules {
         case .inactive:
             return ServiceError(.notAtTheReader,
                                        "the caller's session is not the active one on its seat: someone else is at the reader")
+        case .logindAway:
+            return ServiceError(.notAtTheReader,
+                                "logind, which says who is at the reader, has left the bus (restarting?): nobody is until it is back")
         }
     }
 

@@ -1,0 +1,783 @@
+#!/bin/bash
+# The system test's scenarios, run as root *inside* the booted container
+# (scripts/system-test/run enters it with nsenter): real systemd, dbus-daemon,
+# logind, polkitd and sshd; our packages installed with apt; libfprint's
+# virtual reader (the drop-in gives localauthd.service FP_VIRTUAL_DEVICE).
+#   scenarios.sh [NAME...]     (default: every scenario, in order)
+# One line per scenario (PASS/FAIL/SKIP name, seconds, and why), then
+# "N passed, N failed". On a failure: the scenario's own log and the
+# service's journal since the scenario started.
+set -uo pipefail
+export LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive
+
+DEBS=/opt/systest/debs
+VFP=/var/lib/localauth/vfp.sock
+FPRINTD_VFP=/var/lib/fprint/vfp.sock
+OBJ=/org/example/LocalAuth
+IFACE=org.example.LocalAuth
+LOGS=/var/log/systest
+mkdir -p "$LOGS"
+
+# ------------------------------------------------------------------ helpers
+# Every helper returns non-zero with a reason on stderr (the scenario's log).
+why() { echo "WHY: $*" >&2; return 1; }
+# A measured figure: shown on the scenario's PASS/FAIL line.
+figure() { echo "FIGURE: $*" >&2; }
+now() { echo "$EPOCHREALTIME"; }
+since() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }'; }
+uid_of() { id -u "$1"; }
+
+# One command to libfprint's virtual device (it listens only while the reader
+# is open: retry for ~5 s, as scripts/rig.sh vfp does).
+vfp() {  # SOCKET COMMAND...
+    local sock="$1"; shift
+    python3 - "$sock" "$*" <<'PY'
+import socket, sys, time
+path, cmd = sys.argv[1], sys.argv[2]
+deadline = time.monotonic() + 5.0
+while True:
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        s.connect(path); s.sendall(cmd.encode()); s.close(); break
+    except OSError as e:
+        s.close()
+        if time.monotonic() > deadline:
+            sys.exit("vfp: cannot send %r to %s: %s" % (cmd, path, e))
+        time.sleep(0.02)
+PY
+}
+
+# Feed the reader as a person would: one SCAN of FINGER each time the
+# service asks for a finger, up to COUNT times, while PID runs. The service's
+# EvaluationStatus signals tell when (the runner's dbus-monitor writes them
+# to $STATUS_LOG): "place-finger" once, then "no-match" after each failed
+# scan but the last. A client's own output cannot tell: sudo's and
+# pamtester's are buffered in a pipe until they exit. A SCAN that reaches the
+# device before its scan starts is dropped, so the right finger (COUNT 1) is
+# placed again every second until the client is done (a match ends the scan;
+# extra touches go nowhere).
+STATUS_LOG="$LOGS/evaluation-status.log"
+status_mark() { local n; n=$(grep -c -E '"(place-finger|no-match)"' "$STATUS_LOG" 2>/dev/null); echo "${n:-0}"; }
+feed() {  # PID MARK FINGER COUNT
+    local pid="$1" mark="$2" finger="$3" count="$4" sent=0 asked end=$((EPOCHSECONDS + 30))
+    # "always": a client of fprintd's interface (pam_fprintd), whose scans the
+    # service does not announce on its own interface: the finger is placed
+    # every second until the client is done.
+    [ "$count" = always ] && sent=always
+    while [ "$sent" != always ] && kill -0 "$pid" 2>/dev/null && [ "$sent" -lt "$count" ] && [ "$EPOCHSECONDS" -lt "$end" ]; do
+        asked=$(( $(status_mark) - mark ))
+        if [ "$asked" -gt "$sent" ]; then
+            vfp "$VFP" SCAN "$finger" || break
+            echo "$EPOCHREALTIME SCAN $finger ($asked asked)" >&2
+            sent=$((sent + 1))
+        fi
+        sleep 0.05
+    done
+    if [ "$count" = 1 ] || [ "$count" = always ]; then
+        while kill -0 "$pid" 2>/dev/null && [ "$EPOCHSECONDS" -lt "$end" ]; do
+            for _ in $(seq 10); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+            vfp "$VFP" SCAN "$finger" 2>/dev/null && echo "$EPOCHREALTIME SCAN $finger again" >&2
+        done
+    fi
+    return 0
+}
+
+wait_for() {  # SECONDS WHAT COMMAND...: poll every 0.1 s
+    local seconds="$1" what="$2"; shift 2
+    local end=$(( ${EPOCHSECONDS} + seconds ))
+    while [ "$EPOCHSECONDS" -le "$end" ]; do "$@" >/dev/null 2>&1 && return 0; sleep 0.1; done
+    why "waited ${seconds} s for $what"
+}
+
+unit_state() { systemctl show -P ActiveState "$1"; }
+is_active() { [ "$(unit_state "$1")" = active ]; }
+is_inactive() { [ "$(unit_state "$1")" = inactive ]; }
+
+# A logind session opened as a display manager opens it: a root process in
+# a system service (gdm.service's worker) runs PAM's session stack with
+# pam_systemd, XDG_SEAT=seat0 and the class given. Prints the session id.
+open_seat_session() {  # UNIT USER CLASS(user|greeter)
+    local unit="$1" user="$2" class="$3" id=""
+    systemctl stop "$unit" 2>/dev/null; systemctl reset-failed "$unit" 2>/dev/null
+    rm -f "/run/$unit.session"
+    systemd-run --quiet --unit="$unit" --service-type=exec -E SYSTEST_SESSION_FILE="/run/$unit.session" \
+        -E XDG_SEAT=seat0 -E XDG_SESSION_CLASS="$class" -E XDG_SESSION_TYPE=wayland -E XDG_SESSION_DESKTOP=systest \
+        /usr/bin/python3 /opt/systest/session-holder.py systest-display "$user" || { why "systemd-run $unit failed"; return 1; }
+    for _ in $(seq 100); do
+        id="$(cat "/run/$unit.session" 2>/dev/null)"
+        [ -n "$id" ] && break
+        is_active "$unit" || break
+        sleep 0.1
+    done
+    [ -n "$id" ] && [ "$id" != "?" ] || { journalctl -q -u "$unit" -o cat >&2; why "no logind session for $user ($unit)"; return 1; }
+    echo "$id"
+}
+close_seat_session() { systemctl stop "$1" 2>/dev/null; systemctl reset-failed "$1" 2>/dev/null; true; }
+session_prop() { loginctl show-session "$1" -P "$2"; }
+active_session_of_seat() { loginctl show-seat seat0 -P ActiveSession; }
+
+# A process of USER in a scope of USER's systemd --user (user@UID.service),
+# as GNOME starts apps (app-gnome-NAME-PID.scope) and GNOME Terminal its tabs
+# (vte-spawn-UUID.scope): setpriv (no PAM, no session of its own), then
+# systemd-run --user --scope moves it into the user manager's app.slice.
+in_user_scope() {  # USER SCOPE-PREFIX COMMAND...
+    local user="$1" prefix="$2"; shift 2
+    local uid; uid="$(uid_of "$user")"
+    setpriv --reuid="$uid" --regid="$(id -g "$user")" --init-groups --reset-env \
+        env HOME="/home/$user" USER="$user" LOGNAME="$user" PATH=/usr/bin:/bin LANG=C.UTF-8 \
+        XDG_RUNTIME_DIR="/run/user/$uid" DBUS_SESSION_BUS_ADDRESS="unix:path=/run/user/$uid/bus" \
+        systemd-run --user --scope --quiet --unit="$prefix-$RANDOM$RANDOM.scope" -- "$@"
+}
+
+# What localauthctl enroll prints when it wants the next scan (the first, the
+# next stage, or again after a scan the reader could not use).
+ENROLL_ASKS="^The reader needs|^Scan [0-9]+ of [0-9]+ done|did not count"
+
+# Enroll USER's finger named NAME (the virtual reader's print) as root with
+# the installed localauthctl: one SCAN each time it asks.
+enroll() {  # USER NAME
+    local user="$1" name="$2" log="$LOGS/enroll-$1.log" sent=0 asked pid
+    localauthctl enroll --user "$user" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        asked=$(grep -c -E "$ENROLL_ASKS" "$log" 2>/dev/null || true)
+        if [ "${asked:-0}" -gt "$sent" ]; then vfp "$VFP" SCAN "$name" || break; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    wait "$pid" || { cat "$log" >&2; why "localauthctl enroll --user $user failed"; return 1; }
+}
+
+
+# Enrolled once per container: later scenarios reuse alice's finger.
+ensure_enrolled() {  # USER NAME
+    localauthctl list --user "$1" 2>/dev/null | grep -q right-index-finger || enroll "$1" "$2"
+}
+reset_lockout() {
+    busctl --system call org.example.LocalAuth $OBJ $IFACE ResetLockout s "$1" >/dev/null
+}
+
+# pam_localauth as the first line of a real service's auth stack (debug: its
+# verdict and time reach the journal), before Debian's common-auth.
+enable_module_in() {  # PAM-SERVICE
+    grep -q pam_localauth "/etc/pam.d/$1" && return 0
+    sed -i '0,/^@include common-auth/s//auth [success=done default=ignore] pam_localauth.so timeout=10 debug\n@include common-auth/' "/etc/pam.d/$1"
+    grep -q pam_localauth "/etc/pam.d/$1" || why "could not put pam_localauth into /etc/pam.d/$1"
+}
+
+# Every VerifyUser on the system bus while it runs, to a file (what proves
+# "no scan was even asked for"; the real dbus-daemon's monitor interface).
+watch_verify_user() {  # FILE; sets WATCH_PID
+    dbus-monitor --system "type='method_call',interface='$IFACE',member='VerifyUser'" >"$1" 2>&1 &
+    WATCH_PID=$!
+    sleep 0.3
+}
+verify_user_calls() { kill "$WATCH_PID" 2>/dev/null; wait "$WATCH_PID" 2>/dev/null; grep -c 'member=VerifyUser' "$1"; }
+
+# An SSH client on the container's loopback. Key login as alice (root holds
+# her key), or a password login through SSH_ASKPASS.
+ssh_key() {  # USER COMMAND
+    ssh -i /root/.ssh/id_alice -o BatchMode=yes -o PreferredAuthentications=publickey "$1@127.0.0.1" "$2"
+}
+ssh_password() {  # USER PASSWORD COMMAND
+    printf '#!/bin/sh\necho %s\n' "$2" > /run/systest-askpass; chmod 0700 /run/systest-askpass
+    setsid -w env SSH_ASKPASS=/run/systest-askpass SSH_ASKPASS_REQUIRE=force DISPLAY=none \
+        ssh -o PubkeyAuthentication=no -o PreferredAuthentications=password -o NumberOfPasswordPrompts=1 \
+        "$1@127.0.0.1" "$3" </dev/null
+}
+
+lockout_count() { cat "/var/lib/localauth/lockout/$(uid_of "$1")" 2>/dev/null || echo 0; }
+
+# An evaluation by USER's app in a user scope, fed FINGER (or nothing) by the
+# reader. Sets EVAL_RC, EVAL_OUT, EVAL_SECONDS.
+evaluate_in_app_scope() {  # USER FINGER|-
+    local user="$1" finger="$2" out="$LOGS/evaluate-$1.$$.log" t0 pid mark
+    t0=$(now); mark=$(status_mark)
+    in_user_scope "$user" app-gnome-systest localauthctl evaluate --reason "system test" >"$out" 2>&1 &
+    pid=$!
+    [ "$finger" = - ] || feed "$pid" "$mark" "$finger" 1
+    wait "$pid"; EVAL_RC=$?
+    EVAL_SECONDS=$(since "$t0")
+    EVAL_OUT="$(cat "$out")"
+    echo "evaluate as $user (finger $finger): rc=$EVAL_RC in ${EVAL_SECONDS}s: $EVAL_OUT" >&2
+}
+
+# A PAM service of the tests: pam_localauth (debug: it logs its verdict and
+# its time) and nothing after it but pam_deny, so the result is the module's.
+pam_service() {  # NAME
+    cat > "/etc/pam.d/$1" <<'CONF'
+auth     [success=done default=ignore] pam_localauth.so timeout=10 debug
+auth     requisite pam_deny.so
+account  required pam_permit.so
+CONF
+}
+
+# The module's log lines (pam_syslog: "PAM-SERVICE(pam_localauth:auth): ...").
+module_log_since() { journalctl -q --since "@$1" -o cat -t "$2" 2>/dev/null | grep pam_localauth; }
+
+# --------------------------------------------------------------- scenarios
+
+# Our .debs, installed with apt as a person would (apt-get install ./x.deb),
+# offline: every dependency must already be in the root (localauth-prompt's
+# GTK 4 too; Xvfb stands in for the screen in the agent's scenario).
+scenario_apt_installs_the_packages() {
+    local debs=()
+    for package in localauthd localauth-prompt libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0; do
+        debs+=("$(ls $DEBS/${package}_*.deb)")
+    done
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+        "${debs[@]}" >"$LOGS/apt-install.log" 2>&1 ||
+        { tail -n 30 "$LOGS/apt-install.log" >&2; why "apt-get install of our packages failed"; return 1; }
+    for package in localauthd libpam-localauth localauth-tools; do
+        [ "$(dpkg-query -W -f='${db:Status-Status}' "$package")" = installed ] || why "$package is not installed" || return 1
+    done
+    # The maintainer scripts reloaded systemd and the bus: the unit and the
+    # activation file are known without a reboot.
+    systemctl cat localauthd.service >/dev/null || why "systemd does not know localauthd.service" || return 1
+    busctl --system call org.freedesktop.DBus /org/freedesktop/DBus org.freedesktop.DBus ListActivatableNames |
+        grep -q '"org.example.LocalAuth"' || why "the bus cannot activate org.example.LocalAuth" || return 1
+    is_inactive localauthd || why "localauthd runs right after installation (it is bus-activated only)"
+}
+
+# Bus activation through systemd, idle exit, activation again; the unit's
+# figures as systemd sees them running.
+scenario_bus_activation_and_idle_exit() {
+    systemctl stop localauthd; is_inactive localauthd || why "localauthd did not stop" || return 1
+    local t0 out; t0=$(now)
+    out="$(setpriv --reuid=alice --regid=alice --init-groups busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 2>&1)"
+    echo "first CanEvaluatePolicy (alice, no session): $out in $(since "$t0") s" >&2
+    figure "activated by the first call in $(since "$t0") s"
+    # Any answer of the service will do (alice is in no session here: it may
+    # say she is not at the reader); not one of the bus's activation errors.
+    case "$out" in "b "*) ;; *"not provided by any .service"*|*Timeout*|*"Connection timed out"*|*ServiceUnknown*|*"Failed to activate"*|*"start job"*)
+        why "CanEvaluatePolicy got no answer of the service: $out"; return 1 ;; esac
+    is_active localauthd || why "the call did not start localauthd.service through systemd" || return 1
+    local pid; pid="$(systemctl show -P MainPID localauthd)"
+    [ "$(readlink /proc/"$pid"/exe)" = /usr/libexec/localauthd ] || why "MainPID $pid is not /usr/libexec/localauthd" || return 1
+    grep -q "^0::/system.slice/localauthd.service" /proc/"$pid"/cgroup ||
+        grep -q ":name=systemd:/system.slice/localauthd.service" /proc/"$pid"/cgroup || why "pid $pid is not in localauthd.service's cgroup" || return 1
+    echo "figures: $(systemctl show localauthd -p MainPID -p MemoryCurrent -p TasksCurrent -p NRestarts -p ExecMainStartTimestampMonotonic | paste -sd' ')" >&2
+    echo "figures: $(systemd-analyze security localauthd.service --no-pager 2>/dev/null | tail -n1)" >&2
+    figure "exposure $(systemd-analyze security localauthd.service --no-pager 2>/dev/null | tail -n1 | sed -n 's/.*: \([0-9.]* [A-Z]*\).*/\1/p')"
+    figure "RSS $(($(awk '/^VmRSS/ {print $2}' /proc/"$pid"/status) / 1024)) MB, $(ls /proc/"$pid"/task | wc -l) threads"
+    # The sandbox as applied: only the state directory is writable.
+    local root_options state_options
+    root_options="$(findmnt --task "$pid" -no OPTIONS /)"; state_options="$(findmnt --task "$pid" -no OPTIONS /var/lib/localauth)"
+    echo "in the service's mount namespace: / $root_options; /var/lib/localauth $state_options" >&2
+    case "$root_options" in ro,*) ;; *) why "the root is not read-only in the service (ProtectSystem=strict)"; return 1 ;; esac
+    case "$state_options" in rw,*) ;; *) why "the state directory is not writable in the service"; return 1 ;; esac
+    # Idle exit (30 s, the shipped --idle-timeout) with Result=success.
+    wait_for 45 "localauthd to exit when idle" is_inactive localauthd || return 1
+    [ "$(systemctl show -P Result localauthd)" = success ] || why "the idle exit's result is $(systemctl show -P Result localauthd)" || return 1
+    echo "idle exit after $(since "$t0") s since the first call" >&2
+    figure "idle exit $(since "$t0") s after the call"
+    t0=$(now)
+    setpriv --reuid=alice --regid=alice --init-groups busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
+    is_active localauthd || why "the next call did not start it again" || return 1
+    echo "activated again in $(since "$t0") s" >&2
+    figure "activated again in $(since "$t0") s"
+}
+
+# GNOME's app scope in alice's active display session: the app evaluates and
+# the finger answers. After a switch to bob's session on seat0 the same app
+# is refused without a scan; after switching back it works again.
+scenario_app_scope_in_active_display_session() {
+    local alice bob
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    [ "$(active_session_of_seat)" = "$alice" ] || why "alice's session $alice is not seat0's active one ($(active_session_of_seat))" || return 1
+    echo "alice's display session $alice: $(loginctl show-session "$alice" -p Class -p Type -p Seat -p Remote -p Active -p State | paste -sd' ')" >&2
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    ensure_enrolled alice alice-right-index || return 1
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app in her active session was refused" || return 1
+    # An app of the C library (the Python example over the installed typelib): its preflight.
+    local preflight
+    preflight="$(in_user_scope alice app-gnome-systest python3 /opt/systest/unlock.py --preflight 2>&1)"
+    echo "app preflight, alice in front: $preflight" >&2
+    [ "$preflight" = "preflight: ok biometry-type=1" ] || why "the app's preflight in the active session: $preflight" || return 1
+
+    # Fast user switching: bob's session on seat0 comes to the front.
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$bob"
+    wait_for 5 "bob's session to be active" test "$(active_session_of_seat)" = "$bob" || return 1
+    evaluate_in_app_scope alice -
+    [ "$EVAL_RC" != 0 ] || why "alice's app was let through while bob's session is in front" || return 1
+    awk -v s="$EVAL_SECONDS" 'BEGIN { exit !(s < 3) }' || why "the refusal took ${EVAL_SECONDS}s (a scan was waited for?)" || return 1
+    # Which error: on real logind polkitd refuses the evaluate action first
+    # (allow_inactive=no) with PermissionDenied; the preflight, which polkit
+    # does not guard, gets the service's NotAtTheReader. Both are what an
+    # app expects of a Mac whose user switched away: LAError.biometryNotAvailable (-6).
+    echo "$EVAL_OUT" | grep -q -E "PermissionDenied|NotAtTheReader" || why "the refusal is neither PermissionDenied nor NotAtTheReader: $EVAL_OUT" || return 1
+    preflight="$(in_user_scope alice app-gnome-systest python3 /opt/systest/unlock.py --preflight 2>&1)"
+    echo "app preflight, bob in front: $preflight" >&2
+    case "$preflight" in "preflight: error -6 org.example.LocalAuth.Error."*) ;;
+        *) why "the app's preflight behind bob's session is not biometryNotAvailable (-6): $preflight"; return 1 ;; esac
+
+    loginctl activate "$alice"
+    wait_for 5 "alice's session to be active again" test "$(active_session_of_seat)" = "$alice" || return 1
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app was refused after switching back" || return 1
+}
+
+
+# gdm's worker: a greeter session (class greeter, gdm's account) is active on
+# seat0; root in gdm's system service, in no session and in no user slice,
+# runs the fingerprint PAM stack for alice before any session of hers exists.
+# Right finger: success. Wrong finger: failure, and the lockout counts it.
+scenario_greeter_worker_fingerprint_login() {
+    local greeter out="$LOGS/gdm-worker.log" before
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    greeter="$(open_seat_session systest-greeter Debian-gdm greeter)" || return 1
+    [ "$(active_session_of_seat)" = "$greeter" ] || why "the greeter session $greeter is not active on seat0" || return 1
+    echo "greeter session $greeter: $(loginctl show-session "$greeter" -p Class -p Seat -p Active -p Remote | paste -sd' ')" >&2
+    pam_service systest-gdm-fingerprint
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
+    local mark; mark=$(status_mark)
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
+    local pid=$!
+    feed "$pid" "$mark" alice-right-index 1
+    wait "$pid"; local rc=$?
+    cat "$out" >&2
+    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in with her finger" || return 1
+
+    before=$(lockout_count alice)
+    local t0=$EPOCHSECONDS
+    systemctl reset-failed gdm 2>/dev/null
+    local mark; mark=$(status_mark)
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    feed "$pid" "$mark" someone-else 3
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    module_log_since "$t0" pamtester >&2
+    [ $rc != 0 ] && module_log_since "$t0" pamtester | grep -q "AuthenticationFailed" ||
+        why "a wrong finger at the greeter did not fail with PAM_AUTH_ERR (AuthenticationFailed)" || return 1
+    [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count the wrong finger ($before → $(lockout_count alice))" || return 1
+    echo "lockout of alice: $before → $(lockout_count alice)" >&2
+    reset_lockout alice
+}
+
+# gdm's fingerprint login through pam_fprintd, with localauth-fprintd serving
+# fprintd's interface (gdm's gdm-fingerprint service): the same shapes as
+# greeter-worker-fingerprint-login, through Debian's pam_fprintd. Right
+# finger: success; wrong finger: failure, counted in the one lockout.
+scenario_greeter_worker_fingerprint_login_through_pam_fprintd() {
+    local out="$LOGS/gdm-fprintd-worker.log" rc before pid
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    [ "$(status_of localauth-fprintd)" = installed ] || apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    systemctl stop localauthd
+    open_seat_session systest-greeter Debian-gdm greeter >/dev/null || return 1
+    cat > /etc/pam.d/systest-gdm-fingerprint-fprintd <<'CONF'
+auth     [success=done default=ignore] pam_fprintd.so max-tries=1 timeout=10 debug
+auth     requisite pam_deny.so
+account  required pam_permit.so
+CONF
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    feed "$pid" 0 alice-right-index always
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in through pam_fprintd" || return 1
+    before=$(lockout_count alice)
+    systemctl reset-failed gdm 2>/dev/null
+    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
+    pid=$!
+    feed "$pid" 0 someone-else always
+    wait "$pid"; rc=$?
+    cat "$out" >&2
+    [ $rc != 0 ] || why "a wrong finger logged alice in through pam_fprintd" || return 1
+    [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count pam_fprintd's failed match ($before → $(lockout_count alice))" || return 1
+}
+
+# logind away: the service cannot tell who is at the reader, so it must fail
+# closed: alice's app in her (formerly active) display session is refused
+# without a scan while systemd-logind is stopped (masked, so the bus cannot
+# start it again), and works again once logind is back.
+scenario_logind_away_fails_closed() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    systemctl stop localauthd
+    systemctl mask --runtime systemd-logind >/dev/null 2>&1
+    systemctl stop systemd-logind
+    local calls
+    watch_verify_user "$LOGS/logind-away-verify.log"
+    evaluate_in_app_scope alice alice-right-index
+    calls=$(verify_user_calls "$LOGS/logind-away-verify.log")
+    systemctl unmask --runtime systemd-logind >/dev/null 2>&1
+    systemctl start systemd-logind
+    journalctl -q -u localauthd --since "-60s" -o cat | grep -i logind >&2
+    [ "$EVAL_RC" != 0 ] || why "with logind stopped, alice's app was given a scan and passed (callers counted as local)" || return 1
+    systemctl stop localauthd
+    wait_for 10 "logind back" busctl --system status org.freedesktop.login1 || return 1
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app was refused after logind came back" || return 1
+}
+
+# The sheet's agent, started as our package starts it (its user unit,
+# localauth-prompt.service, in USER's user@UID.service) on an X server of its
+# own. Prints the agent's bus name once the service logged its registration.
+start_agent() {  # USER DISPLAY-NUMBER SINCE
+    local user="$1" n="$2" since="$3" uid name
+    uid="$(uid_of "$user")"
+    systemctl stop "xvfb-$user" 2>/dev/null; systemctl reset-failed "xvfb-$user" 2>/dev/null
+    systemd-run --quiet --unit="xvfb-$user" Xvfb ":$n" -ac -nolisten tcp -screen 0 800x600x24 || return 1
+    wait_for 10 "Xvfb :$n" test -S "/tmp/.X11-unix/X$n" || return 1
+    setpriv --reuid="$uid" --regid="$(id -g "$user")" --init-groups --reset-env \
+        env HOME="/home/$user" PATH=/usr/bin:/bin XDG_RUNTIME_DIR="/run/user/$uid" \
+        sh -c "systemctl --user set-environment DISPLAY=:$n && systemctl --user restart localauth-prompt.service" ||
+        why "systemctl --user start localauth-prompt.service as $user failed" || return 1
+    for _ in $(seq 100); do
+        name="$(journalctl -q -u localauthd --since "@$since" -o cat | sed -n "s/^prompt agent \(:[0-9.]*\) registered for uid $uid .*/\1/p" | tail -n1)"
+        [ -n "$name" ] && break
+        sleep 0.1
+    done
+    [ -n "$name" ] || { journalctl -q --since "@$since" -o cat _UID="$uid" | tail -n 20 >&2; why "$user's agent did not register"; return 1; }
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $name registered" >&2
+    echo "$name"
+}
+
+# The sheet's agent of each person registers for that person's display
+# session (GNOME's shape: the user unit under user@UID.service, judged by the
+# user's Display session); the sheet of an evaluation goes to the agent of
+# the person in front, never to the other's.
+scenario_prompt_agent_follows_the_active_display_session() {
+    local alice bob alice_agent bob_agent since=$EPOCHSECONDS
+    ensure_enrolled alice alice-right-index || return 1
+    ensure_enrolled bob bob-right-index || return 1
+    reset_lockout alice; reset_lockout bob
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    alice_agent="$(start_agent alice 11 "$since")" || return 1
+    # The service names the session by its logind path (the id escaped: "175" → "_3175").
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q "/session/_3$alice)" ||
+        why "alice's agent is not registered for her display session $alice" || return 1
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$bob"
+    wait_for 5 "bob's session in front" test "$(active_session_of_seat)" = "$bob" || return 1
+    bob_agent="$(start_agent bob 12 "$since")" || return 1
+    [ "$bob_agent" != "$alice_agent" ] || why "one agent for both" || return 1
+    local t1=$EPOCHSECONDS
+    evaluate_in_app_scope bob bob-right-index
+    [ "$EVAL_RC" = 0 ] || why "bob's app in front was refused" || return 1
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep "shown by" >&2
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "of uid $(uid_of bob) shown by $bob_agent" ||
+        why "bob's sheet was not shown by bob's agent" || return 1
+    ! journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "shown by $alice_agent" ||
+        why "alice's agent was asked while bob is in front" || return 1
+    # Back to alice: her agent shows her app's sheet.
+    loginctl activate "$alice"
+    wait_for 5 "alice's session in front" test "$(active_session_of_seat)" = "$alice" || return 1
+    t1=$EPOCHSECONDS
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app was refused after switching back" || return 1
+    journalctl -q -u localauthd --since "@$t1" -o cat | grep -q "of uid $(uid_of alice) shown by $alice_agent" ||
+        why "alice's sheet was not shown by alice's agent" || return 1
+}
+
+# sshd's own PAM: root in ssh.service, no session, PAM_RHOST=127.0.0.1 (a
+# loopback connection, as through a port-forward), pam_localauth first in
+# /etc/pam.d/sshd, and alice's display session active on seat0 (the person
+# may be at the machine; the login is not). The password login works and no
+# VerifyUser ever reaches the bus.
+scenario_sshd_own_pam_never_scans() {
+    local t0 calls
+    ensure_enrolled alice alice-right-index || return 1
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sshd || return 1
+    systemctl restart ssh || why "ssh.service does not start" || return 1
+    t0=$EPOCHSECONDS
+    watch_verify_user "$LOGS/sshd-verify.log"
+    ssh_password alice alice-password 'echo LOGGED-IN' >"$LOGS/sshd-login.log" 2>&1
+    local rc=$?
+    calls=$(verify_user_calls "$LOGS/sshd-verify.log")
+    cat "$LOGS/sshd-login.log" >&2
+    module_log_since "$t0" sshd >&2
+    [ $rc = 0 ] && grep -q LOGGED-IN "$LOGS/sshd-login.log" || why "the SSH password login failed" || return 1
+    [ "$calls" = 0 ] || why "sshd's PAM asked localauthd for a fingerprint ($calls VerifyUser, PAM_RHOST=127.0.0.1)" || return 1
+    module_log_since "$t0" sshd | grep -q "remote login: no fingerprint" || why "pam_localauth did not log the remote login" || return 1
+
+    # The service's own rule, for a module that does not look at PAM_RHOST:
+    # pam_exec in sshd's stack runs a VerifyUser as root from sshd's PAM
+    # process (in ssh.service, in no session, before any session exists).
+    # The service must refuse it at once, with no scan.
+    cat > /run/systest-verify-probe <<'PROBE'
+#!/bin/sh
+busctl --system --timeout=8 call org.example.LocalAuth /org/example/LocalAuth org.example.LocalAuth \
+    VerifyUser sa{sv} "$PAM_USER" 0 >/run/systest-verify-probe.out 2>&1
+echo "rc=$? cgroup=$(grep '^0::' /proc/self/cgroup)" >>/run/systest-verify-probe.out
+PROBE
+    chmod 0755 /run/systest-verify-probe; rm -f /run/systest-verify-probe.out
+    sed -i '0,/^auth \[success=done default=ignore\] pam_localauth.so/s//auth optional pam_exec.so quiet \/run\/systest-verify-probe\n&/' /etc/pam.d/sshd
+    local mark; mark=$(status_mark)
+    ssh_password alice alice-password 'echo LOGGED-IN' >"$LOGS/sshd-login2.log" 2>&1
+    sed -i '/systest-verify-probe/d' /etc/pam.d/sshd
+    cat /run/systest-verify-probe.out >&2
+    grep -q "rc=" /run/systest-verify-probe.out || why "pam_exec did not run the probe in sshd's PAM" || return 1
+    grep -q "system.slice/ssh.service" /run/systest-verify-probe.out || echo "NOTE: the probe did not run in ssh.service's cgroup" >&2
+    [ "$(status_mark)" = "$mark" ] || why "the service started a scan for sshd's own PAM (root in ssh.service, no session)" || return 1
+    grep -q -E "not at the reader|NotAtTheReader|no session on a seat" /run/systest-verify-probe.out ||
+        why "the service did not refuse VerifyUser from sshd's PAM as not at the reader" || return 1
+}
+
+# sudo inside a real SSH session (key login, the session remote in logind),
+# pam_localauth first in /etc/pam.d/sudo, alice's display session active on
+# seat0: no scan, and the password follows at once: under 100 ms from
+# pam_sm_authenticate's start to its return, as the module logs it.
+scenario_sudo_in_ssh_session_falls_to_password() {
+    local t0 ms
+    ensure_enrolled alice alice-right-index || return 1
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sudo || return 1
+    systemctl start ssh || return 1
+    t0=$EPOCHSECONDS
+    watch_verify_user "$LOGS/sudo-ssh-verify.log"
+    ssh_key alice 'loginctl show-session $XDG_SESSION_ID -p Remote -p Class -p Seat | paste -sd" "; echo alice-password | sudo -S -k -p "" -v && echo SUDO-OK' \
+        >"$LOGS/sudo-ssh.log" 2>&1
+    local rc=$? calls; calls=$(verify_user_calls "$LOGS/sudo-ssh-verify.log")
+    cat "$LOGS/sudo-ssh.log" >&2
+    module_log_since "$t0" sudo >&2
+    [ $rc = 0 ] && grep -q SUDO-OK "$LOGS/sudo-ssh.log" || why "sudo with the password failed in the SSH session" || return 1
+    ms="$(module_log_since "$t0" sudo | sed -n 's/.*authenticate alice: .* after \([0-9.]*\) ms.*/\1/p' | tail -n1)"
+    [ -n "$ms" ] || why "pam_localauth logged no authenticate time for sudo" || return 1
+    module_log_since "$t0" sudo | grep "authenticate alice:" | grep -q -v "Success" || why "the fingerprint succeeded inside an SSH session" || return 1
+    echo "pam_sm_authenticate in sudo over SSH: $ms ms, $calls VerifyUser" >&2
+    figure "pam_sm_authenticate ${ms} ms, then the password"
+    awk -v m="$ms" 'BEGIN { exit !(m < 100) }' || why "the module took $ms ms before the password (limit 100 ms)" || return 1
+}
+
+# The SSH user (key login) runs `systemd-run --user --scope sudo -v` while
+# her own display session is active on seat0: the process now sits in a
+# scope of her user manager, exactly where GNOME Terminal's tabs sit, and is
+# judged by her display session, as polkit judges it. Decided: allowed
+# (docs/SECURITY.md, "A scope started from an SSH login"): the finger at the
+# reader of her active local session answers. This scenario shows the
+# decision; were it changed to a refusal, it would have to change with it.
+scenario_ssh_user_scope_sudo_is_judged_by_the_display_session() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sudo || return 1
+    systemctl start ssh || return 1
+    local t0=$EPOCHSECONDS
+    local mark; mark=$(status_mark)
+    ssh_key alice 'systemd-run --user --scope --quiet sudo -S -k -p "" -v </dev/null && echo SUDO-OK' >"$LOGS/ssh-scope-sudo.log" 2>&1 &
+    local pid=$!
+    feed "$pid" "$mark" alice-right-index 1
+    wait "$pid"; local rc=$?
+    cat "$LOGS/ssh-scope-sudo.log" >&2
+    module_log_since "$t0" sudo >&2
+    [ $rc = 0 ] && grep -q SUDO-OK "$LOGS/ssh-scope-sudo.log" || why "sudo in a scope started over SSH did not take the finger at the reader" || return 1
+    module_log_since "$t0" sudo | grep -q "authenticate alice: Success" || why "the module did not report the fingerprint's success" || return 1
+}
+
+# GNOME Terminal's shape: sudo in a vte-spawn scope of alice's user manager
+# while her display session is active on seat0: the finger answers.
+scenario_terminal_scope_sudo_gets_fingerprint() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    enable_module_in sudo || return 1
+    local mark; mark=$(status_mark)
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/terminal-sudo.log" 2>&1 &
+    local pid=$!
+    feed "$pid" "$mark" alice-right-index 1
+    wait "$pid"; local rc=$?
+    cat "$LOGS/terminal-sudo.log" >&2
+    [ $rc = 0 ] || why "sudo in alice's terminal scope did not take her finger" || return 1
+}
+
+# The service's messages reach the journal with their priorities: five
+# wrong fingers from alice's app lock biometry out (a warning), each failed
+# match is a notice; `journalctl -u localauthd -p warning` shows the first
+# and not the second.
+scenario_journal_priorities() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    open_seat_session systest-display-alice alice user >/dev/null || return 1
+    local since=$EPOCHSECONDS
+    for _ in 1 2; do
+        local mark; mark=$(status_mark)
+        in_user_scope alice app-gnome-systest localauthctl evaluate --reason "journal" >"$LOGS/journal-eval.log" 2>&1 &
+        local pid=$!
+        feed "$pid" "$mark" someone-else 3
+        wait "$pid"
+        cat "$LOGS/journal-eval.log" >&2
+    done
+    [ "$(lockout_count alice)" -ge 5 ] || why "five wrong fingers did not lock alice out (count $(lockout_count alice))" || return 1
+    journalctl -q -u localauthd --since "@$since" -p warning -o cat >"$LOGS/journal-warning.log"
+    journalctl -q -u localauthd --since "@$since" -o json --output-fields=PRIORITY,MESSAGE >"$LOGS/journal-all.log"
+    cat "$LOGS/journal-warning.log" >&2
+    grep -q "biometry locked out for uid $(uid_of alice)" "$LOGS/journal-warning.log" || why "the lockout warning is not in journalctl -p warning" || return 1
+    grep -q '"PRIORITY":"5"' "$LOGS/journal-all.log" || why "no notice-level message from localauthd" || return 1
+    python3 -c 'import json,sys; rows=[json.loads(l) for l in open(sys.argv[1])]; bad=[r["MESSAGE"] for r in rows if r.get("MESSAGE","").startswith("<")]; sys.exit("priority prefixes left in messages: %s" % bad[:3] if bad else 0)' "$LOGS/journal-all.log" || why "journald did not parse the <N> priority prefixes" || return 1
+    reset_lockout alice
+}
+
+# fprintd's fingers of USER through net.reactivated.Fprint (whoever serves it:
+# Debian's fprintd or localauthd --fprintd), as GNOME Settings asks.
+fprint_fingers() {  # USER
+    local device
+    device="$(gdbus call --system --dest net.reactivated.Fprint --object-path /net/reactivated/Fprint/Manager \
+        --method net.reactivated.Fprint.Manager.GetDefaultDevice | sed -n "s/^(objectpath '\(.*\)',)$/\1/p")"
+    [ -n "$device" ] || { echo "no fprint device"; return 1; }
+    gdbus call --system --dest net.reactivated.Fprint --object-path "$device" \
+        --method net.reactivated.Fprint.Device.ListEnrolledFingers "$1"
+}
+status_of() { dpkg-query -W -f='${db:Status-Status}' "$1" 2>/dev/null || echo not-installed; }
+apt_quiet() { DEBIAN_FRONTEND=noninteractive apt-get -y -q --no-install-recommends "$@" >>"$LOGS/apt-swap.log" 2>&1 ||
+    { tail -n 25 "$LOGS/apt-swap.log" >&2; why "apt-get $* failed"; }; }
+
+# Debian's fprintd enrolls a finger (fprintd-enroll, fed by the reader until
+# it says enroll-completed).
+fprintd_enroll() {  # USER FINGER NAME
+    local log="$LOGS/fprintd-enroll-$1.log" pid sent=0 passed
+    fprintd-enroll -f "$2" "$1" >"$log" 2>&1 &
+    pid=$!
+    while kill -0 "$pid" 2>/dev/null; do
+        passed=$(grep -c -E "enroll-stage-passed|Enrolling" "$log" 2>/dev/null || true)
+        if [ "${passed:-0}" -gt "$sent" ]; then vfp "$FPRINTD_VFP" SCAN "$3" || break; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    wait "$pid"; cat "$log" >&2
+    grep -q enroll-completed "$log" || why "fprintd-enroll $1 $2 did not complete"
+}
+
+# The package that replaces fprintd, next to libpam-fprintd, as apt resolves
+# it; prints survive a switch to Debian's fprintd and back; then everything
+# of ours is purged and leaves no file, no user, no process, no PAM line.
+scenario_fprintd_swap_and_purge() {
+    local fingers
+    if [ "$(status_of localauth-fprintd)" = installed ]; then
+        systemctl stop localauthd; apt_quiet install fprintd || return 1
+    fi
+    [ "$(status_of fprintd)" = installed ] && [ "$(status_of libpam-fprintd)" = installed ] ||
+        why "the root has no fprintd + libpam-fprintd to start from" || return 1
+    # Debian's fprintd enrolls bob's right index finger.
+    systemctl stop localauthd
+    fprintd_enroll bob right-index-finger bob-right-index || return 1
+    systemctl stop fprintd
+
+    # localauth-fprintd in: fprintd out (Conflicts/Replaces), libpam-fprintd stays (Provides).
+    apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    [ "$(status_of localauth-fprintd)" = installed ] || why "localauth-fprintd is not installed" || return 1
+    [ "$(status_of fprintd)" != installed ] || why "fprintd is still installed beside localauth-fprintd" || return 1
+    [ "$(status_of libpam-fprintd)" = installed ] || why "libpam-fprintd went with fprintd" || return 1
+    ! command -v fprintd-list >/dev/null || why "fprintd-list is still there" || return 1
+    fingers="$(fprint_fingers bob 2>&1)"; echo "bob's fingers through localauthd --fprintd: $fingers" >&2
+    echo "$fingers" | grep -q right-index-finger || why "bob's fprintd print is not seen by localauthd --fprintd: $fingers" || return 1
+    # net.reactivated.Fprint activated the same unit, with --fprintd.
+    is_active localauthd || why "the gdbus call did not start localauthd.service" || return 1
+    tr '\0' ' ' </proc/"$(systemctl show -P MainPID localauthd)"/cmdline | grep -q -- --fprintd ||
+        why "localauthd.service does not run --fprintd" || return 1
+    ! systemctl is-active -q fprintd || why "Debian's fprintd.service runs too" || return 1
+    # localauthd enrolls bob's left index finger into fprintd's store.
+    localauthctl enroll left-index-finger --user bob >"$LOGS/enroll-bob-left.log" 2>&1 &
+    local pid=$! sent=0 asked
+    while kill -0 "$pid" 2>/dev/null; do
+        asked=$(grep -c -E "$ENROLL_ASKS" "$LOGS/enroll-bob-left.log" 2>/dev/null || true)
+        if [ "${asked:-0}" -gt "$sent" ]; then vfp "$VFP" SCAN bob-left-index || break; sent=$((sent + 1)); fi
+        sleep 0.05
+    done
+    wait "$pid" || { cat "$LOGS/enroll-bob-left.log" >&2; why "localauthctl enroll --user bob (fprintd mode) failed"; return 1; }
+    systemctl stop localauthd
+
+    # Back to Debian's fprintd (from apt's cache: the container has no network).
+    apt_quiet install fprintd || return 1
+    [ "$(status_of fprintd)" = installed ] && [ "$(status_of localauth-fprintd)" != installed ] ||
+        why "installing fprintd did not replace localauth-fprintd" || return 1
+    fingers="$(fprintd-list bob 2>&1)"; echo "fprintd-list bob: $fingers" >&2
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "Debian's fprintd lost a print after the switch back: $fingers" || return 1
+    systemctl stop fprintd
+
+    # And localauth-fprintd once more: both prints still there.
+    apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    fingers="$(fprint_fingers bob 2>&1)"
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "localauthd --fprintd lost a print on the second switch: $fingers" || return 1
+
+    # Purge: with the pam-auth-update profile on, and the service running.
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
+    rm -f /etc/pam.d/systest-gdm-fingerprint /etc/pam.d/systest-gdm-fingerprint-fprintd
+    pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
+    grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
+    busctl --system call org.example.LocalAuth $OBJ $IFACE CanEvaluatePolicy u 1 >/dev/null 2>&1
+    local files; files="$(dpkg -L localauthd localauth-prompt libpam-localauth localauth-tools localauth-fprintd liblocalauth-1-0 gir1.2-localauth-1.0 | sort -u)"
+    local users_before; users_before="$(getent passwd | cut -d: -f1 | sort)"
+    apt_quiet purge localauth-fprintd localauthd localauth-prompt libpam-localauth localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0 || return 1
+    local left=""
+    while read -r f; do
+        [ -n "$f" ] && [ ! -d "$f" ] && { [ -e "$f" ] || [ -L "$f" ]; } && left="$left $f"
+    done <<<"$files"
+    [ -z "$left" ] || why "files left after purge:$left" || return 1
+    [ ! -e /var/lib/localauth ] || why "/var/lib/localauth is left after purge" || return 1
+    ! pgrep -x localauthd >/dev/null || why "localauthd still runs after purge (pid $(pgrep -x localauthd))" || return 1
+    ! pgrep -f /usr/libexec/localauth-prompt >/dev/null || why "localauth-prompt still runs after purge" || return 1
+    ! grep -rl pam_localauth /etc/pam.d >/dev/null || why "PAM still names pam_localauth: $(grep -rl pam_localauth /etc/pam.d)" || return 1
+    [ "$(getent passwd | cut -d: -f1 | sort)" = "$users_before" ] || why "the accounts changed with the purge" || return 1
+    ! getent passwd | grep -qi localauth || why "an account of ours is left" || return 1
+    systemctl cat localauthd.service >/dev/null 2>&1 && why "systemd still knows localauthd.service" && return 1
+    # The person's prints are fprintd's, not ours: Debian's fprintd, installed
+    # again, still has both.
+    apt_quiet install fprintd libpam-fprintd || return 1
+    fingers="$(fprintd-list bob 2>&1)"
+    echo "$fingers" | grep -q right-index-finger && echo "$fingers" | grep -q left-index-finger ||
+        why "bob's prints went with the purge: $fingers" || return 1
+    echo "purge left nothing; fprintd-list bob: $fingers" >&2
+}
+
+cleanup_between_scenarios() {
+    close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
+    systemctl stop gdm xvfb-alice xvfb-bob 2>/dev/null; systemctl reset-failed gdm xvfb-alice xvfb-bob 2>/dev/null; true
+}
+
+ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
+     greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
+     terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
+     prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
+     fprintd_swap_and_purge)
+
+# ------------------------------------------------------------------ runner
+passed=0; failed=0
+# The service's EvaluationStatus signals, for feed (the real bus's monitor).
+dbus-monitor --system "type='signal',interface='$IFACE',member='EvaluationStatus'" >>"$STATUS_LOG" 2>&1 &
+MONITOR=$!
+trap 'kill $MONITOR 2>/dev/null' EXIT
+sleep 0.3
+if [ $# -gt 0 ]; then
+    ALL=("$@")
+    # Every scenario needs our packages: a subset starts by installing them.
+    [ "${1//-/_}" = apt_installs_the_packages ] || ALL=(apt_installs_the_packages "${ALL[@]}")
+fi
+for name in "${ALL[@]}"; do
+    name="${name//-/_}"
+    log="$LOGS/$name.log"
+    cursor="$(journalctl -n0 --show-cursor -q 2>/dev/null | sed -n 's/^-- cursor: //p')"
+    t0=$(now)
+    if ! declare -F "scenario_$name" >/dev/null; then
+        echo "FAIL ${name//_/-}: no such scenario"; failed=$((failed + 1)); continue
+    fi
+    ( "scenario_$name" ) >"$log" 2>&1
+    rc=$?
+    cleanup_between_scenarios >/dev/null 2>&1
+    seconds=$(since "$t0")
+    figures="$(sed -n 's/^FIGURE: //p' "$log" | paste -sd';' | sed 's/;/; /g')"
+    if [ $rc = 0 ]; then
+        echo "PASS ${name//_/-} (${seconds} s)${figures:+: $figures}"
+        passed=$((passed + 1))
+    else
+        echo "FAIL ${name//_/-} (${seconds} s): $(grep '^WHY: ' "$log" | tail -n1 | cut -c6-)"
+        failed=$((failed + 1))
+        {
+            echo "----- ${name//_/-}: its log"
+            sed 's/^/  /' "$log"
+            echo "----- ${name//_/-}: journalctl -u localauthd since it started"
+            journalctl -q --no-pager -o short-monotonic -u localauthd ${cursor:+--after-cursor="$cursor"} | tail -n 60 | sed 's/^/  /'
+            echo "-----"
+        } >&2
+    fi
+done
+echo "$passed passed, $failed failed"
+[ "$failed" = 0 ]

@@ -29,6 +29,13 @@ static inline gulong cfprint_connect_notify(FpDevice *device, const char *signal
     return g_signal_connect(device, signal, G_CALLBACK(handler), data);
 }
 
+// The same, with `destroy` called on `data` when the handler goes (with the
+// device): what the handler holds is freed with the reader it follows.
+static inline gulong cfprint_connect_notify_full(FpDevice *device, const char *signal, cfprint_notify_cb handler,
+                                                 gpointer data, GClosureNotify destroy) {
+    return g_signal_connect_data(device, signal, G_CALLBACK(handler), data, destroy, 0);
+}
+
 // The USB port a reader hangs on, as gusb names it ("usb:BB:PP:PP…", hex bus
 // and port numbers), or NULL for a reader without one (libfprint's virtual
 // devices, SPI readers). Read through libfprint's construct-only

@@ -16,71 +16,50 @@ import LocalAuthShared
 /// (libfprint, the reader queue and gate, reader choice), Fprintd/ (fprintd's
 /// contract). docs/DESIGN.md draws them and follows one call through them.
 @ServiceActor
-public final class LocalAuthService: CallRouterHost {
+public final class LocalAuthService {
     let configuration: Configuration
     let bus: BusConnection
-    let readers = Readers()
-    let authorizer = Authorizer()
-    let queue = SensorQueue()
-    /// A reader for one operation: the queue, opening, the errors (Readers/ReaderGate.swift).
-    private(set) lazy var readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
-    let prints: PrintStore
-    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
-    private(set) lazy var promptAgents = PromptAgents(seams: ServicePromptSeams(self))
-    /// Rights and secrets: their storage and the authorizations in force (Rights/).
-    private(set) lazy var rights = RightsService(
-        stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
-        authorizationSeconds: configuration.rightsAuthorizationTimeout, seams: ServiceRightsWiring(self).seams)
-    /// The login secret that opens the login keyring (LoginSecret/, docs/KEYRING.md).
-    private(set) lazy var loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(self).seams)
-    /// logind and UPower: sleep and the lid (Logind.swift).
-    let logind: Logind
-    /// One record per calling connection: uid, process, app, presence (Callers/).
-    let callers: Callers
-    /// Sleep and resume, the lid, LAEnvironment's subscribers, the password
-    /// after boot (Environment/).
-    private(set) lazy var environment = Environment(
-        passwords: PasswordStore(stateDirectory: configuration.stateDirectory),
-        passwordRequirement: configuration.passwordRequirement,
-        seams: ServiceEnvironmentSeams(self), sleepSeams: ServiceSleepSeams(self)) { [work] body in
-        work.yield(.sleepCycle(body))
-    }
-    /// Enrolling, listing and deleting prints, and the prints on chips (Enrollment/).
-    private(set) lazy var enroller = Enroller(seams: ServiceEnrollerSeams(self), prints: ServiceEnrollerPrints(self),
-                                              scanTimeout: configuration.scanTimeout)
-    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
-    private(set) lazy var readerChoice = ReaderChoice(configured: configuration.reader, seams: ServiceReaderChoiceSeams(self))
-    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
-    var fprintd: FprintdServer?
-
-    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
-    let registry = CallRegistry()
-    /// The wire: bounds, typed arguments, polkit, the method table (Bus/).
-    private(set) lazy var router = CallRouter(host: self, registry: registry, callers: callers, authorizer: authorizer,
-                                              methods: Self.methods, interfaceXML: Self.interfaceXML)
-    /// Preflight, evaluations, VerifyUser and the lockout (Evaluation/).
-    private(set) lazy var evaluator: Evaluator = {
-        let wiring = ServiceEvaluatorWiring(self)
-        return Evaluator(configuration: configuration, queue: queue, registry: registry,
-                         seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring,
-                                               ownerPassword: wiring, observers: wiring, clock: EventLoopClock()))
-    }()
     /// The work the task group of `run()` runs: every call, and the readers'
     /// hotplug work. Finished by `stop()`, which ends `run()` once the last
     /// task has ended.
     private let work = WorkQueue<Work>()
     enum Work: Sendable {
-        case call(RoutedCall)
+        case call(any RoutedCall)
         case reader(Readers.Work)
         /// The sleep cycle's actions, run in order (SleepCoordinator).
         case sleepCycle(@Sendable @ServiceActor () async -> Void)
-        /// A component's own work (fprintd's scans and calls: Fprintd/).
+        /// A component's own work (fprintd's scans: Fprintd/).
         case task(@Sendable @ServiceActor () async -> Void)
     }
-    /// Runs `body` as a task of the service's task group (SIGTERM waits for it).
-    func spawn(_ body: @escaping @Sendable @ServiceActor () async -> Void) { work.yield(.task(body)) }
-    /// When the service last did anything: the idle exit waits for quiet.
-    private var lastActivity = ContinuousClock.now
+
+    // The components, made in dependency order in `init`, each given what it
+    // uses (docs/DESIGN.md, "Wired once"); kept here only those the service's
+    // life still needs after (start, stop, a caller leaving the bus).
+    /// libfprint: the readers, opened on demand (Readers/).
+    let readers: Readers
+    /// The enrolled prints on disk (Prints/).
+    let prints: PrintStore
+    /// logind and UPower: sleep and the lid (Logind.swift).
+    let logind: Logind
+    /// One record per calling connection: uid, process, app, presence (Callers/).
+    let callers: Callers
+    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
+    let registry = CallRegistry()
+    /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
+    let readerChoice: ReaderChoice
+    /// The desktop sessions' prompt agents and the sheets they show (Prompt/).
+    let promptAgents: PromptAgents
+    /// The lid, LAEnvironment's subscribers, the sleep cycle's owner (Environment/).
+    let environment: Environment
+    /// Rights and secrets: their storage and the authorizations in force (Rights/).
+    let rights: RightsService
+    /// org.example.LocalAuth's object: the components its rows reach (Bus/MethodTable.swift).
+    let object: LocalAuthObject
+    /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
+    let router: CallRouter
+    /// `--fprintd`: fprintd's net.reactivated.Fprint on the same readers (Fprintd/).
+    let fprintd: FprintdServer?
+
     private var idleTimer: EventLoop.Timer?
     /// After SIGTERM: when the calls still running are abandoned.
     private var shutdownDeadline: EventLoop.Timer?
@@ -88,14 +67,77 @@ public final class LocalAuthService: CallRouterHost {
     private var readersStuck = false
     private(set) var stopping = false
 
-    static let interfaceXML = String(cString: clocalauth_interface_xml())
-
+    /// Makes every component once, in dependency order; nothing is set on
+    /// one after it is made.
     private init(configuration: Configuration, bus: BusConnection) {
         self.configuration = configuration
         self.bus = bus
-        prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore)
+        readers = Readers(
+            lingerSeconds: configuration.readerLinger, builtIn: configuration.builtInReaders,
+            external: configuration.externalReaders, schedule: { [work] in work.yield(.reader($0)) })
+        let queue = SensorQueue()
+        let readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
+        prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore,
+                            fprintdLayout: configuration.fprintd)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
+        let authorizer = Authorizer()
+        let events = ServiceEvents()
+        let passwords = PasswordStore(stateDirectory: configuration.stateDirectory, requirement: configuration.passwordRequirement)
+        let sleepCycle = SleepCoordinator(
+            seams: ServiceSleepSeams(queue: queue, registry: registry, readers: readers, logind: logind, events: events),
+            spawn: { [work] body in work.yield(.sleepCycle(body)) })
+        readerChoice = ReaderChoice(
+            configured: configuration.reader,
+            seams: ServiceReaderChoiceSeams(
+                readers: readers, sleepCycle: sleepCycle, logind: logind, prints: prints, callers: callers, events: events,
+                bus: bus))
+        promptAgents = PromptAgents(seams: ServicePromptSeams(callers: callers, bus: bus))
+        let wiring = ServiceEvaluatorWiring(
+            readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
+            passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
+        let evaluator = Evaluator(
+            configuration: configuration, queue: queue, registry: registry,
+            seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
+                                  observers: wiring, clock: EventLoopClock()))
+        environment = Environment(
+            passwords: passwords,
+            seams: ServiceEnvironmentSeams(
+                readers: readers, logind: logind, readerChoice: readerChoice, prints: prints, queue: queue,
+                evaluator: evaluator, callers: callers, bus: bus),
+            sleepCycle: sleepCycle, events: events)
+        // Both enrollments' duplicate checks (ours on a chip, fprintd's on a
+        // reader that identifies) share one budget and count into one lockout.
+        let duplicateChecks = DuplicateCheckBudget(
+            stateDirectory: configuration.stateDirectory,
+            countFailedMatch: { [evaluator] uid in _ = try? evaluator.scanDidNotMatch(uid) })
+        let enroller = Enroller(
+            seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
+            prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout,
+            duplicateChecks: duplicateChecks)
+        rights = RightsService(
+            stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
+            authorizationSeconds: configuration.rightsAuthorizationTimeout,
+            seams: ServiceRightsWiring(evaluator: evaluator, readerChoice: readerChoice, prints: prints, callers: callers).seams)
+        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(rights: rights, stateDirectory: configuration.stateDirectory).seams)
+        object = LocalAuthObject(
+            evaluator: evaluator, enroller: enroller, rights: rights, promptAgents: promptAgents, environment: environment,
+            readerChoice: readerChoice, readers: readers, loginSecrets: loginSecrets)
+        router = CallRouter(
+            registry: registry, callers: callers, authorizer: authorizer,
+            schedule: { [work] in work.yield(.call($0)) },
+            // Enrolled, deleted, locked out, the password given: that user's
+            // subscribers hear it (Environment.userChanged); a call that changed
+            // nothing costs nothing there.
+            callEnded: { [environment] in environment.callEnded() })
+        fprintd = configuration.fprintd
+            ? FprintdServer(
+                seams: ServiceFprintdWiring(
+                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
+                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, bus: bus, loginSecrets: loginSecrets),
+                router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
+                spawn: { [work] body in work.yield(.task(body)) })
+            : nil
     }
 
     /// Runs the service until it stops (one of `stopSignals`, the idle
@@ -114,25 +156,17 @@ public final class LocalAuthService: CallRouterHost {
         try AtomicFile.makeDirectory(configuration.stateDirectory)
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
-        service.readers.schedule = { [work = service.work] in work.yield(.reader($0)) }
-        service.readers.builtInOverrides = configuration.builtInReaders
-        service.readers.externalOverrides = configuration.externalReaders
-        service.readers.lingerSeconds = configuration.readerLinger
         // Enumeration only: a reader opens when an operation needs it.
         service.readers.start()
-        service.prepareStoreAndReaders()
+        // Clears what interrupted writes left; follows reader hotplug, so
+        // that BiometryType (PropertiesChanged) and preflight follow.
+        service.prints.removeTemporaries()
+        service.readerChoice.startFollowingHotplug()
+        service.readers.observe { [readerChoice = service.readerChoice] in readerChoice.readersChanged() }
         // What libdbus may hold of calls not yet released: all the calls the
         // registry admits at their largest body fit well below it.
         bus.limitBufferedIncoming(bytes: ServiceLimits.bufferedIncomingBytes)
-        // The connection refuses a body past SaveRight's (the largest we take)
-        // before the router runs; the router holds every other method to 16 KiB.
-        bus.export(ObjectPath(stringLiteral: LocalAuthBus.objectPath),
-                   maximumBodyBytes: RightsServiceLimits.saveRightBodyBytes,
-                   oversized: { call in
-                       call.fail(ServiceErrors.limit("the call's arguments are larger than \(RightsServiceLimits.saveRightBodyBytes) bytes").dbusError)
-                   }) { call in
-            ServiceActor.assumeIsolated { service.router.receive(call) }
-        }
+        service.router.export(LocalAuthBus.objectPath, LocalAuthContract.contract, on: service.object, bus: bus)
         // A caller that leaves the bus cancels what it started. Only the bus
         // driver can say so: the subscription checks the sender of every
         // signal, since anyone may send a forged one straight to us.
@@ -142,19 +176,22 @@ public final class LocalAuthService: CallRouterHost {
         }
         // Each new connection's process and executable, read at once (Callers).
         try await service.callers.followNewConnections()
-        // Sleep, the lid and the callers' sessions (docs/SECURITY.md).
-        await service.startFollowingLogind()
+        // Sleep, the lid and the callers' sessions (docs/SECURITY.md), to the Environment.
+        let environment = service.environment
+        // Held strongly (both live as long as the process): a weak reference
+        // would make every retain of the Environment slower (BENCHMARKS.md).
+        service.logind.onSleep = { sleeping in environment.prepareForSleep(sleeping) }
+        service.logind.onLidChange = { environment.lidChanged() }
+        service.logind.onSessionChange = { environment.sessionsChanged() }
+        await service.logind.start()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {
                 Log.error("lost the system bus; exiting")
                 service.stop()
             }
         }
-        if configuration.fprintd {
-            service.prints.fprintdLayout = true
+        if let fprintd = service.fprintd {
             service.prints.moveOwnPrintsToFprintdLayout()
-            let fprintd = FprintdServer(service: service)
-            service.fprintd = fprintd
             try fprintd.start()
         }
         // Only now, with everything ready, do callers find us.
@@ -178,7 +215,7 @@ public final class LocalAuthService: CallRouterHost {
             while let item = await work.next() {
                 switch item {
                 case .call(let routed):
-                    group.addImmediateTask { @ServiceActor in await self.router.serve(routed, on: self) }
+                    group.addImmediateTask { @ServiceActor in await routed.serve(on: self.router) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
                 case .sleepCycle(let actions):
@@ -203,9 +240,11 @@ public final class LocalAuthService: CallRouterHost {
         Log.info("stopping")
         idleTimer?.cancel()
         work.finish()
+        router.stop()
         // Every call, wherever it waits (the uid lookup, polkit, the reader,
         // the password), ends now with SystemCancel.
         registry.stopAll()
+        environment.stop()
         fprintd?.stop()
         guard !registry.isEmpty else { return }
         // Calls end as soon as what they wait on is cancelled; a reader that
@@ -231,14 +270,14 @@ public final class LocalAuthService: CallRouterHost {
 
     /// The one idle rule: no call registered, and nothing received for the
     /// idle timeout. Checked when the timer fires; activity only moves
-    /// `lastActivity`, so a busy service arms no timers.
+    /// the router's `lastActivity`, so a busy service arms no timers.
     private var isIdle: Bool {
         // Environment subscribers do not keep it alive (one subscriber of any
         // uid would keep it running for ever): the library subscribes again
         // when the service is next started (docs/SECURITY.md, "Limits").
         // An fprintd claim does: its claimer holds the device between calls.
         registry.isEmpty && !(fprintd?.keepsServiceAlive ?? false)
-            && ContinuousClock.now - lastActivity >= .seconds(configuration.idleTimeout)
+            && ContinuousClock.now - router.lastActivity >= .seconds(configuration.idleTimeout)
     }
 
     private func armIdleTimer(after seconds: Double) {
@@ -249,7 +288,7 @@ public final class LocalAuthService: CallRouterHost {
                 Log.info("idle for \(Int(self.configuration.idleTimeout)) s; exiting")
                 self.stop()
             } else {
-                let quiet = ContinuousClock.now - self.lastActivity
+                let quiet = ContinuousClock.now - self.router.lastActivity
                 let quietSeconds = Double(quiet.components.seconds) + Double(quiet.components.attoseconds) / 1e18
                 self.armIdleTimer(after: self.configuration.idleTimeout - quietSeconds)
             }
@@ -268,22 +307,5 @@ public final class LocalAuthService: CallRouterHost {
         environment.unsubscribe(name)
         rights.callerVanished(name)
         fprintd?.senderVanished(name)
-    }
-
-    // MARK: The router's host
-
-    var isStopping: Bool { stopping }
-
-    var biometryType: BiometryKind { readers.isPresent ? .touchID : .none }
-
-    func noteActivity() { lastActivity = .now }
-
-    func schedule(_ call: RoutedCall) { work.yield(.call(call)) }
-
-    func callEnded() {
-        // Enrolled, deleted, locked out, the password given: that user's
-        // subscribers hear it (Environment.userChanged); a call that changed
-        // nothing costs nothing there.
-        environment.callEnded()
     }
 }

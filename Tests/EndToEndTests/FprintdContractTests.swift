@@ -468,6 +468,13 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try waitUntil("the unplugged reader's object is gone") {
             try run("/usr/bin/python3", [client, "manager"]).output == "devices \ndefault net.reactivated.Fprint.Error.NoSuchDevice\n"
         }
+        // Issue 30 item 9: the object itself is gone from the bus (not served,
+        // not listed under its parent), not only from GetDevices: on 1c36356
+        // every unplug left one exported and kept for the process's life.
+        let gone = try busctl(["introspect", "net.reactivated.Fprint", "/net/reactivated/Fprint/Device/0"])
+        XCTAssertNotEqual(gone.status, 0, gone.output)
+        let tree = try busctl(["tree", "net.reactivated.Fprint"])
+        XCTAssertFalse(tree.output.contains("/net/reactivated/Fprint/Device/0"), tree.output)
         stopCleanly()
     }
 

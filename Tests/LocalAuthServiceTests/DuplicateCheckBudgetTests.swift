@@ -30,7 +30,7 @@ final class DuplicateCheckBudgetTests: XCTestCase {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
         let wall = Wall()
-        let budget = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds })
+        let budget = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds }, countFailedMatch: { _ in })
         for spent in 0..<DuplicateCheckBudget.perDay {
             XCTAssertEqual(budget.remaining(for: 1000), DuplicateCheckBudget.perDay - spent)
             try budget.spend(for: 1000)
@@ -55,9 +55,9 @@ final class DuplicateCheckBudgetTests: XCTestCase {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
         let wall = Wall()
-        let first = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds })
+        let first = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds }, countFailedMatch: { _ in })
         for _ in 0..<DuplicateCheckBudget.perDay { try first.spend(for: 1000) }
-        let afterIdleExit = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds })
+        let afterIdleExit = DuplicateCheckBudget(stateDirectory: state, wallClock: { wall.seconds }, countFailedMatch: { _ in })
         XCTAssertEqual(afterIdleExit.remaining(for: 1000), 0)
         XCTAssertThrowsError(try afterIdleExit.spend(for: 1000))
     }
@@ -68,7 +68,7 @@ final class DuplicateCheckBudgetTests: XCTestCase {
     private static func checkRoot() throws {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let budget = DuplicateCheckBudget(stateDirectory: state)
+        let budget = DuplicateCheckBudget(stateDirectory: state, countFailedMatch: { _ in })
         for _ in 0..<(DuplicateCheckBudget.perDay * 2) { try budget.spend(for: 0) }
         XCTAssertFalse(FileManager.default.fileExists(atPath: state + "/duplicate-checks/0"))
     }
@@ -79,7 +79,7 @@ final class DuplicateCheckBudgetTests: XCTestCase {
     private static func checkFailsClosed() throws {
         let state = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: state) }
-        let budget = DuplicateCheckBudget(stateDirectory: state)
+        let budget = DuplicateCheckBudget(stateDirectory: state, countFailedMatch: { _ in })
         try FileManager.default.createDirectory(atPath: state + "/duplicate-checks/7", withIntermediateDirectories: true)
         XCTAssertEqual(budget.remaining(for: 7), 0, "a directory where the checks should be")
         XCTAssertThrowsError(try budget.spend(for: 7))

@@ -16,7 +16,11 @@ final class EnrollerTests: XCTestCase {
     private final class Fixture {
         let seams = FakeEnrollerSeams()
         let prints = FakeEnrollerPrints()
-        lazy var enroller = Enroller(seams: seams, prints: prints, scanTimeout: 30)
+        /// The asker's failed matches counted by the duplicate check.
+        var countedFailures: [UInt32] = []
+        lazy var duplicateChecks = DuplicateCheckBudget(
+            stateDirectory: FakeState.directory(), countFailedMatch: { [unowned self] uid in self.countedFailures.append(uid) })
+        lazy var enroller = Enroller(seams: seams, prints: prints, scanTimeout: 30, duplicateChecks: duplicateChecks)
         let alice = CallerRecord(sender: ":1.10", uid: 1000, process: nil, securityLabel: nil)
 
         func record() -> CallRecord { CallRecord(sender: alice.sender, requestID: nil) }
@@ -70,6 +74,29 @@ final class EnrollerTests: XCTestCase {
         let outcome4 = await fixture.enroll(.rightIndex, replace: true)
         XCTAssertEqual(outcome4, LocalAuthErrorCode.systemCancel.dbusName)
         XCTAssertEqual(fixture.seams.used, ["acquire-turn"])
+    }
+
+    /// Issue 30 item 4: on a reader that keeps prints on its chip every
+    /// enrollment first checks the finger against every account's prints;
+    /// the day's budget of such checks is spent before the queue, and past
+    /// it the enrollment is refused before the reader is touched.
+    @ServiceActor
+    func testEnrollmentsOnAChipSpendTheDaysDuplicateChecksBeforeTheReader() async {
+        let fixture = Fixture()
+        fixture.seams.chips = [FakeEnrollerSeams.reader]
+        for _ in 0..<DuplicateCheckBudget.perDay {
+            let outcome = await fixture.enroll(.rightIndex)
+            XCTAssertEqual(outcome, LocalAuthErrorCode.systemCancel.dbusName, "waits for the reader (never given)")
+        }
+        XCTAssertEqual(fixture.seams.used.filter { $0 == "acquire-turn" }.count, DuplicateCheckBudget.perDay)
+        let refused = await fixture.enroll(.rightIndex)
+        XCTAssertEqual(refused, LocalAuthServiceError.limitExceeded)
+        XCTAssertEqual(fixture.seams.used.filter { $0 == "acquire-turn" }.count, DuplicateCheckBudget.perDay,
+                       "refused before the queue and the reader")
+        // A reader without a chip runs no check: nothing spent.
+        fixture.seams.chips = []
+        let plain = await fixture.enroll(.rightIndex)
+        XCTAssertEqual(plain, LocalAuthErrorCode.systemCancel.dbusName)
     }
 
     @ServiceActor

@@ -32,9 +32,9 @@ final class EnvironmentComponentTests: XCTestCase {
         seams = FakeEnvironmentSeams()
         sleep = FakeSleepSeams()
         environment = Environment(
-            passwords: PasswordStore(stateDirectory: scratch), passwordRequirement: passwordRequirement,
-            seams: seams, sleepSeams: sleep
-        ) { body in Task { @ServiceActor in await body() } }
+            passwords: PasswordStore(stateDirectory: scratch, requirement: passwordRequirement), seams: seams,
+            sleepCycle: SleepCoordinator(seams: sleep) { body in Task { @ServiceActor in await body() } },
+            events: ServiceEvents())
     }
 
     @ServiceActor
@@ -293,7 +293,7 @@ final class EnvironmentComponentTests: XCTestCase {
     @ServiceActor
     func testAStoppingServiceIgnoresPrepareForSleep() async {
         makeEnvironment()
-        seams.stopping = true
+        environment.stop()
         environment.prepareForSleep(true)
         XCTAssertTrue(sleep.events.isEmpty)
         XCTAssertFalse(environment.asleep)

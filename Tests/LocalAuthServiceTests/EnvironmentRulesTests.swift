@@ -12,7 +12,7 @@ final class EnvironmentRulesTests: XCTestCase {
     private let outside = Readers.Identity(driver: "synaptics", deviceID: "1")
 
     private func suffix(_ error: ServiceError?) -> String? {
-        error.map { String($0.kind.contractName.split(separator: ".").last ?? "") }
+        error.map { String(ErrorTable.localAuth.name(of: $0.kind).split(separator: ".").last ?? "") }
     }
 
     func testTheKernelsRemovableAttributePlacesAReaderAndOverridesWin() {

@@ -21,7 +21,7 @@ final class EvaluationPlanTests: XCTestCase {
 
     private func code(_ plan: EvaluationPlan) -> String? {
         guard case .fail(let error) = plan else { return nil }
-        return String(error.kind.contractName.split(separator: ".").last ?? "")
+        return String(ErrorTable.localAuth.name(of: error.kind).split(separator: ".").last ?? "")
     }
 
     func testPolicyOneNeedsUsableBiometrics() {

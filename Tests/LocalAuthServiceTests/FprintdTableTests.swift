@@ -57,7 +57,7 @@ final class FprintdTableTests: XCTestCase {
                        [FprintdBus.Signal.verifyStatus, FprintdBus.Signal.enrollStatus, FprintdBus.Signal.verifyFingerSelected])
         let manager = members(of: FprintdBus.managerInterface,
                               in: try read(Self.root.appendingPathComponent("dbus/net.reactivated.Fprint.Manager.xml").path))
-        XCTAssertEqual(manager.mapValues(\.signature), FprintdDevice.managerMethods)
+        XCTAssertEqual(manager.mapValues(\.signature), FprintdServer.contract.methods.mapValues(\.signature))
         // What Introspect answers is that very file.
         XCTAssertEqual(FprintdServer.deviceXML,
                        try read(Self.root.appendingPathComponent("dbus/net.reactivated.Fprint.Device.xml").path))

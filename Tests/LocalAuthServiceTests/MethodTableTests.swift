@@ -55,13 +55,14 @@ final class MethodTableTests: XCTestCase {
 
     func testEveryMethodIsDeclaredWithItsSignatureAndAction() throws {
         let declared = try declaredMethods()
-        XCTAssertEqual(Set(declared.keys), Set(LocalAuthService.methods.keys))
-        for (name, spec) in LocalAuthService.methods {
+        XCTAssertEqual(Set(declared.keys), Set(LocalAuthContract.methods.keys))
+        for (name, spec) in LocalAuthContract.methods {
             guard let method = declared[name] else { continue }
             XCTAssertEqual(method.inSignature, spec.signature, name)
             let polkit = method.comment.components(separatedBy: "polkit:").dropFirst().joined()
-            if let action = spec.action {
-                XCTAssertTrue(polkit.contains(action.rawValue), "\(name): the contract should name \(action.rawValue)")
+            if let action = spec.authorization.actions.first {
+                XCTAssertEqual(spec.authorization.actions.count, 1, name)
+                XCTAssertTrue(polkit.contains(action), "\(name): the contract should name \(action)")
             } else {
                 XCTAssertTrue(polkit.hasPrefix(" none"), "\(name): the contract should say polkit: none")
             }

@@ -115,7 +115,7 @@ final class RightsRulesTests: XCTestCase {
         for action in [PolkitAction.rightsUse, .rightsManage] {
             XCTAssertTrue(policy.contains("<action id=\"\(action.rawValue)\">"), action.rawValue)
         }
-        for method in LocalAuthRightsBus.Method.all { XCTAssertNotNil(LocalAuthService.methods[method], method) }
+        for method in LocalAuthRightsBus.Method.all { XCTAssertNotNil(LocalAuthContract.methods[method], method) }
         // Only elements, comments and whitespace between them (sd-bus's parser, as busctl's, refuses text there).
         var rest = Substring(xml.components(separatedBy: "<node>")[1])
         while let open = rest.range(of: "<!--") {

@@ -319,41 +319,90 @@ scenario_app_scope_in_active_display_session() {
 }
 
 
+# gdm as it runs: one daemon in gdm.service forks the greeter's worker, which
+# opens the greeter session (pam_systemd moves that worker into the session's
+# scope; it stays the session's leader, the daemon its parent), and later a
+# worker for the person's login, which stays in gdm.service, in no session,
+# while it runs the login's auth stack. Here the daemon is a shell in
+# gdm.service that starts session-holder.py as the greeter's worker and
+# forks each command written to /run/systest-gdm.cmd as a login worker.
+# Prints the greeter session's id.
+start_gdm_with_greeter() {
+    local id=""
+    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
+    rm -f /run/systest-gdm.cmd /run/gdm.session; mkfifo /run/systest-gdm.cmd
+    systemd-run --quiet --unit=gdm --service-type=exec -E SYSTEST_SESSION_FILE=/run/gdm.session \
+        -E XDG_SEAT=seat0 -E XDG_SESSION_CLASS=greeter -E XDG_SESSION_TYPE=wayland -E XDG_SESSION_DESKTOP=systest \
+        /bin/sh -c '/usr/bin/python3 /opt/systest/session-holder.py systest-display Debian-gdm &
+                    while :; do read -r line < /run/systest-gdm.cmd && /bin/sh -c "$line" & done' ||
+        { why "systemd-run gdm failed"; return 1; }
+    for _ in $(seq 100); do
+        id="$(cat /run/gdm.session 2>/dev/null)"
+        [ -n "$id" ] && break
+        is_active gdm || break
+        sleep 0.1
+    done
+    [ -n "$id" ] && [ "$id" != "?" ] || { journalctl -q -u gdm -o cat >&2; why "no greeter session (gdm)"; return 1; }
+    echo "$id"
+}
+
+# Runs COMMAND as a login worker of the gdm daemon above (in gdm.service, in
+# no session), its output to OUT and its exit status to OUT.rc; prints the
+# pid of a process that lives as long as the worker runs (for feed).
+gdm_worker() {  # OUT COMMAND...
+    local out="$1"; shift
+    rm -f "$out" "$out.rc"
+    echo "$* </dev/null >$out 2>&1; echo \$? >$out.rc" > /run/systest-gdm.cmd
+    ( end=$((EPOCHSECONDS + 60)); while [ ! -s "$out.rc" ] && [ "$EPOCHSECONDS" -lt "$end" ]; do sleep 0.1; done ) \
+        </dev/null >/dev/null 2>&1 &
+    echo $!
+}
+# Waits for the worker to end (its watcher is not this shell's child); its exit status.
+gdm_worker_status() {  # OUT PID
+    while kill -0 "$2" 2>/dev/null; do sleep 0.1; done
+    cat "$1.rc" 2>/dev/null || echo 255
+}
+
 # gdm's worker: a greeter session (class greeter, gdm's account) is active on
 # seat0; root in gdm's system service, in no session and in no user slice,
 # runs the fingerprint PAM stack for alice before any session of hers exists.
 # Right finger: success. Wrong finger: failure, and the lockout counts it.
 scenario_greeter_worker_fingerprint_login() {
-    local greeter out="$LOGS/gdm-worker.log" before
+    local greeter out="$LOGS/gdm-worker.log" before pid rc
     ensure_enrolled alice alice-right-index || return 1
     reset_lockout alice
-    greeter="$(open_seat_session systest-greeter Debian-gdm greeter)" || return 1
+    greeter="$(start_gdm_with_greeter)" || return 1
     [ "$(active_session_of_seat)" = "$greeter" ] || why "the greeter session $greeter is not active on seat0" || return 1
-    echo "greeter session $greeter: $(loginctl show-session "$greeter" -p Class -p Seat -p Active -p Remote | paste -sd' ')" >&2
+    echo "greeter session $greeter: $(loginctl show-session "$greeter" -p Class -p Seat -p Active -p Remote -p Leader | paste -sd' ')" >&2
     pam_service systest-gdm-fingerprint
-    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
     local mark; mark=$(status_mark)
-    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
-    local pid=$!
+    pid=$(gdm_worker "$out" pamtester -v systest-gdm-fingerprint alice authenticate)
     feed "$pid" "$mark" alice-right-index 1
-    wait "$pid"; local rc=$?
+    rc=$(gdm_worker_status "$out" "$pid")
     cat "$out" >&2
-    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in with her finger" || return 1
+    [ "$rc" = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in with her finger" || return 1
 
     before=$(lockout_count alice)
     local t0=$EPOCHSECONDS
-    systemctl reset-failed gdm 2>/dev/null
-    local mark; mark=$(status_mark)
-    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1 &
-    pid=$!
+    mark=$(status_mark)
+    pid=$(gdm_worker "$out" pamtester -v systest-gdm-fingerprint alice authenticate)
     feed "$pid" "$mark" someone-else 3
-    wait "$pid"; rc=$?
+    rc=$(gdm_worker_status "$out" "$pid")
     cat "$out" >&2
     module_log_since "$t0" pamtester >&2
-    [ $rc != 0 ] && module_log_since "$t0" pamtester | grep -q "AuthenticationFailed" ||
+    [ "$rc" != 0 ] && module_log_since "$t0" pamtester | grep -q "AuthenticationFailed" ||
         why "a wrong finger at the greeter did not fail with PAM_AUTH_ERR (AuthenticationFailed)" || return 1
     [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count the wrong finger ($before → $(lockout_count alice))" || return 1
     echo "lockout of alice: $before → $(lockout_count alice)" >&2
+
+    # The same worker in another system service (not the greeter's) is not
+    # at the reader, greeter or not: no scan is asked for.
+    mark=$(status_mark)
+    systemctl reset-failed systest-other 2>/dev/null
+    systemd-run --quiet --unit=systest-other --wait --pipe pamtester -v systest-gdm-fingerprint alice authenticate </dev/null >"$out" 2>&1
+    cat "$out" >&2
+    grep -q "successfully authenticated" "$out" && { why "a root PAM host outside the greeter's service was let in"; return 1; }
+    [ "$(status_mark)" = "$mark" ] || why "the service asked for a finger for a PAM host outside the greeter's service" || return 1
     reset_lockout alice
 }
 
@@ -367,27 +416,23 @@ scenario_greeter_worker_fingerprint_login_through_pam_fprintd() {
     reset_lockout alice
     [ "$(status_of localauth-fprintd)" = installed ] || apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
     systemctl stop localauthd
-    open_seat_session systest-greeter Debian-gdm greeter >/dev/null || return 1
+    start_gdm_with_greeter >/dev/null || return 1
     cat > /etc/pam.d/systest-gdm-fingerprint-fprintd <<'CONF'
 auth     [success=done default=ignore] pam_fprintd.so max-tries=1 timeout=10 debug
 auth     requisite pam_deny.so
 account  required pam_permit.so
 CONF
-    systemctl stop gdm 2>/dev/null; systemctl reset-failed gdm 2>/dev/null
-    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
-    pid=$!
+    pid=$(gdm_worker "$out" pamtester -v systest-gdm-fingerprint-fprintd alice authenticate)
     feed "$pid" 0 alice-right-index always
-    wait "$pid"; rc=$?
+    rc=$(gdm_worker_status "$out" "$pid")
     cat "$out" >&2
-    [ $rc = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in through pam_fprintd" || return 1
+    [ "$rc" = 0 ] && grep -q "successfully authenticated" "$out" || why "gdm's worker could not log alice in through pam_fprintd" || return 1
     before=$(lockout_count alice)
-    systemctl reset-failed gdm 2>/dev/null
-    systemd-run --quiet --unit=gdm --wait --pipe pamtester -v systest-gdm-fingerprint-fprintd alice authenticate </dev/null >"$out" 2>&1 &
-    pid=$!
+    pid=$(gdm_worker "$out" pamtester -v systest-gdm-fingerprint-fprintd alice authenticate)
     feed "$pid" 0 someone-else always
-    wait "$pid"; rc=$?
+    rc=$(gdm_worker_status "$out" "$pid")
     cat "$out" >&2
-    [ $rc != 0 ] || why "a wrong finger logged alice in through pam_fprintd" || return 1
+    [ "$rc" != 0 ] || why "a wrong finger logged alice in through pam_fprintd" || return 1
     [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count pam_fprintd's failed match ($before → $(lockout_count alice))" || return 1
 }
 
@@ -730,7 +775,8 @@ scenario_fprintd_swap_and_purge() {
 
 cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
-    systemctl stop gdm xvfb-alice xvfb-bob 2>/dev/null; systemctl reset-failed gdm xvfb-alice xvfb-bob 2>/dev/null; true
+    systemctl stop gdm systest-other xvfb-alice xvfb-bob 2>/dev/null
+    systemctl reset-failed gdm systest-other xvfb-alice xvfb-bob 2>/dev/null; rm -f /run/systest-gdm.cmd; true
 }
 
 ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session

@@ -1,127 +1,136 @@
 import DBusCore
 import LocalAuthShared
 
-/// What the router needs from the service that owns it.
-@ServiceActor
-protocol CallRouterHost: AnyObject {
-    /// SIGTERM arrived: new calls are refused with SystemCancel.
-    var isStopping: Bool { get }
-    /// BiometryType, for org.freedesktop.DBus.Properties.
-    var biometryType: BiometryKind { get }
-    /// Something arrived or ended: the idle exit waits for quiet.
-    func noteActivity()
-    /// Runs a registered call as a task of the service's task group.
-    func schedule(_ call: RoutedCall)
-    /// A call was answered: enrolled, deleted, locked out, the password given… subscribers may hear of it.
-    func callEnded()
-}
-
-/// A call that passed the router's checks, on its way to its handler.
-struct RoutedCall: Sendable {
-    let call: IncomingCall
-    let spec: MethodSpec
-    let arguments: any CallArguments
-    let record: CallRecord
-}
-
-/// The wire side of org.example.LocalAuth: every message to our object is
-/// bounded, decoded once into its typed arguments (validated in full),
-/// registered, then served: the caller's record (Callers/), polkit
-/// (Authorization.swift), the row's handler, the answer. The method table
-/// (MethodTable.swift) is the only place that pairs a method with its
-/// signature, its polkit action and its handler.
+/// The wire side of every contract the service serves (org.example.LocalAuth,
+/// and with `--fprintd` fprintd's Manager and Devices): each message to an
+/// exported object is bounded, decoded once into its row's typed arguments
+/// (validated in full), registered, then served: the caller's record
+/// (Callers/), polkit (Authorization.swift), the row's handler, the answer in
+/// the contract's words (its `ErrorTable`). A contract's method table
+/// (`BusContract`) is the only place that pairs its methods with their
+/// signatures, polkit actions and handlers; Introspect and Properties are
+/// answered here too, for every contract alike.
 @ServiceActor
 final class CallRouter {
-    /// The service, which owns the router and outlives it (unowned(unsafe):
-    /// a checked load would take the side table's slow path on every call).
-    private unowned(unsafe) let host: any CallRouterHost
     private let registry: CallRegistry
-    private let callers: Callers
-    let authorizer: Authorizer
-    private let methods: [String: MethodSpec]
-    private let interfaceXML: String
+    private let callers: any CallerLookup
+    let authorizer: any PolkitCheck
+    /// Runs a registered call as a task of the service's task group.
+    private let schedule: @ServiceActor (any RoutedCall) -> Void
+    /// A call was answered: enrolled, deleted, locked out, the password given… subscribers may hear of it.
+    private let callEnded: @ServiceActor () -> Void
+    /// SIGTERM arrived: new calls are refused with SystemCancel (`stop()`).
+    private(set) var isStopping = false
+    /// When a call last arrived or ended: the idle exit waits for quiet.
+    private(set) var lastActivity = ContinuousClock.now
 
     init(
-        host: any CallRouterHost, registry: CallRegistry, callers: Callers, authorizer: Authorizer,
-        methods: [String: MethodSpec], interfaceXML: String
+        registry: CallRegistry, callers: any CallerLookup, authorizer: any PolkitCheck,
+        schedule: @escaping @ServiceActor (any RoutedCall) -> Void, callEnded: @escaping @ServiceActor () -> Void
     ) {
-        self.host = host
         self.registry = registry
         self.callers = callers
         self.authorizer = authorizer
-        self.methods = methods
-        self.interfaceXML = interfaceXML
+        self.schedule = schedule
+        self.callEnded = callEnded
     }
 
-    func receive(_ call: IncomingCall) {
-        host.noteActivity()
+    /// New calls are refused from now on (those registered end through the registry).
+    func stop() { isStopping = true }
+
+    /// Serves `contract` on `target` at `path` of `bus`. The router lives as
+    /// long as the process; held strongly, never weakly: an object with a
+    /// weak reference pays a slower retain on every call (BENCHMARKS.md).
+    /// The connection itself refuses a body past the contract's largest
+    /// row's bound before anything runs (answered in the contract's words);
+    /// `receive` then holds each call to its own row's bound.
+    func export<Target>(_ path: String, _ contract: BusContract<Target>, on target: Target, bus: BusConnection) {
+        let largest = contract.largestBody
+        let errors = contract.errors
+        bus.export(
+            ObjectPath(stringLiteral: path), maximumBodyBytes: largest,
+            oversized: { call in
+                call.fail(ServiceErrors.limit("the call's arguments are larger than \(largest) bytes").dbusError(errors))
+            }
+        ) { [self] call in
+            ServiceActor.assumeIsolated { receive(call, contract, target) }
+        }
+    }
+
+    /// `path` is served no more (an unplugged reader's Device).
+    func unexport(_ path: String, bus: BusConnection) { bus.unexport(ObjectPath(stringLiteral: path)) }
+
+    func receive<Target>(_ call: IncomingCall, _ contract: BusContract<Target>, _ target: Target) {
+        receive(call as any WireCall, contract, target)
+    }
+
+    /// `receive` for any call on the wire (the unit tests give their own).
+    func receive<Target>(_ call: any WireCall, _ contract: BusContract<Target>, _ target: Target) {
+        lastActivity = .now
         // Bounds first, before anything is decoded or kept (docs/SECURITY.md).
         // A refused call is dropped here, and with it any fds it carried.
-        if call.message.carriesFileDescriptors {
-            return call.fail(ServiceErrors.invalidArgs("\(LocalAuthBus.interface) takes no file descriptors").dbusError)
+        if call.carriesFileDescriptors {
+            return call.fail(DBusError(.invalidArgs, "\(contract.interface) takes no file descriptors"))
         }
-        // SaveRight alone may carry a secret of up to 64 KiB (docs/RIGHTS.md).
-        let bodyLimit =
-            call.member == LocalAuthRightsBus.Method.saveRight
-            ? RightsServiceLimits.saveRightBodyBytes : ServiceLimits.maximumBodyBytes
-        if call.message.approximateBodySize > bodyLimit {
-            return call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes").dbusError)
+        // Every message, whatever its interface (Properties and Introspect
+        // included), before its body is decoded: its row's bound, else 16 KiB.
+        let ours = call.interface == contract.interface || call.interface == nil
+        let row = ours ? contract.methods[call.member] : nil
+        let bodyLimit = row?.maximumBodyBytes ?? ServiceLimits.maximumBodyBytes
+        if call.approximateBodySize > bodyLimit {
+            return call.fail(ServiceErrors.limit("the call's arguments are larger than \(bodyLimit) bytes").dbusError(contract.errors))
         }
         switch call.interface {
-        case LocalAuthBus.interface?, nil:
-            guard let spec = methods[call.member] else {
-                return call.fail(DBusError(.unknownMethod, "\(LocalAuthBus.interface) has no method \(call.member)"))
+        case contract.interface?, nil:
+            guard let spec = row else {
+                return call.fail(DBusError(.unknownMethod, "\(contract.interface) has no method \(ServiceErrors.echo(call.member))"))
             }
             guard call.signature == spec.signature else {
-                return call.fail(DBusError(.invalidArgs, "\(call.member) takes (\(spec.signature)), not (\(call.signature))"))
+                return call.fail(DBusError(.invalidArgs, "\(call.member) takes (\(spec.signature)), not (\(ServiceErrors.echo(call.signature)))"))
             }
-            guard !host.isStopping else {
-                return call.fail(ServiceErrors.la(.systemCancel, "the authentication service is stopping").dbusError)
+            guard !isStopping else {
+                return call.fail(ServiceErrors.la(.systemCancel, "the authentication service is stopping").dbusError(contract.errors))
             }
             // Decoded once, validated in full: a bad argument is answered
             // now, before the caller is looked up or polkit is asked.
-            let values = call.arguments
             let arguments: any CallArguments
             do throws(ServiceError) {
-                arguments = try spec.decode(values)
+                arguments = try spec.decode(call.arguments)
             } catch {
-                return call.fail(error.dbusError)
+                return call.fail(error.dbusError(contract.errors))
             }
             // Registered now, before anything awaits: from here on a vanish,
             // Cancel or SIGTERM ends it wherever it waits.
-            let record = CallRecord(
-                sender: call.sender,
-                requestID: arguments.callRequestID,
-                arguments: values, call: call)
+            let record = CallRecord(sender: call.sender, requestID: arguments.callRequestID, errors: contract.errors, call: call)
             do throws(ServiceError) {
                 try registry.register(record)
             } catch {
-                return call.fail(error.dbusError)
+                return call.fail(error.dbusError(contract.errors))
             }
             // Only the sender's own calls: no polkit action guards Cancel.
             if let ended = arguments.endsCall { registry.end(requestID: ended.requestID, of: call.sender, ended.reason) }
-            host.schedule(RoutedCall(call: call, spec: spec, arguments: arguments, record: record))
+            schedule(Routed(call: call, contract: contract, spec: spec, target: target, arguments: arguments, record: record))
         case "org.freedesktop.DBus.Introspectable":
             if call.member == "Introspect", call.signature.isEmpty {
-                call.reply([.string(interfaceXML)])
+                call.reply([.string(contract.introspection)])
             } else {
-                call.fail(DBusError(.unknownMethod, "Introspectable has no method \(call.member)(\(call.signature))"))
+                call.fail(DBusError(.unknownMethod, "Introspectable has no method \(ServiceErrors.echo(call.member))(\(ServiceErrors.echo(call.signature)))"))
             }
         case "org.freedesktop.DBus.Properties":
-            properties(call)
+            properties(call, contract, target)
         default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "")"))
+            call.fail(DBusError(.unknownInterface, "no interface \(ServiceErrors.echo(call.interface ?? ""))"))
         }
     }
 
-    /// Serves a registered call on `service`: who calls, may they, the
-    /// handler; answers it unless a stuck shutdown answered it already.
-    func serve(_ routed: RoutedCall, on service: LocalAuthService) async {
-        let (call, spec, record) = (routed.call, routed.spec, routed.record)
+    /// Serves a registered call: who calls, may they, the handler; answers
+    /// it unless a stuck shutdown answered it already.
+    func serve<Target>(_ routed: Routed<Target>) async {
+        let (call, spec, record, errors) = (routed.call, routed.spec, routed.record, routed.contract.errors)
         defer {
             registry.remove(record)
-            host.noteActivity()
-            host.callEnded()
+            lastActivity = .now
+            callEnded()
         }
         do throws(ServiceError) {
             let caller: CallerRecord
@@ -133,42 +142,89 @@ final class CallRouter {
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
             try registry.admit(record, uid: caller.uid)
-            let request = try await authorize(call, spec, routed.arguments, caller: caller, record: record)
+            let asked = Request(caller: caller, record: record)
+            try spec.admits?(routed.target, asked)
+            let request = try await authorize(routed, caller: caller)
             ServiceActor.assertOnLoop()
             try record.checkNotEnded()
-            let answer = try await spec.handler(service, request, routed.arguments)
+            // Re-read after the awaits: a claim may have changed meanwhile.
+            try spec.admits?(routed.target, request)
+            let answer = try await spec.handler(routed.target, request, routed.arguments)
             guard !record.abandoned else { return }
             call.reply(answer)
         } catch {
             // A call a stuck shutdown answered already is not answered twice.
             guard !record.abandoned else { return }
-            call.fail((record.interruption?.error ?? error).dbusError)
+            call.fail((record.interruption?.error ?? error).dbusError(errors))
         }
     }
 
     // MARK: Properties
 
-    private func properties(_ call: IncomingCall) {
+    /// org.freedesktop.DBus.Properties for every contract: its properties are
+    /// read-only, and an unknown name is echoed bounded.
+    private func properties<Target>(_ call: any WireCall, _ contract: BusContract<Target>, _ target: Target) {
         let arguments = call.arguments
-        let biometryType = host.biometryType
+        let values = { contract.properties?(target) ?? [:] }
         switch (call.member, call.signature) {
         case ("Get", "ss"):
-            guard arguments[0].string == LocalAuthBus.interface else {
-                return call.fail(DBusError(.unknownInterface, "no interface \(arguments[0].string ?? "")"))
+            guard arguments[0].string == contract.interface else {
+                return call.fail(DBusError(.unknownInterface, "no interface \(ServiceErrors.echo(arguments[0].string ?? ""))"))
             }
-            guard arguments[1].string == LocalAuthBus.Property.biometryType else {
-                return call.fail(DBusError(.unknownProperty, "no property \(arguments[1].string ?? "")"))
+            guard let value = values()[arguments[1].string ?? ""] else {
+                return call.fail(DBusError(.unknownProperty, "no property \(ServiceErrors.echo(arguments[1].string ?? ""))"))
             }
-            call.reply([.variant(.uint32(biometryType.rawValue))])
+            call.reply([.variant(value)])
         case ("GetAll", "s"):
-            guard arguments[0].string == LocalAuthBus.interface || arguments[0].string == "" else {
-                return call.reply([.dictionary([:])])
-            }
-            call.reply([.dictionary([LocalAuthBus.Property.biometryType: .uint32(biometryType.rawValue)])])
+            let ours = arguments[0].string == contract.interface || arguments[0].string == ""
+            call.reply([.dictionary(ours ? values() : [:])])
         case ("Set", "ssv"):
-            call.fail(DBusError(.propertyReadOnly, "\(arguments[1].string ?? "") is read-only"))
+            call.fail(DBusError(.propertyReadOnly, "\(ServiceErrors.echo(arguments[1].string ?? "")) is read-only"))
         default:
-            call.fail(DBusError(.unknownMethod, "Properties has no method \(call.member)(\(call.signature))"))
+            call.fail(DBusError(.unknownMethod, "Properties has no method \(ServiceErrors.echo(call.member))(\(ServiceErrors.echo(call.signature)))"))
         }
+    }
+}
+
+// The router's seams: what it needs of the wire, the bus driver and polkit,
+// served by DBusCore, Callers/ and the Authorizer, and in the unit tests by fakes.
+
+/// A method call on the wire, answered exactly once.
+@ServiceActor
+protocol WireCall: Sendable {
+    var sender: String { get }
+    var interface: String? { get }
+    var member: String { get }
+    var signature: String { get }
+    /// The body, decoded (each access decodes it again: the router reads it once).
+    var arguments: [DBusValue] { get }
+    var carriesFileDescriptors: Bool { get }
+    var approximateBodySize: Int { get }
+    func reply(_ values: [DBusValue])
+    func fail(_ error: DBusError)
+}
+
+extension IncomingCall: WireCall {
+    var carriesFileDescriptors: Bool { message.carriesFileDescriptors }
+    var approximateBodySize: Int { message.approximateBodySize }
+}
+
+/// Who a connection is: its record, asked of the bus driver once (Callers/).
+@ServiceActor
+protocol CallerLookup: AnyObject {
+    func record(for sender: String) async throws(DBusError) -> CallerRecord
+}
+
+extension Callers: CallerLookup {}
+
+/// polkit's verdict on one action for one bus name (Authorizer.swift).
+@ServiceActor
+protocol PolkitCheck: AnyObject {
+    func check(actionID: String, busName: String, interactive: Bool, cancellable: Cancellable) async -> Authorizer.Decision
+}
+
+extension Authorizer: PolkitCheck {
+    func check(actionID: String, busName: String, interactive: Bool, cancellable: Cancellable) async -> Decision {
+        await check(actionID: actionID, busName: busName, interactive: interactive, details: [:], cancellable: cancellable)
     }
 }

@@ -1,7 +1,7 @@
 import DBusCore
 import LocalAuthShared
 
-/// One call of org.example.LocalAuth from the moment it arrives until it is
+/// One call (of any contract) from the moment it arrives until it is
 /// answered. It is registered before anything awaits (the caller's uid,
 /// polkit, the reader), so that whatever ends it — the caller leaving the
 /// bus, Cancel or EndEvaluation of its request id, SIGTERM — ends it at any
@@ -10,18 +10,17 @@ import LocalAuthShared
 @ServiceActor
 final class CallRecord {
     let sender: String
-    /// The call's body, decoded once at arrival (`Message.arguments` decodes
-    /// on every access): what fprintd's handlers read (Fprintd/);
-    /// org.example.LocalAuth's get their typed `CallArguments` instead.
-    let arguments: [DBusValue]
+    /// How the contract it came through names errors: a shutdown that
+    /// answers it (`CallRegistry.abandonAll`) answers in those words.
+    let errors: ErrorTable
     /// The request id the call carries (`CallArguments.callRequestID`), read
     /// at arrival, so that a Cancel sent right after the call finds it even
     /// before polkit answered.
     let requestID: String?
     /// The caller's uid, once the bus said it and the registry admitted the call.
     fileprivate(set) var uid: UInt32?
-    /// The connection it came from, while it is registered.
-    fileprivate(set) var caller: Caller?
+    /// The connection's calls it is one of, while it is registered.
+    fileprivate(set) var connection: ConnectionCalls?
     /// Cancels an enrollment's scans. Made on first use: most calls (a
     /// preflight) never need a GCancellable.
     private(set) lazy var cancellable = Cancellable()
@@ -40,12 +39,12 @@ final class CallRecord {
 
     /// The call itself, so that a shutdown can still answer it when the
     /// work it waits for never ends (a reader that ignores cancellation).
-    let call: IncomingCall?
+    let call: (any WireCall)?
 
-    init(sender: String, requestID: String?, arguments: [DBusValue] = [], call: IncomingCall? = nil) {
+    init(sender: String, requestID: String?, errors: ErrorTable = .localAuth, call: (any WireCall)? = nil) {
         self.sender = sender
         self.requestID = requestID
-        self.arguments = arguments
+        self.errors = errors
         self.call = call
     }
 
@@ -67,7 +66,7 @@ final class CallRecord {
 /// leaves the bus. Looked up once per call, by unique name; everything else
 /// reaches it by reference. (Who the connection is: Callers/CallerRecord.)
 @ServiceActor
-final class Caller {
+final class ConnectionCalls {
     let sender: String
     fileprivate(set) var calls: [CallRecord] = []
 
@@ -79,7 +78,7 @@ final class Caller {
 /// per call (a preflight pays for this on every call).
 @ServiceActor
 final class CallRegistry {
-    private var callers: [String: Caller] = [:]
+    private var connections: [String: ConnectionCalls] = [:]
     private var perUser: [UInt32: Int] = [:]
     private var count = 0
 
@@ -91,18 +90,18 @@ final class CallRegistry {
         guard count < ServiceLimits.callsInTotal else {
             throw ServiceErrors.limit("the service has \(ServiceLimits.callsInTotal) calls in flight; try again shortly")
         }
-        let caller: Caller
-        if let known = callers[record.sender] {
-            caller = known
+        let connection: ConnectionCalls
+        if let known = connections[record.sender] {
+            connection = known
         } else {
-            caller = Caller(sender: record.sender)
-            callers[record.sender] = caller
+            connection = ConnectionCalls(sender: record.sender)
+            connections[record.sender] = connection
         }
-        guard caller.calls.count < ServiceLimits.callsPerConnection else {
+        guard connection.calls.count < ServiceLimits.callsPerConnection else {
             throw ServiceErrors.limit("this connection has \(ServiceLimits.callsPerConnection) calls in flight")
         }
-        caller.calls.append(record)
-        record.caller = caller
+        connection.calls.append(record)
+        record.connection = connection
         count += 1
     }
 
@@ -117,9 +116,9 @@ final class CallRegistry {
     }
 
     func remove(_ record: CallRecord) {
-        guard let caller = record.caller, let index = caller.calls.firstIndex(where: { $0 === record }) else { return }
-        caller.calls.remove(at: index)
-        record.caller = nil
+        guard let connection = record.connection, let index = connection.calls.firstIndex(where: { $0 === record }) else { return }
+        connection.calls.remove(at: index)
+        record.connection = nil
         count -= 1
         if let uid = record.uid, uid != 0 {
             let left = (perUser[uid] ?? 1) - 1
@@ -129,27 +128,27 @@ final class CallRegistry {
 
     /// The caller left the bus: everything it asked for ends, and it is forgotten.
     func senderVanished(_ sender: String) {
-        guard let caller = callers.removeValue(forKey: sender) else { return }
-        for call in caller.calls { call.interrupt(.callerVanished) }
+        guard let connection = connections.removeValue(forKey: sender) else { return }
+        for call in connection.calls { call.interrupt(.callerVanished) }
     }
 
     /// Cancel / EndEvaluation: only the caller's own request, by its id.
     func end(requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
-        for call in callers[sender]?.calls ?? [] where call.requestID == requestID { call.interrupt(reason) }
+        for call in connections[sender]?.calls ?? [] where call.requestID == requestID { call.interrupt(reason) }
     }
 
     /// The last resort of a shutdown: every call still registered is
     /// answered with `error` and forgotten, whatever it still waits for.
     func abandonAll(answering error: ServiceError) -> Int {
         var abandoned = 0
-        for caller in callers.values {
-            for call in caller.calls {
-                call.call?.fail(error.dbusError)
+        for connection in connections.values {
+            for call in connection.calls {
+                call.call?.fail(error.dbusError(call.errors))
                 call.abandoned = true
-                call.caller = nil
+                call.connection = nil
                 abandoned += 1
             }
-            caller.calls.removeAll()
+            connection.calls.removeAll()
         }
         count = 0
         perUser.removeAll()
@@ -162,8 +161,8 @@ final class CallRegistry {
         let members: Set<String> = [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll,
                                     LocalAuthBus.Method.enrollWithOptions, LocalAuthBus.Method.verifyUser,
                                     LocalAuthRightsBus.Method.authorizeRight]
-        for caller in callers.values {
-            for call in caller.calls where call.call.map({ members.contains($0.member) }) ?? false {
+        for connection in connections.values {
+            for call in connection.calls where call.call.map({ members.contains($0.member) }) ?? false {
                 call.interrupt(reason)
             }
         }
@@ -171,8 +170,8 @@ final class CallRegistry {
 
     /// SIGTERM or idle exit: every call ends with SystemCancel.
     func stopAll() {
-        for caller in callers.values {
-            for call in caller.calls { call.interrupt(.serviceStopping) }
+        for connection in connections.values {
+            for call in connection.calls { call.interrupt(.serviceStopping) }
         }
     }
 }

@@ -1,19 +1,21 @@
 import DBusCore
 import LocalAuthShared
 
-/// What the service's components throw: an error of the contract by kind,
-/// and a message for the caller. Components decide on `kind` (never on a
-/// name or a message); only the router turns it into the wire's
-/// `DBusError`, through the one table below (`Kind.contractName`), which
-/// `ContractErrorTableTests` checks against dbus/org.example.LocalAuth.xml.
+/// What the service's components throw: an error by kind, and a message for
+/// the caller. Components decide on `kind` (never on a name or a message);
+/// only the router turns one into the wire's `DBusError`, through the error
+/// table of the contract the call came through (`ErrorTable`: one per
+/// contract, `.localAuth` below, `.fprintd` in Fprintd/FprintdContract.swift).
+/// `ContractErrorTableTests` checks both against their XML.
 struct ServiceError: DomainError {
     enum Kind: Hashable, Sendable, CaseIterable {
         /// An LAError code: org.example.LocalAuth.Error.<Name> (LocalAuthShared's table).
         case la(LocalAuthErrorCode)
-        /// A malformed call: org.freedesktop.DBus.Error.InvalidArgs.
+        /// A malformed argument of the method (the router answers a wrong
+        /// signature or file descriptors itself, with D-Bus's InvalidArgs).
         case invalidArgs
         /// Something below the contract failed (no random bytes, the bus did
-        /// not answer): org.freedesktop.DBus.Error.Failed.
+        /// not answer).
         case failed
         // The service's own errors (LocalAuthServiceError).
         case permissionDenied, alreadyEnrolled, notEnrolled, busy, readOnly, storageFailed, limitExceeded
@@ -22,42 +24,93 @@ struct ServiceError: DomainError {
         case promptAgentExists
         // The rights methods' errors (LocalAuthRightsError).
         case rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding
+        /// A call names a user who does not exist (looked up only after polkit said yes).
+        case noSuchUser
+        /// A print could not be deleted from the reader's own storage (its chip).
+        case readerPrintNotDeleted
+        /// A device operation needs a claim the caller does not hold (fprintd's Claim).
+        case notClaimed
+        /// A Stop with no operation in progress (fprintd's VerifyStop, EnrollStop).
+        case nothingInProgress
 
-        static let allCases: [Kind] =
-            LocalAuthErrorCode.allCases.map { .la($0) } + [
-                .invalidArgs, .failed,
-                .permissionDenied, .alreadyEnrolled, .notEnrolled, .busy, .readOnly, .storageFailed, .limitExceeded,
-                .readerCoolingDown, .notAtTheReader, .unprovenSandbox, .readerInUse, .duplicatePrint, .readerStorageFull,
-                .promptAgentExists,
-                .rightNotFound, .rightInvalidated, .notAuthorized, .noSecret, .accountChanged, .tpmNotResponding,
-            ]
+        /// Every kind, derived from `Case` (a mirror whose `allCases` the
+        /// compiler writes): a new kind breaks the switch in `case` until it
+        /// has a `Case` of its own, and then the switch in `kinds(of:)` until
+        /// it is listed, so no kind escapes the tables' tests.
+        static let allCases: [Kind] = Case.allCases.flatMap(kinds(of:))
 
-        /// The one table: each kind's error name on the wire.
-        var contractName: String {
+        /// The kinds without their associated values.
+        enum Case: CaseIterable {
+            case la, invalidArgs, failed
+            case permissionDenied, alreadyEnrolled, notEnrolled, busy, readOnly, storageFailed, limitExceeded
+            case readerCoolingDown, notAtTheReader, unprovenSandbox, readerInUse, duplicatePrint, readerStorageFull
+            case promptAgentExists
+            case rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding
+            case noSuchUser, readerPrintNotDeleted, notClaimed, nothingInProgress
+        }
+
+        var `case`: Case {
             switch self {
-            case .la(let code): code.dbusName
-            case .invalidArgs: DBusError.Name.invalidArgs.rawValue
-            case .failed: DBusError.Name.failed.rawValue
-            case .permissionDenied: LocalAuthServiceError.permissionDenied
-            case .alreadyEnrolled: LocalAuthServiceError.alreadyEnrolled
-            case .notEnrolled: LocalAuthServiceError.notEnrolled
-            case .busy: LocalAuthServiceError.busy
-            case .readOnly: LocalAuthServiceError.readOnly
-            case .storageFailed: LocalAuthServiceError.storageFailed
-            case .limitExceeded: LocalAuthServiceError.limitExceeded
-            case .readerCoolingDown: LocalAuthServiceError.readerCoolingDown
-            case .notAtTheReader: LocalAuthServiceError.notAtTheReader
-            case .unprovenSandbox: LocalAuthServiceError.unprovenSandbox
-            case .readerInUse: LocalAuthServiceError.readerInUse
-            case .duplicatePrint: LocalAuthServiceError.duplicatePrint
-            case .readerStorageFull: LocalAuthServiceError.readerStorageFull
-            case .promptAgentExists: LocalAuthPrompt.agentExistsError
-            case .rightNotFound: LocalAuthRightsError.rightNotFound
-            case .rightInvalidated: LocalAuthRightsError.rightInvalidated
-            case .notAuthorized: LocalAuthRightsError.notAuthorized
-            case .noSecret: LocalAuthRightsError.noSecret
-            case .accountChanged: LocalAuthRightsError.accountChanged
-            case .tpmNotResponding: LocalAuthRightsError.tpmNotResponding
+            case .la: .la
+            case .invalidArgs: .invalidArgs
+            case .failed: .failed
+            case .permissionDenied: .permissionDenied
+            case .alreadyEnrolled: .alreadyEnrolled
+            case .notEnrolled: .notEnrolled
+            case .busy: .busy
+            case .readOnly: .readOnly
+            case .storageFailed: .storageFailed
+            case .limitExceeded: .limitExceeded
+            case .readerCoolingDown: .readerCoolingDown
+            case .notAtTheReader: .notAtTheReader
+            case .unprovenSandbox: .unprovenSandbox
+            case .readerInUse: .readerInUse
+            case .duplicatePrint: .duplicatePrint
+            case .readerStorageFull: .readerStorageFull
+            case .promptAgentExists: .promptAgentExists
+            case .rightNotFound: .rightNotFound
+            case .rightInvalidated: .rightInvalidated
+            case .notAuthorized: .notAuthorized
+            case .noSecret: .noSecret
+            case .accountChanged: .accountChanged
+            case .tpmNotResponding: .tpmNotResponding
+            case .noSuchUser: .noSuchUser
+            case .readerPrintNotDeleted: .readerPrintNotDeleted
+            case .notClaimed: .notClaimed
+            case .nothingInProgress: .nothingInProgress
+            }
+        }
+
+        /// The kinds of one `Case`: every value of its associated value.
+        static func kinds(of kindCase: Case) -> [Kind] {
+            switch kindCase {
+            case .la: LocalAuthErrorCode.allCases.map { .la($0) }
+            case .invalidArgs: [.invalidArgs]
+            case .failed: [.failed]
+            case .permissionDenied: [.permissionDenied]
+            case .alreadyEnrolled: [.alreadyEnrolled]
+            case .notEnrolled: [.notEnrolled]
+            case .busy: [.busy]
+            case .readOnly: [.readOnly]
+            case .storageFailed: [.storageFailed]
+            case .limitExceeded: [.limitExceeded]
+            case .readerCoolingDown: [.readerCoolingDown]
+            case .notAtTheReader: [.notAtTheReader]
+            case .unprovenSandbox: [.unprovenSandbox]
+            case .readerInUse: [.readerInUse]
+            case .duplicatePrint: [.duplicatePrint]
+            case .readerStorageFull: [.readerStorageFull]
+            case .promptAgentExists: [.promptAgentExists]
+            case .rightNotFound: [.rightNotFound]
+            case .rightInvalidated: [.rightInvalidated]
+            case .notAuthorized: [.notAuthorized]
+            case .noSecret: [.noSecret]
+            case .accountChanged: [.accountChanged]
+            case .tpmNotResponding: [.tpmNotResponding]
+            case .noSuchUser: [.noSuchUser]
+            case .readerPrintNotDeleted: [.readerPrintNotDeleted]
+            case .notClaimed: [.notClaimed]
+            case .nothingInProgress: [.nothingInProgress]
             }
         }
     }
@@ -70,11 +123,12 @@ struct ServiceError: DomainError {
         self.message = message
     }
 
-    /// `DomainError`'s code: the name on the wire.
-    var code: DBusError.Name { DBusError.Name(rawValue: kind.contractName) }
+    /// `DomainError`'s code, for logs: the kind's name in org.example.LocalAuth.
+    /// A caller gets `dbusError(_:)`, in the words of the contract it called.
+    var code: DBusError.Name { DBusError.Name(rawValue: ErrorTable.localAuth.name(of: kind)) }
 
-    /// The error as the caller receives it.
-    var dbusError: DBusError { DBusError(code, message) }
+    /// The error as a caller of `contract` receives it.
+    func dbusError(_ contract: ErrorTable) -> DBusError { DBusError(DBusError.Name(rawValue: contract.name(of: kind)), message) }
 
     /// An error from the bus below the contract (a call the service made to
     /// logind or the bus driver): Failed, with what the bus said.
@@ -85,6 +139,47 @@ struct ServiceError: DomainError {
             return
         }
         self.init(.failed, "\(error.name.rawValue): \(error.message)")
+    }
+}
+
+/// How one contract names the service's errors on the wire: a total function
+/// of `ServiceError.Kind` (an exhaustive switch, so a new kind does not
+/// compile until every contract names it). Several kinds may share a name
+/// (fprintd has ten); a kind a contract never produces still gets the
+/// nearest name (`ContractErrorTableTests`).
+struct ErrorTable: Sendable {
+    let name: @Sendable (ServiceError.Kind) -> String
+
+    func name(of kind: ServiceError.Kind) -> String { name(kind) }
+
+    /// org.example.LocalAuth's names (dbus/org.example.LocalAuth.xml).
+    static let localAuth = ErrorTable { kind in
+        switch kind {
+        case .la(let code): code.dbusName
+        case .invalidArgs, .noSuchUser: DBusError.Name.invalidArgs.rawValue
+        // fprintd's claims and Stops have no counterpart in this contract.
+        case .failed, .notClaimed, .nothingInProgress: DBusError.Name.failed.rawValue
+        case .permissionDenied: LocalAuthServiceError.permissionDenied
+        case .alreadyEnrolled: LocalAuthServiceError.alreadyEnrolled
+        case .notEnrolled: LocalAuthServiceError.notEnrolled
+        case .busy: LocalAuthServiceError.busy
+        case .readOnly: LocalAuthServiceError.readOnly
+        case .storageFailed, .readerPrintNotDeleted: LocalAuthServiceError.storageFailed
+        case .limitExceeded: LocalAuthServiceError.limitExceeded
+        case .readerCoolingDown: LocalAuthServiceError.readerCoolingDown
+        case .notAtTheReader: LocalAuthServiceError.notAtTheReader
+        case .unprovenSandbox: LocalAuthServiceError.unprovenSandbox
+        case .readerInUse: LocalAuthServiceError.readerInUse
+        case .duplicatePrint: LocalAuthServiceError.duplicatePrint
+        case .readerStorageFull: LocalAuthServiceError.readerStorageFull
+        case .promptAgentExists: LocalAuthPrompt.agentExistsError
+        case .rightNotFound: LocalAuthRightsError.rightNotFound
+        case .rightInvalidated: LocalAuthRightsError.rightInvalidated
+        case .notAuthorized: LocalAuthRightsError.notAuthorized
+        case .noSecret: LocalAuthRightsError.noSecret
+        case .accountChanged: LocalAuthRightsError.accountChanged
+        case .tpmNotResponding: LocalAuthRightsError.tpmNotResponding
+        }
     }
 }
 

@@ -27,10 +27,25 @@ final class DuplicateCheckBudget {
     private let directory: String
     private let wallClock: () -> Double
     private var cache: [UInt32: [Double]] = [:]
+    /// One failed match for a uid, in the lockout every client shares (the Evaluator's).
+    private let countFailedMatch: @ServiceActor (UInt32) -> Void
 
-    init(stateDirectory: String, wallClock: @escaping () -> Double = DuplicateCheckBudget.secondsSinceEpoch) {
+    init(
+        stateDirectory: String, wallClock: @escaping () -> Double = DuplicateCheckBudget.secondsSinceEpoch,
+        countFailedMatch: @escaping @ServiceActor (UInt32) -> Void
+    ) {
         directory = stateDirectory + "/duplicate-checks"
         self.wallClock = wallClock
+        self.countFailedMatch = countFailedMatch
+    }
+
+    /// The check's scan matched a print of another account (or the reader
+    /// would not say whose): one failed match toward the asker's own
+    /// lockout, as a wrong finger at their own lock screen would be.
+    func matchedAnotherAccount(asker uid: UInt32) {
+        guard uid != 0 else { return }
+        Log.notice("an enrollment's duplicate check by uid \(uid) matched another account's print: counted as a failed match")
+        countFailedMatch(uid)
     }
 
     nonisolated static func secondsSinceEpoch() -> Double {

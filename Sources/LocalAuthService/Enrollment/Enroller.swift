@@ -15,11 +15,14 @@ final class Enroller {
     let prints: any EnrollerPrints
     /// Bounds each wait for a finger (`--scan-timeout`).
     private let scanTimeout: Double
+    /// The match oracle of the check before enrolling on a chip, bounded per uid.
+    let duplicateChecks: DuplicateCheckBudget
 
-    init(seams: any EnrollerSeams, prints: any EnrollerPrints, scanTimeout: Double) {
+    init(seams: any EnrollerSeams, prints: any EnrollerPrints, scanTimeout: Double, duplicateChecks: DuplicateCheckBudget) {
         self.seams = seams
         self.prints = prints
         self.scanTimeout = scanTimeout
+        self.duplicateChecks = duplicateChecks
     }
 
     static let duplicateError = ServiceError(
@@ -61,6 +64,10 @@ final class Enroller {
         // for a caller who left.
         let cancellable = record.cancellable
         try record.checkNotEnded()
+        // A reader that keeps prints on its chip checks the finger against
+        // every account's prints first (or refuses a duplicate itself): one
+        // of the caller's duplicate checks today, before the reader is touched.
+        if seams.storesPrints(reader) { try duplicateChecks.spend(for: caller.uid) }
         let ticket = SensorQueue.Ticket(uid: caller.uid, purpose: .enrollment(sender: caller.sender))
         ticket.reader = reader
         ticket.interrupt = { reason in record.interrupt(reason) }
@@ -88,7 +95,7 @@ final class Enroller {
         defer { timer.stop() }
         emitStatus(sender, .placeFinger, 0, stages)
         do throws(ServiceError) {
-            try await refuseDuplicateOnChip(device, except: (uid, finger), cancellable: cancellable)
+            try await refuseDuplicateOnChip(device, except: (uid, finger), asker: caller.uid, cancellable: cancellable)
         } catch {
             emitStatus(sender, error.kind == .duplicatePrint ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
@@ -142,7 +149,11 @@ final class Enroller {
                     : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
             if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
             if failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { throw Self.chipFullError }
-            if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { throw Self.duplicateError }
+            if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) {
+                // The chip's own check: it does not say whose print.
+                duplicateChecks.matchedAnotherAccount(asker: caller.uid)
+                throw Self.duplicateError
+            }
             if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
             if let unusable = seams.unusable(failure, device) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")

@@ -10,7 +10,7 @@ import LocalAuthShared
 // (for any account), and an administrator can list the chip and remove the
 // prints no enrolled record owns (orphans), never one that a record owns.
 // Holding the reader for one operation is the service's
-// (Readers/ChipPrints.swift, `withReader`).
+// (Readers/ReaderGate.swift, `withReader`).
 extension Enroller {
     // MARK: Deleting and replacing
 
@@ -50,10 +50,12 @@ extension Enroller {
     /// (FP_DEVICE_ERROR_DATA_DUPLICATE), as are all on a reader that checks
     /// duplicates itself (FP_DEVICE_FEATURE_DUPLICATES_CHECK).
     func refuseDuplicateOnChip(_ device: Readers.Reader, except replaced: (uid: UInt32, finger: FingerName),
-                               cancellable: Cancellable) async throws(ServiceError) {
+                               asker: UInt32, cancellable: Cancellable) async throws(ServiceError) {
         guard device.storesPrints, !device.checksDuplicates else { return }
         let replacedPaths = Set(prints.allPrints(of: replaced.uid).filter { $0.finger == replaced.finger }.map(\.path))
-        let gallery = prints.everyPrint(on: device.identity).filter { !replacedPaths.contains($0.path) }.map(\.print)
+        let candidates = prints.everyPrint(on: device.identity).filter { !replacedPaths.contains($0.path) }
+        let gallery = candidates.map(\.print)
+        let own = Set(prints.allPrints(of: replaced.uid).map(\.path))
         guard !gallery.isEmpty else { return }
         while true {
             let result: Readers.ScanResult
@@ -67,8 +69,13 @@ extension Enroller {
                 throw ServiceErrors.la(.systemCancel, "could not check the reader's chip: \(error.message)")
             }
             switch result {
-            case .match:
+            case .match(let matched):
                 Log.notice("enrollment refused: the finger is already on the chip of \(device.identity)")
+                // A hit on another account's print is a guess that came true.
+                let owner = candidates.first { $0.print.pointer == matched.pointer }
+                if owner.map({ !own.contains($0.path) }) ?? true {
+                    duplicateChecks.matchedAnotherAccount(asker: asker)
+                }
                 throw Self.duplicateError
             case .noMatch: return
             case .retry: continue

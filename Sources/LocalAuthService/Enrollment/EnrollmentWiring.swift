@@ -1,53 +1,60 @@
 import DBusCore
 import LocalAuthShared
 
-// Wiring only: the service's reader choice, reader queue, readers and bus as
-// the Enroller's seams, the print store as its prints, and the service's old
-// entry point for Authorization.swift (the integrator rewires it).
+// Wiring only: the reader choice, reader queue, readers and bus as the
+// Enroller's seams, the print store as its prints, each given as the
+// components they are; a print saved or deleted is an event (ServiceEvents).
 
 @ServiceActor
 final class ServiceEnrollerSeams: EnrollerSeams {
-    /// The service outlives the component that alone holds this adapter
-    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
-    /// retain and release on every call; see ServiceEvaluatorWiring).
-    private unowned(unsafe) let service: LocalAuthService
+    private let readerChoice: ReaderChoice
+    private let readers: Readers
+    private let queue: SensorQueue
+    private let gate: ReaderGate
+    private let bus: BusConnection
 
-    init(_ service: LocalAuthService) { self.service = service }
-
-    func reader(for uid: UInt32) -> Readers.Identity? { service.readerChoice.reader(for: uid) }
-    var noReaderError: ServiceError { service.readerChoice.noReaderError }
-    func isReachable(_ reader: Readers.Identity) -> Bool { service.readerChoice.reachableReaders.contains(reader) }
-    var chipReaders: [Readers.Identity] { service.readers.usableReaders.filter(storesPrints) }
-    func storesPrints(_ reader: Readers.Identity) -> Bool { service.readers.usable(reader)?.storesPrints == true }
-
-    func isEnrolling(_ sender: String) -> Bool { service.queue.isEnrolling(sender) }
-    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
-        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue = service.queue] in queue.withdraw(ticket) }
-        defer { waitLimit.cancel() }
-        return await service.queue.acquire(ticket)
+    init(readerChoice: ReaderChoice, readers: Readers, queue: SensorQueue, gate: ReaderGate, bus: BusConnection) {
+        self.readerChoice = readerChoice
+        self.readers = readers
+        self.queue = queue
+        self.gate = gate
+        self.bus = bus
     }
-    func releaseTurn() { service.queue.release() }
+
+    func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
+    var noReaderError: ServiceError { readerChoice.noReaderError }
+    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
+    var chipReaders: [Readers.Identity] { readers.usableReaders.filter(storesPrints) }
+    func storesPrints(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.storesPrints == true }
+
+    func isEnrolling(_ sender: String) -> Bool { queue.isEnrolling(sender) }
+    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
+        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
+        defer { waitLimit.cancel() }
+        return await queue.acquire(ticket)
+    }
+    func releaseTurn() { queue.release() }
     func open(
         _ reader: Readers.Identity, cancellable: Cancellable,
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> Readers.Reader {
-        try await service.readerGate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+        try await gate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
     }
-    func relinquish(_ device: Readers.Reader) { service.readers.relinquish(device) }
+    func relinquish(_ device: Readers.Reader) { readers.relinquish(device) }
     func withReader<T>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {
-        try await service.readerGate.withReader(identity, for: record, uid: uid, body)
+        try await gate.withReader(identity, for: record, uid: uid, body)
     }
 
-    func enrollStages(on reader: Readers.Identity) -> Int { service.readers.enrollStages(on: reader) }
+    func enrollStages(on reader: Readers.Identity) -> Int { readers.enrollStages(on: reader) }
     func enroll(
         _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
         progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
     ) async throws(GLibError) -> GObjectRef {
-        try await service.readers.enroll(
+        try await readers.enroll(
             finger: finger.fpFinger, username: username, on: device,
             cancellable: cancellable, progress: progress)
     }
@@ -55,18 +62,18 @@ final class ServiceEnrollerSeams: EnrollerSeams {
         _ gallery: [GObjectRef], on device: Readers.Reader,
         cancellable: Cancellable
     ) async throws(GLibError) -> Readers.ScanResult {
-        try await service.readers.identify(gallery, on: device, cancellable: cancellable)
+        try await readers.identify(gallery, on: device, cancellable: cancellable)
     }
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] {
-        try await service.readers.chipPrints(on: device)
+        try await readers.chipPrints(on: device)
     }
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {
-        try await service.readers.deleteFromChip(print, on: device)
+        try await readers.deleteFromChip(print, on: device)
     }
-    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { service.readerGate.unusable(error, device) }
+    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { gate.unusable(error, device) }
 
     func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
-        try? service.bus.emit(
+        try? bus.emit(
             path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,
             member: LocalAuthBus.Signal.enrollStatus,
             arguments: [.string(progress.rawValue), .uint32(stage), .uint32(stages)],
@@ -79,26 +86,30 @@ final class ServiceEnrollerSeams: EnrollerSeams {
 /// subscribers of that uid hear it when the call ends).
 @ServiceActor
 final class ServiceEnrollerPrints: EnrollerPrints {
-    private unowned let service: LocalAuthService
+    private let prints: PrintStore
+    private let events: ServiceEvents
 
-    init(_ service: LocalAuthService) { self.service = service }
+    init(prints: PrintStore, events: ServiceEvents) {
+        self.prints = prints
+        self.events = events
+    }
 
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
-        service.prints.prints(of: uid, for: reader)
+        prints.prints(of: uid, for: reader)
     }
-    func allPrints(of uid: UInt32) -> [PrintStore.StoredPrint] { service.prints.allPrints(of: uid) }
-    func everyPrint(on reader: Readers.Identity) -> [PrintStore.StoredPrint] { service.prints.everyPrint(on: reader) }
-    func isOurs(_ stored: PrintStore.StoredPrint) -> Bool { service.prints.isOurs(stored) }
+    func allPrints(of uid: UInt32) -> [PrintStore.StoredPrint] { prints.allPrints(of: uid) }
+    func everyPrint(on reader: Readers.Identity) -> [PrintStore.StoredPrint] { prints.everyPrint(on: reader) }
+    func isOurs(_ stored: PrintStore.StoredPrint) -> Bool { prints.isOurs(stored) }
     func save(_ print: GObjectRef, finger: FingerName, uid: UInt32, reader: Readers.Identity) throws -> PrintFile {
-        defer { service.environment.userChanged(uid) }
-        return try service.prints.save(print, finger: finger, uid: uid, reader: reader)
+        defer { events.publishUserChanged(uid) }
+        return try prints.save(print, finger: finger, uid: uid, reader: reader)
     }
     func delete(_ finger: FingerName, uid: UInt32) throws -> Bool {
-        defer { service.environment.userChanged(uid) }
-        return try service.prints.delete(finger, uid: uid)
+        defer { events.publishUserChanged(uid) }
+        return try prints.delete(finger, uid: uid)
     }
     func deleteAll(uid: UInt32) throws -> Int {
-        defer { service.environment.userChanged(uid) }
-        return try service.prints.deleteAll(uid: uid)
+        defer { events.publishUserChanged(uid) }
+        return try prints.deleteAll(uid: uid)
     }
 }

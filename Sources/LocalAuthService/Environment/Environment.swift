@@ -25,11 +25,14 @@ struct EnvironmentSubscriber {
 @ServiceActor
 final class Environment {
     private let seams: any EnvironmentSeams
-    private let passwordRequirement: EnvironmentRules.PasswordRequirement
-    /// When each user last gave the password (`--require-password-after`).
+    /// When each user last gave the password, and the rule (`--require-password-after`).
     let passwords: PasswordStore
-    /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift).
+    private var passwordRequirement: EnvironmentRules.PasswordRequirement { passwords.requirement }
+    /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift),
+    /// made before the reader choice, which reads whether readers are offered.
     let sleepCycle: SleepCoordinator
+    /// SIGTERM: logind's PrepareForSleep is ignored from now on.
+    private(set) var stopping = false
     /// Connections subscribed to EnvironmentChanged, by unique name.
     private(set) var subscribers: [String: EnvironmentSubscriber] = [:]
     /// Counts logind's session changes: the newest judgment of subscribers' presence wins.
@@ -41,16 +44,17 @@ final class Environment {
     private var passwordExpiries: [UInt32: Int64] = [:]
     private var earliestPasswordExpiry: Int64?
 
-    init(
-        passwords: PasswordStore, passwordRequirement: EnvironmentRules.PasswordRequirement,
-        seams: any EnvironmentSeams, sleepSeams: any SleepSeams,
-        spawn: @escaping @ServiceActor (@escaping @ServiceActor () async -> Void) -> Void
-    ) {
+    init(passwords: PasswordStore, seams: any EnvironmentSeams, sleepCycle: SleepCoordinator, events: ServiceEvents) {
         self.passwords = passwords
-        self.passwordRequirement = passwordRequirement
         self.seams = seams
-        sleepCycle = SleepCoordinator(seams: sleepSeams, spawn: spawn)
+        self.sleepCycle = sleepCycle
+        // What changes against the order of construction reaches it as events.
+        events.onUserChanged { [unowned self] uid in userChanged(uid) }
+        events.onEnvironmentMayHaveChanged { [unowned self] in mayHaveChanged() }
     }
+
+    /// SIGTERM.
+    func stop() { stopping = true }
 
     /// From PrepareForSleep(true) until the readers are offered again: none is offered.
     var asleep: Bool { !sleepCycle.offersReaders }
@@ -58,12 +62,7 @@ final class Environment {
     // MARK: The password after boot
 
     /// `--require-password-after`: the error while biometrics wait for the password.
-    func passwordNeeded(_ uid: UInt32) -> ServiceError? {
-        guard passwordRequirement.isActive else { return nil }
-        return EnvironmentRules.passwordNeeded(
-            passwordRequirement, stored: passwords.stored(uid),
-            bootID: PasswordStore.bootID, now: Int64(time(nil)))
-    }
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwords.passwordNeeded(uid) }
 
     /// The user gave the password now (policy 2).
     func passwordGiven(_ uid: UInt32) {
@@ -86,7 +85,7 @@ final class Environment {
     /// resume a new inhibitor is taken and readers open again on demand. One
     /// ordered state machine decides (Readers/SleepCycle.swift).
     func prepareForSleep(_ sleeping: Bool) {
-        guard !seams.stopping else { return }
+        guard !stopping else { return }
         Log.info(
             sleeping
                 ? "the system is going to sleep: ending scans and closing the readers"

@@ -36,7 +36,6 @@ protocol EnvironmentSeams: AnyObject {
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
 
     // The service and the bus.
-    var stopping: Bool { get }
     /// EnvironmentChanged(state), unicast to `sender`.
     func emitEnvironmentChanged(_ state: [String: DBusValue], to sender: String)
 }

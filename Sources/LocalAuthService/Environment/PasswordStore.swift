@@ -2,8 +2,10 @@ import DBusCore
 import Glibc
 import LocalAuthShared
 
-// The password-given records behind `--require-password-after` (owned by the
-// Environment component; the rule itself is EnvironmentRules.passwordNeeded).
+// The password-given records behind `--require-password-after`, and the rule
+// over them (EnvironmentRules.passwordNeeded): made before the Evaluator
+// (which asks it and records the password given) and the Environment
+// (which tells subscribers when a password given runs out).
 
 /// When each user last gave the password (policy 2), for
 /// `--require-password-after`: `<state>/password-given/<uid>`, "<boot id>
@@ -12,8 +14,19 @@ import LocalAuthShared
 final class PasswordStore {
     private let directory: String
     private var cache: [UInt32: EnvironmentRules.Stored] = [:]
+    /// `--require-password-after`.
+    let requirement: EnvironmentRules.PasswordRequirement
 
-    init(stateDirectory: String) { directory = stateDirectory + "/password-given" }
+    init(stateDirectory: String, requirement: EnvironmentRules.PasswordRequirement = .init()) {
+        directory = stateDirectory + "/password-given"
+        self.requirement = requirement
+    }
+
+    /// `--require-password-after`: the error while biometrics wait for the password.
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? {
+        guard requirement.isActive else { return nil }
+        return EnvironmentRules.passwordNeeded(requirement, stored: stored(uid), bootID: Self.bootID, now: Int64(time(nil)))
+    }
 
     /// This boot's id: the kernel's, else the one the unit passes. The shipped
     /// unit has `ProcSubset=pid`, which hides /proc/sys, so it sets

@@ -27,7 +27,7 @@ final class Evaluator {
 
     // The state evaluations leave behind: private, so that only the methods
     // below (and no other file, component or fake) change it.
-    /// Consecutive failed matches of each user, on disk (Storage.swift).
+    /// Consecutive failed matches of each user, on disk (LockoutStore.swift).
     private let lockout: LockoutStore
     /// The finger each user matched with last: a verify-only reader tries it first.
     private let lastFinger: LastFingerStore
@@ -147,7 +147,7 @@ final class Evaluator {
     }
 
     /// The evaluation of a call that asks for one (EvaluatePolicy, and
-    /// AuthorizeRight with its right's policy: Rights.swift): returns once the
+    /// AuthorizeRight with its right's policy: Rights/RightsPolicy.swift): returns once the
     /// person is verified, or throws why not.
     func evaluate(
         _ request: Request, policy: PolicyValue, reason: String,

@@ -56,6 +56,8 @@ struct EnrolledPrint {
     /// The print the reader compares with: libfprint's FpPrint for the real
     /// readers, anything for a fake one. Only a ReaderSession looks inside.
     let template: any PrintTemplate
+    /// Where it is kept, for a component that deletes it (fprintd's Device).
+    var location = ""
 }
 
 /// The reader's own form of a print (see EnrolledPrint.template).

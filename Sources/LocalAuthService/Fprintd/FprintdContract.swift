@@ -13,7 +13,8 @@ enum FprintdBus {
 
     static func devicePath(_ id: Int) -> String { devicePathPrefix + String(id) }
 
-    /// fprintd's error names, exactly.
+    /// fprintd's error names, exactly; the service's errors reach them
+    /// through `ErrorTable.fprintd`.
     enum Error: String, CaseIterable {
         case claimDevice = "net.reactivated.Fprint.Error.ClaimDevice"
         case alreadyInUse = "net.reactivated.Fprint.Error.AlreadyInUse"
@@ -25,8 +26,6 @@ enum FprintdBus {
         case noSuchDevice = "net.reactivated.Fprint.Error.NoSuchDevice"
         case printsNotDeleted = "net.reactivated.Fprint.Error.PrintsNotDeleted"
         case printsNotDeletedFromDevice = "net.reactivated.Fprint.Error.PrintsNotDeletedFromDevice"
-
-        func callAsFunction(_ message: String) -> DBusError { DBusError(DBusError.Name(rawValue: rawValue), message) }
     }
 
     /// fprintd's polkit actions. A method that lists several needs any one of them.
@@ -114,71 +113,138 @@ enum FprintdBus {
     }
 }
 
-/// One row per method of net.reactivated.Fprint.Device, as MethodTable.swift
-/// does for org.example.LocalAuth: the signature, the polkit actions (any one
-/// suffices), whether the call must come from the claimer, and the handler.
-/// The device checks the claim first, then the username, then polkit, as fprintd does.
-struct FprintdMethodSpec {
-    /// Which claim state the call needs.
-    enum ClaimRule {
-        /// The device must be unclaimed (Claim).
-        case unclaimed
-        /// Claimed by this caller, with no Claim still opening.
-        case claimed
-        /// Claimed by this caller, or unclaimed (DeleteEnrolledFingers).
-        case claimedOrFree
-        /// Whatever the claim (ListEnrolledFingers).
-        case anytime
+extension ErrorTable {
+    /// fprintd's names for the service's errors: on net.reactivated.Fprint
+    /// only these ten and D-Bus's own, never org.example.LocalAuth's.
+    static let fprintd = ErrorTable { kind in
+        let name: FprintdBus.Error
+        switch kind {
+        case .la(.biometryNotAvailable): name = .noSuchDevice
+        case .la(.biometryNotEnrolled), .notEnrolled: name = .noEnrolledPrints
+        case .la(.biometryLockout), .la(.authenticationFailed), .permissionDenied, .notAtTheReader, .unprovenSandbox,
+             .notAuthorized:
+            name = .permissionDenied
+        // Interrupted (SystemCancel and the like), stopping, failures below the contract.
+        case .la, .failed, .noSuchUser, .readerInUse, .readerCoolingDown, .alreadyEnrolled, .readOnly, .duplicatePrint,
+             .readerStorageFull, .promptAgentExists, .rightNotFound, .rightInvalidated, .noSecret, .accountChanged,
+             .tpmNotResponding:
+            name = .internal
+        // The router answers a wrong signature itself: a bad argument here is a finger name.
+        case .invalidArgs: name = .invalidFingername
+        case .busy: name = .alreadyInUse
+        case .storageFailed: name = .printsNotDeleted
+        case .readerPrintNotDeleted: name = .printsNotDeletedFromDevice
+        case .notClaimed: name = .claimDevice
+        case .nothingInProgress: name = .noActionInProgress
+        case .limitExceeded: return DBusError.Name.limitsExceeded.rawValue
+        }
+        return name.rawValue
     }
-
-    let signature: String
-    let actions: [FprintdBus.Action]
-    let claim: ClaimRule
-    /// The first argument is a username (empty: the caller); another user needs setusername.
-    var takesUsername = false
-    let handler: @ServiceActor (FprintdDevice, FprintdRequest) async throws(DBusError) -> [DBusValue]
 }
 
-/// A call to a device, with its caller resolved.
-struct FprintdRequest {
-    let call: IncomingCall
-    /// Who calls (Callers/): one record per connection, as for org.example.LocalAuth.
-    let caller: CallerRecord
-    /// The call in the service's registry (bounds, SIGTERM, the caller leaving).
-    let record: CallRecord
-    var uid: UInt32 { caller.uid }
-    /// For methods that take a username: the user it names once allowed.
-    let username: String?
-    var sender: String { call.sender }
-    /// The body, decoded once when the call was registered (`Message.arguments` decodes on every access).
-    var arguments: [DBusValue] { record.arguments }
+/// A finger name as fprintd's methods take it: any string, judged by the
+/// handler after the claim (fprintd's order), so decoding cannot fail.
+struct FingerNameArgument: CallArguments {
+    let name: String
+    init(_ arguments: [DBusValue]) throws(ServiceError) { name = arguments[0].string ?? "" }
+}
+
+/// A username: empty or the caller's own means the caller; another user
+/// needs `setusername` (the router asks before the name is looked up).
+struct UsernameArgument: CallArguments {
+    let username: String
+    var namedUser: String? { username.isEmpty ? nil : username }
+
+    init(_ arguments: [DBusValue]) throws(ServiceError) {
+        username = arguments[0].string ?? ""
+        guard username.utf8.count <= 256 else { throw ServiceError(.failed, "the user name is too long") }
+    }
+}
+
+/// The claim a Device method needs, checked before polkit and again after (fprintd's order).
+enum ClaimRule {
+    /// The device must be unclaimed (Claim).
+    case unclaimed
+    /// Claimed by this caller.
+    case claimed
+    /// Claimed by this caller, or unclaimed (DeleteEnrolledFingers).
+    case claimedOrFree
+    /// Whatever the claim (ListEnrolledFingers).
+    case anytime
 }
 
 extension FprintdDevice {
-    nonisolated static let methods: [String: FprintdMethodSpec] = [
-        "Claim": FprintdMethodSpec(signature: "s", actions: [.verify, .enroll], claim: .unclaimed, takesUsername: true,
-                                   handler: { device, request throws(DBusError) in try await device.claim(request) }),
-        "Release": FprintdMethodSpec(signature: "", actions: [], claim: .claimed,
-                                     handler: { device, request throws(DBusError) in try await device.release(request) }),
-        "ListEnrolledFingers": FprintdMethodSpec(signature: "s", actions: [.verify], claim: .anytime, takesUsername: true,
-                                                 handler: { device, request throws(DBusError) in try device.listEnrolledFingers(request) }),
-        "DeleteEnrolledFingers": FprintdMethodSpec(signature: "s", actions: [.enroll], claim: .claimedOrFree, takesUsername: true,
-                                                   handler: { device, request throws(DBusError) in try await device.deleteEnrolledFingers(request) }),
-        "DeleteEnrolledFingers2": FprintdMethodSpec(signature: "", actions: [.enroll], claim: .claimed,
-                                                    handler: { device, request throws(DBusError) in try await device.deleteEnrolledFingers2(request) }),
-        "DeleteEnrolledFinger": FprintdMethodSpec(signature: "s", actions: [.enroll], claim: .claimed,
-                                                  handler: { device, request throws(DBusError) in try await device.deleteEnrolledFinger(request) }),
-        "VerifyStart": FprintdMethodSpec(signature: "s", actions: [.verify], claim: .claimed,
-                                         handler: { device, request throws(DBusError) in try await device.verifyStart(request) }),
+    /// net.reactivated.Fprint.Device: one row per method, as MethodTable.swift
+    /// has for org.example.LocalAuth. fprintd asks polkit with interaction
+    /// allowed; a method that lists several actions needs any one of them.
+    nonisolated static let contract = BusContract<FprintdDevice>(
+        interface: FprintdBus.deviceInterface, methods: methods, errors: .fprintd, introspection: FprintdServer.deviceXML,
+        properties: { device in device.propertyValues }, refusal: FprintdServer.refusal)
+
+    nonisolated static let methods: [String: MethodSpec<FprintdDevice>] = [
+        "Claim": row("s", [.verify, .enroll], .unclaimed, UsernameArgument.self) { device, call throws(ServiceError) in
+            try device.claim(call)
+        },
+        "Release": row("", [], .claimed, NoArguments.self) { device, call throws(ServiceError) in
+            try await device.release(call.request)
+        },
+        "ListEnrolledFingers": row("s", [.verify], .anytime, UsernameArgument.self) { device, call throws(ServiceError) in
+            try device.listEnrolledFingers(call.request)
+        },
+        "DeleteEnrolledFingers": row("s", [.enroll], .claimedOrFree, UsernameArgument.self) { device, call throws(ServiceError) in
+            try await device.deleteEnrolledFingers(call.request)
+        },
+        "DeleteEnrolledFingers2": row("", [.enroll], .claimed, NoArguments.self) { device, call throws(ServiceError) in
+            try await device.deleteEnrolledFingers2(call.request)
+        },
+        "DeleteEnrolledFinger": row("s", [.enroll], .claimed, FingerNameArgument.self) { device, call throws(ServiceError) in
+            try await device.deleteEnrolledFinger(call)
+        },
+        "VerifyStart": row("s", [.verify], .claimed, FingerNameArgument.self) { device, call throws(ServiceError) in
+            try await device.verifyStart(call)
+        },
         // Stopping needs no action: the caller was authorized to start.
-        "VerifyStop": FprintdMethodSpec(signature: "", actions: [], claim: .claimed,
-                                        handler: { device, request throws(DBusError) in try await device.verifyStop(request) }),
-        "EnrollStart": FprintdMethodSpec(signature: "s", actions: [.enroll], claim: .claimed,
-                                         handler: { device, request throws(DBusError) in try await device.enrollStart(request) }),
-        "EnrollStop": FprintdMethodSpec(signature: "", actions: [], claim: .claimed,
-                                        handler: { device, request throws(DBusError) in try await device.enrollStop(request) }),
+        "VerifyStop": row("", [], .claimed, NoArguments.self) { device, call throws(ServiceError) in
+            try await device.verifyStop(call.request)
+        },
+        "EnrollStart": row("s", [.enroll], .claimed, FingerNameArgument.self) { device, call throws(ServiceError) in
+            try await device.enrollStart(call)
+        },
+        "EnrollStop": row("", [], .claimed, NoArguments.self) { device, call throws(ServiceError) in
+            try await device.enrollStop(call.request)
+        },
     ]
 
-    /// The manager's methods and their signatures (no arguments, no polkit).
-    nonisolated static let managerMethods: [String: String] = ["GetDevices": "", "GetDefaultDevice": ""]
+    private nonisolated static func row<Arguments: CallArguments>(
+        _ signature: String, _ actions: [FprintdBus.Action], _ claim: ClaimRule, _ arguments: Arguments.Type,
+        handler: @escaping @ServiceActor @Sendable (FprintdDevice, Call<Arguments>) async throws(ServiceError) -> [DBusValue]
+    ) -> MethodSpec<FprintdDevice> {
+        MethodSpec(
+            signature: signature,
+            authorization: Authorization(actions: actions.map(\.rawValue), interactive: true,
+                                         anotherUser: .also(FprintdBus.Action.setUsername.rawValue)),
+            arguments,
+            admits: { device, request throws(ServiceError) in try device.checkClaim(claim, sender: request.sender) },
+            handler: handler)
+    }
+}
+
+extension FprintdServer {
+    /// net.reactivated.Fprint.Manager: no arguments, no polkit.
+    nonisolated static let contract = BusContract<FprintdServer>(
+        interface: FprintdBus.managerInterface,
+        methods: [
+            "GetDevices": MethodSpec(signature: "", authorization: .none, NoArguments.self) { server, _ throws(ServiceError) in
+                [.array("o", server.devices.map { .objectPath(ObjectPath(stringLiteral: $0.path)) })]
+            },
+            "GetDefaultDevice": MethodSpec(signature: "", authorization: .none, NoArguments.self) { server, call throws(ServiceError) in
+                [.objectPath(ObjectPath(stringLiteral: try server.defaultDevice(for: call.uid).path))]
+            },
+        ],
+        errors: .fprintd, introspection: managerXML, properties: nil, refusal: refusal)
+
+    /// polkit's no, in fprintd's words.
+    nonisolated static let refusal: @Sendable (String, Authorizer.Decision) -> ServiceError = { action, _ in
+        ServiceError(.permissionDenied, "Not Authorized: \(action)")
+    }
 }

@@ -1,5 +1,3 @@
-internal import CFprint
-internal import CGLib
 import DBusCore
 import LocalAuthShared
 
@@ -12,15 +10,25 @@ import LocalAuthShared
 /// setusername; the claim ends with Release or when the claimer leaves the
 /// bus. One operation (verify or enroll) at a time; it stays "current" after
 /// its final status until VerifyStop / EnrollStop.
+///
+/// It reaches the rest of the service only through its seams
+/// (FprintdSeams.swift), so its rules run in unit tests over fakes.
 @ServiceActor
 final class FprintdDevice {
     let id: Int
-    let identity: Readers.Identity
+    let reader: any FprintdReader
+    var identity: Readers.Identity { reader.identity }
     let path: String
-    unowned let server: FprintdServer
-    let reader: Readers.Reader
-    var service: LocalAuthService { server.service }
+    let seams: any FprintdSeams
+    /// The reader queue every operation of the service takes its turn in.
+    let queue: SensorQueue
+    /// How long a verify or enroll waits for a finger (`--scan-timeout`).
+    let scanTimeout: Double
+    /// Runs work as a task of the service's group (SIGTERM waits for it).
+    let spawn: @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     private(set) var isGone = false
+    /// SIGTERM: no operation starts any more.
+    private(set) var stopping = false
 
     struct Claim {
         let sender: String
@@ -35,118 +43,69 @@ final class FprintdDevice {
     private var fingerPresent = false
     private var fingerNeeded = false
 
-    init(id: Int, reader: Readers.Reader, server: FprintdServer) {
+    init(
+        id: Int, reader: any FprintdReader, seams: any FprintdSeams, queue: SensorQueue, scanTimeout: Double,
+        spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
+    ) {
         self.id = id
         self.reader = reader
-        self.identity = reader.identity
-        self.server = server
+        self.seams = seams
+        self.queue = queue
+        self.scanTimeout = scanTimeout
+        self.spawn = spawn
         path = FprintdBus.devicePath(id)
-        followFingerStatus()
+        reader.followFingerStatus { [weak self] present, needed in self?.fingerStatusChanged(present: present, needed: needed) }
     }
 
     var supportsIdentify: Bool { reader.supportsIdentify }
 
     // MARK: Checks, in fprintd's order
 
-    func serve(_ call: IncomingCall, _ spec: FprintdMethodSpec, caller: CallerRecord,
-               record: CallRecord) async throws(DBusError) -> [DBusValue] {
-        let uid = caller.uid
-        try checkClaim(spec.claim, sender: call.sender)
-        var username: String?
-        if spec.takesUsername {
-            username = try await authorizeUsername(record.arguments[0].string ?? "", uid: uid, sender: call.sender, record: record)
-        }
-        try await authorize(spec.actions, sender: call.sender, record: record)
-        // Re-read after the awaits: the claim may have changed meanwhile, and
-        // the caller may have left the bus while polkit answered (a claim set
-        // for a name that is gone would hold the device for nobody, for ever).
-        try checkClaim(spec.claim, sender: call.sender)
-        try checkStillThere(record)
-        return try await spec.handler(self, FprintdRequest(call: call, caller: caller, record: record, username: username))
-    }
-
-    /// The call ended (its caller left the bus, or SIGTERM): nothing may be
-    /// set up for it any more.
-    private func checkStillThere(_ record: CallRecord) throws(DBusError) {
-        do throws(ServiceError) {
-            try record.checkNotEnded()
-        } catch {
-            throw FprintdBus.Error.internal("the call ended: \(error.message)")
-        }
-    }
-
-    private func checkClaim(_ rule: FprintdMethodSpec.ClaimRule, sender: String) throws(DBusError) {
-        if isGone { throw FprintdBus.Error.internal("the reader \(identity) is gone") }
+    /// The claim a method needs (its row's `ClaimRule`), checked by the
+    /// router before polkit and again after it (FprintdContract.swift).
+    func checkClaim(_ rule: ClaimRule, sender: String) throws(ServiceError) {
+        if isGone { throw ServiceError(.failed, "the reader \(identity) is gone") }
         switch rule {
         case .anytime:
             return
         case .unclaimed:
-            if claim != nil { throw FprintdBus.Error.alreadyInUse("Device was already claimed") }
+            if claim != nil { throw ServiceError(.busy, "Device was already claimed") }
         case .claimedOrFree:
-            if let claim, claim.sender != sender { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+            if let claim, claim.sender != sender { throw ServiceError(.busy, "Device already in use by another user") }
         case .claimed:
-            guard let claim else { throw FprintdBus.Error.claimDevice("Device was not claimed before use") }
-            if claim.sender != sender { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+            guard let claim else { throw ServiceError(.notClaimed, "Device was not claimed before use") }
+            if claim.sender != sender { throw ServiceError(.busy, "Device already in use by another user") }
         }
     }
 
-    /// The user a call is about: the caller for an empty name or their own;
-    /// anyone else needs setusername (asked before the name is looked up).
-    private func authorizeUsername(_ requested: String, uid: UInt32, sender: String,
-                                   record: CallRecord) async throws(DBusError) -> String {
-        guard let own = Users.name(of: uid) else {
-            throw FprintdBus.Error.internal("Failed to get information about user UID \(uid)")
-        }
-        if requested.isEmpty || requested == own { return own }
-        guard requested.utf8.count <= 256 else { throw FprintdBus.Error.internal("the user name is too long") }
-        try await authorize([.setUsername], sender: sender, record: record)
-        return requested
-    }
-
-    /// Any one of `actions` authorized by polkit (fprintd asks with user interaction allowed).
-    private func authorize(_ actions: [FprintdBus.Action], sender: String, record: CallRecord) async throws(DBusError) {
-        guard !actions.isEmpty else { return }
-        for action in actions {
-            let check = Cancellable()
-            // SIGTERM or the caller leaving cancels the check (Requests.swift).
-            record.authorization = check
-            let decision = await service.authorizer.check(actionID: action.rawValue, busName: sender, interactive: true,
-                                                          cancellable: check)
-            record.authorization = nil
-            if decision == .authorized { return }
-            if record.interruption != nil { break }
-        }
-        throw FprintdBus.Error.permissionDenied("Not Authorized: \(actions.last!.rawValue)")
-    }
-
-    /// The uid of a username named in a call (fprintd keys prints by name; the
-    /// lockout and our store by uid).
-    private func uid(of username: String) throws(DBusError) -> UInt32 {
-        guard let uid = Users.uid(of: username) else {
-            throw FprintdBus.Error.internal("there is no user named \(ServiceErrors.echo(username))")
-        }
-        return uid
-    }
-
-    func currentClaim(_ sender: String) throws(DBusError) -> Claim {
-        guard let claim else { throw FprintdBus.Error.claimDevice("Device was not claimed before use") }
-        guard claim.sender == sender else { throw FprintdBus.Error.alreadyInUse("Device already in use by another user") }
+    func currentClaim(_ sender: String) throws(ServiceError) -> Claim {
+        guard let claim else { throw ServiceError(.notClaimed, "Device was not claimed before use") }
+        guard claim.sender == sender else { throw ServiceError(.busy, "Device already in use by another user") }
         return claim
     }
 
     // MARK: Claim and Release
 
-    func claim(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
-        let username = request.username!
-        let uid = try uid(of: username)
-        guard claim == nil else { throw FprintdBus.Error.alreadyInUse("Device was already claimed") }
-        try checkStillThere(request.record)
-        claim = Claim(sender: request.sender, username: username, uid: uid)
+    /// Claims for the caller, or for the user the call named (the router
+    /// asked setusername and looked the name up: `request.target`).
+    func claim(_ call: Call<UsernameArgument>) throws(ServiceError) -> [DBusValue] {
+        let request = call.request
+        let username: String
+        if call.arguments.username.isEmpty {
+            guard let own = Users.name(of: request.uid) else {
+                throw ServiceError(.failed, "Failed to get information about user UID \(request.uid)")
+            }
+            username = own
+        } else {
+            username = call.arguments.username
+        }
+        guard claim == nil else { throw ServiceError(.busy, "Device was already claimed") }
+        claim = Claim(sender: request.sender, username: username, uid: request.target)
         Log.info("fprintd device \(id) claimed by \(request.sender) (uid \(request.uid)) for \(username)")
         return []
     }
 
-    func release(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func release(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try currentClaim(request.sender)
         if let operation {
             operation.cancel()
@@ -167,6 +126,8 @@ final class FprintdDevice {
     }
 
     func stopAll() {
+        stopping = true
+        // Cancelled as by a Stop: fprintd's final statuses (verify-no-match, enroll-failed).
         operation?.cancel()
     }
 
@@ -177,77 +138,70 @@ final class FprintdDevice {
 
     // MARK: Prints
 
-    private func enrolled(_ uid: UInt32) -> [PrintStore.StoredPrint] {
-        service.prints.prints(of: uid, for: identity)
-    }
-
-    func listEnrolledFingers(_ request: FprintdRequest) throws(DBusError) -> [DBusValue] {
-        let fingers = enrolled(try uid(of: request.username!)).map(\.finger.rawValue)
-        guard !fingers.isEmpty else { throw FprintdBus.Error.noEnrolledPrints("Failed to discover prints") }
+    func listEnrolledFingers(_ request: Request) throws(ServiceError) -> [DBusValue] {
+        let fingers = seams.prints(of: request.target, on: identity).map(\.finger.rawValue)
+        guard !fingers.isEmpty else { throw ServiceError(.notEnrolled, "Failed to discover prints") }
         return [.strings(fingers)]
     }
 
-    func deleteEnrolledFingers(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
-        try await delete(nil, uid: try uid(of: request.username!), record: request.record)
+    func deleteEnrolledFingers(_ request: Request) async throws(ServiceError) -> [DBusValue] {
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
+        try await delete(nil, uid: request.target, record: request.record)
         return []
     }
 
-    func deleteEnrolledFingers2(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFingers2(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         let claim = try currentClaim(request.sender)
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
         try await delete(nil, uid: claim.uid, record: request.record)
         return []
     }
 
-    func deleteEnrolledFinger(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func deleteEnrolledFinger(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
-        guard let name = request.arguments[0].string, let finger = FingerName(rawValue: name) else {
-            throw FprintdBus.Error.invalidFingername("Invalid finger name")
+        guard let finger = FingerName(rawValue: call.arguments.name) else {
+            throw ServiceError(.invalidArgs, "Invalid finger name")
         }
-        guard operation == nil else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation == nil else { throw ServiceError(.busy, "Another operation is already in progress") }
         try await delete(finger, uid: claim.uid, record: request.record)
         return []
     }
 
     /// The user's prints (one finger, or all) made on this reader, from both
     /// layouts: one print is one print, wherever it was enrolled.
-    private func doomed(_ finger: FingerName?, uid: UInt32) throws(DBusError) -> [PrintStore.StoredPrint] {
-        let doomed = service.prints.allPrints(of: uid).filter { $0.reader == identity && (finger == nil || $0.finger == finger) }
+    private func doomed(_ finger: FingerName?, uid: UInt32) throws(ServiceError) -> [EnrolledPrint] {
+        let doomed = seams.allPrints(of: uid, on: identity).filter { finger == nil || $0.finger == finger }
         guard !doomed.isEmpty else {
-            throw FprintdBus.Error.noEnrolledPrints(finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
-                                                    ?? "No fingerprint enrolled")
+            throw ServiceError(.notEnrolled, finger.map { "Fingerprint for finger \($0.rawValue) is not enrolled" }
+                                             ?? "No fingerprint enrolled")
         }
         return doomed
     }
 
     /// Deletes outside an operation: on a reader that keeps prints on its
-    /// chip, the reader is taken for the delete as main's delete takes it
-    /// (Readers/ChipPrints.swift `withReader`: a turn in the queue, opened,
-    /// given back), and each print leaves the chip before its file goes.
-    private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(DBusError) {
+    /// chip, the reader is taken for the delete as LocalAuth's delete takes it
+    /// (`ReaderGate.withReader`: a turn in the queue, opened, given back),
+    /// and each print leaves the chip before its file goes.
+    private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         guard reader.storesPrints else { return try removeFiles(doomed, finger: finger, uid: uid) }
-        do {
-            try await service.readerGate.withReader(identity, for: record, uid: uid, { device throws(DBusError) in
-                try await delete(finger, uid: uid, on: device)
-            }, failedToOpen: { $0.dbusError })
-        } catch where !error.name.rawValue.hasPrefix("net.reactivated.Fprint.Error.") {
-            throw FprintdBus.Error.printsNotDeletedFromDevice("Failed to delete fingerprint from the reader: \(error.message)")
-        }
+        try await seams.withReader(identity, for: record, uid: uid, { session throws(ServiceError) in
+            try await delete(finger, uid: uid, on: session)
+        }, failedToOpen: { ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \($0.message)") })
     }
 
-    /// Deletes with this reader held (`device`): from its chip first if it
-    /// keeps prints (a file never goes while its slot stays taken), then the files.
-    func delete(_ finger: FingerName?, uid: UInt32, on device: Readers.Reader) async throws(DBusError) {
+    /// Deletes with this reader held: from its chip first if it keeps prints
+    /// (a file never goes while its slot stays taken), then the files.
+    func delete(_ finger: FingerName?, uid: UInt32, on session: any FprintdSession) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
-        if device.storesPrints {
+        if reader.storesPrints {
             for stored in doomed {
                 do throws(GLibError) {
-                    try await service.readers.deleteFromChip(stored.print, on: device)
+                    try await session.deleteFromChip(stored.template)
                 } catch {
-                    if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) { service.readers.forget(device) }
-                    throw FprintdBus.Error.printsNotDeletedFromDevice("Failed to delete fingerprint from the reader: \(error.message)")
+                    _ = session.failure(error)
+                    throw ServiceError(.readerPrintNotDeleted, "Failed to delete fingerprint from the reader: \(error.message)")
                 }
                 Log.info("fprintd device \(id): deleted \(stored.finger.rawValue) of uid \(uid) from the chip of \(identity)")
             }
@@ -255,14 +209,14 @@ final class FprintdDevice {
         try removeFiles(doomed, finger: finger, uid: uid)
     }
 
-    private func removeFiles(_ doomed: [PrintStore.StoredPrint], finger: FingerName?, uid: UInt32) throws(DBusError) {
-        // The user's LAEnvironment subscribers hear it when the call ends (FprintdServer).
-        defer { service.environment.userChanged(uid) }
+    private func removeFiles(_ doomed: [EnrolledPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
+        // The user's LAEnvironment subscribers hear it.
+        defer { seams.userChanged(uid) }
         for stored in doomed {
             do {
-                try AtomicFile.remove(stored.path)
+                try seams.remove(stored)
             } catch {
-                throw FprintdBus.Error.printsNotDeleted("Failed to delete fingerprint: \(error)")
+                throw ServiceError(.storageFailed, "Failed to delete fingerprint: \(error)")
             }
         }
         Log.info("fprintd device \(id): deleted \(finger?.rawValue ?? "every finger") of uid \(uid) on \(identity)")
@@ -270,73 +224,35 @@ final class FprintdDevice {
 
     // MARK: Properties
 
-    private var propertyValues: [String: DBusValue] {
-        let device = reader.fpDevice
-        // Read from the device itself: known whether or not the reader is open now.
-        let stages = fp_device_get_nr_enroll_stages(device) + (supportsIdentify ? 1 : 0)
+    /// The Device interface's properties (served by the router, FprintdContract.swift).
+    var propertyValues: [String: DBusValue] {
+        // A reader that identifies runs fprintd's duplicate check as a stage of its own.
+        let stages = reader.enrollStages + (supportsIdentify ? 1 : 0)
         return [
-            FprintdBus.Property.name: .string(fp_device_get_name(device).map { String(cString: $0) } ?? ""),
-            FprintdBus.Property.numEnrollStages: .int32(stages),
-            FprintdBus.Property.scanType: .string(fp_device_get_scan_type(device) == FP_SCAN_TYPE_SWIPE ? "swipe" : "press"),
+            FprintdBus.Property.name: .string(reader.name),
+            FprintdBus.Property.numEnrollStages: .int32(Int32(stages)),
+            FprintdBus.Property.scanType: .string(reader.scanType),
             FprintdBus.Property.fingerPresent: .boolean(fingerPresent),
             FprintdBus.Property.fingerNeeded: .boolean(fingerNeeded),
         ]
     }
 
-    func properties(_ call: IncomingCall) {
-        let arguments = call.arguments
-        switch (call.member, call.signature) {
-        case ("Get", "ss"):
-            guard arguments[0].string == FprintdBus.deviceInterface else {
-                return call.fail(DBusError(.unknownInterface, "no interface \(arguments[0].string ?? "")"))
-            }
-            guard let value = propertyValues[arguments[1].string ?? ""] else {
-                return call.fail(DBusError(.unknownProperty, "no property \(arguments[1].string ?? "")"))
-            }
-            call.reply([.variant(value)])
-        case ("GetAll", "s"):
-            let ours = arguments[0].string == FprintdBus.deviceInterface || arguments[0].string == ""
-            call.reply([.dictionary(ours ? propertyValues : [:])])
-        case ("Set", "ssv"):
-            call.fail(DBusError(.propertyReadOnly, "\(arguments[1].string ?? "") is read-only"))
-        default:
-            call.fail(DBusError(.unknownMethod, "Properties has no method \(call.member)(\(call.signature))"))
-        }
-    }
-
     /// libfprint's finger-status, followed as fprintd follows it: each change
     /// of finger-present / finger-needed is a PropertiesChanged.
-    private func followFingerStatus() {
-        let me = Unmanaged.passUnretained(self).toOpaque()
-        // The device object lives as long as the process (like the reader's own handlers).
-        _ = Unmanaged.passRetained(self)
-        _ = cfprint_connect_notify(reader.fpDevice, "notify::finger-status", { device, _, data in
-            guard let device, let data else { return }
-            let me = Unmanaged<FprintdDevice>.fromOpaque(data).takeUnretainedValue()
-            let status = fp_device_get_finger_status(device).rawValue
-            ServiceActor.assumeIsolated {
-                me.fingerStatusChanged(present: status & FP_FINGER_STATUS_PRESENT.rawValue != 0,
-                                       needed: status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
-            }
-        }, me)
-    }
-
-    private func fingerStatusChanged(present: Bool, needed: Bool) {
+    func fingerStatusChanged(present: Bool, needed: Bool) {
         var changed: [String: DBusValue] = [:]
         if present != fingerPresent { changed[FprintdBus.Property.fingerPresent] = .boolean(present) }
         if needed != fingerNeeded { changed[FprintdBus.Property.fingerNeeded] = .boolean(needed) }
         fingerPresent = present
         fingerNeeded = needed
         guard !changed.isEmpty, !isGone else { return }
-        try? service.bus.emit(path: ObjectPath(stringLiteral: path), interface: "org.freedesktop.DBus.Properties",
-                              member: "PropertiesChanged",
-                              arguments: [.string(FprintdBus.deviceInterface), .dictionary(changed), .array("s", [])])
+        seams.emit("PropertiesChanged", [.string(FprintdBus.deviceInterface), .dictionary(changed), .array("s", [])],
+                   from: path, interface: "org.freedesktop.DBus.Properties", to: nil)
     }
 
     /// A status signal of this device, to the claimer only (fprintd broadcasts
     /// them; whether someone's finger matched is nobody else's business).
     func emit(_ member: String, _ arguments: [DBusValue], to destination: String) {
-        try? service.bus.emit(path: ObjectPath(stringLiteral: path), interface: FprintdBus.deviceInterface,
-                              member: member, arguments: arguments, destination: destination)
+        seams.emit(member, arguments, from: path, interface: FprintdBus.deviceInterface, to: destination)
     }
 }

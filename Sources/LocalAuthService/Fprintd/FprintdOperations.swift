@@ -1,4 +1,3 @@
-internal import CFprint
 import DBusCore
 import LocalAuthShared
 
@@ -9,7 +8,7 @@ import LocalAuthShared
 /// program out for as long as a lock screen sits claimed). VerifyStart and
 /// EnrollStart take the reader for their operation only, as every operation
 /// here does: a turn in the service's one queue (SensorQueue, fair between
-/// users), then the device opened (`Readers.acquire`); both before the call
+/// users), then the device opened (`FprintdSeams.open`); both before the call
 /// answers, so "started" means the reader is open and waiting for a finger,
 /// as it is in fprintd, and a reader that cannot be had is the call's error.
 /// The reader is given back with the operation's final status (not at
@@ -99,9 +98,9 @@ extension FprintdDevice {
     /// Starts `operation`: its turn in the reader queue and the device open,
     /// within `FprintdOperation.startWait`. On failure the operation is over
     /// (and finished) and the error is fprintd's.
-    private func begin(_ operation: FprintdOperation) async throws(DBusError) -> Readers.Reader {
+    private func begin(_ operation: FprintdOperation) async throws(ServiceError) -> any FprintdSession {
         self.operation = operation
-        do throws(DBusError) {
+        do throws(ServiceError) {
             return try await takeReader(for: operation)
         } catch {
             if self.operation === operation { self.operation = nil }
@@ -110,71 +109,71 @@ extension FprintdDevice {
         }
     }
 
-    private func takeReader(for operation: FprintdOperation) async throws(DBusError) -> Readers.Reader {
-        let queue = service.queue
+    private func takeReader(for operation: FprintdOperation) async throws(ServiceError) -> any FprintdSession {
         let deadline = ContinuousClock.now + .seconds(FprintdOperation.startWait)
         let waitLimit = EventLoopTimers.after(FprintdOperation.startWait) { [queue, ticket = operation.ticket] in
             queue.withdraw(ticket)
         }
         let acquired = await queue.acquire(operation.ticket)
         waitLimit.cancel()
-        guard acquired else { throw startError(operation, busy: "another operation kept the fingerprint reader") }
-        do throws(Readers.AccessError) {
-            guard !operation.cancellable.isCancelled else { throw .cancelled }
-            return try await service.readers.acquire(identity, until: deadline, cancellable: operation.cancellable, busy: {})
+        guard acquired else { throw startError(operation, busy: "another operation kept the fingerprint reader; try again") }
+        do throws(ServiceError) {
+            guard !operation.cancellable.isCancelled else { throw ServiceError(.la(.systemCancel), "stopped") }
+            return try await seams.open(identity, until: deadline, cancellable: operation.cancellable)
         } catch {
             queue.release()
-            switch error {
-            case .removed: throw FprintdBus.Error.internal("the reader \(identity) is gone")
-            case .suspended, .cancelled: throw startError(operation, busy: "")
-            case .heldByAnotherProgram(let why):
-                throw startError(operation, busy: "the fingerprint reader is in use by another program (\(why))")
-            }
+            // Another program holds it: try again; gone, asleep or stopped: why, in fprintd's words.
+            throw startError(operation, busy: error.kind == .readerInUse ? error.message : "")
         }
     }
 
     /// Why Start could not take the reader, in fprintd's vocabulary.
-    private func startError(_ operation: FprintdOperation, busy: String) -> DBusError {
-        if operation.disconnected { return FprintdBus.Error.internal("the reader \(identity) is gone") }
-        if let reason = operation.interruption ?? (service.environment.asleep ? .systemSleeping : nil) {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
+    private func startError(_ operation: FprintdOperation, busy: String) -> ServiceError {
+        if operation.disconnected { return ServiceError(.failed, "the reader \(identity) is gone") }
+        if let reason = operation.interruption ?? (seams.asleep ? .systemSleeping : nil) {
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
         }
         if operation.cancellable.isCancelled || busy.isEmpty {
-            return FprintdBus.Error.internal("the operation was stopped before it started")
+            return ServiceError(.failed, "the operation was stopped before it started")
         }
-        return FprintdBus.Error.internal("\(busy); try again")
+        return ServiceError(.failed, busy)
     }
 
     /// The operation's reader goes back: the queue's next, the device closing after the linger.
-    private func end(_ operation: FprintdOperation, _ device: Readers.Reader) {
+    private func end(_ operation: FprintdOperation, _ session: any FprintdSession) {
         operation.stopTimer()
-        service.readers.relinquish(device)
-        service.queue.release()
+        session.release()
+        queue.release()
     }
 
     // MARK: Verify
 
-    func verifyStart(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func verifyStart(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
         try refuseWhileBusy()
-        let name = request.arguments[0].string ?? ""
-        let stored = service.prints.prints(of: claim.uid, for: identity)
-        let gallery: [PrintStore.StoredPrint]
-        let selected: String
+        let name = call.arguments.name
+        let finger: FingerName?
         if name == FprintdBus.anyFinger {
-            guard !stored.isEmpty else { throw FprintdBus.Error.noEnrolledPrints("No fingerprints enrolled") }
-            // A reader that can identify takes every finger; one that cannot, the first (as fprintd).
-            gallery = supportsIdentify ? stored : [stored[0]]
-            selected = supportsIdentify ? FprintdBus.anyFinger : stored[0].finger.rawValue
+            finger = nil
         } else {
-            guard let finger = FingerName(rawValue: name) else {
-                throw FprintdBus.Error.invalidFingername("Invalid finger name \(ServiceErrors.echo(name))")
+            guard let named = FingerName(rawValue: name) else {
+                throw ServiceError(.invalidArgs, "Invalid finger name \(ServiceErrors.echo(name))")
             }
-            guard let print = stored.first(where: { $0.finger == finger }) else {
-                throw FprintdBus.Error.noEnrolledPrints("No such print \(finger.rawValue)")
-            }
-            gallery = [print]
-            selected = finger.rawValue
+            finger = named
+        }
+        // What the first scan compares with, and the finger fprintd reports
+        // as selected: "any" on a reader that identifies; on one that cannot,
+        // the verify-only rotation's print (the LAContext scan's, not
+        // fprintd's "the first finger": docs/FPRINTD.md).
+        let selected: String
+        switch gallery(uid: claim.uid, finger: finger) {
+        case .success(let first):
+            selected = finger == nil && supportsIdentify ? FprintdBus.anyFinger : first[0].finger.rawValue
+        case .failure(let refused):
+            if case .notEnrolled = refused.kind { throw refused }
+            // The rules below say it in fprintd's words.
+            selected = name
         }
         // The same rules as an LAContext evaluation, in fprintd's vocabulary.
         if let refusal = await refusal(request.caller, uid: claim.uid, reader: identity) {
@@ -183,68 +182,113 @@ extension FprintdDevice {
         // Re-read after the await.
         _ = try currentClaim(request.sender)
         try refuseWhileBusy()
-        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
-        let operation = FprintdOperation(.verify, uid: claim.uid, purpose: .evaluation, reader: identity,
-                                         queue: service.queue)
-        let device = try await begin(operation)
+        guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
+        let operation = FprintdOperation(.verify, uid: claim.uid, purpose: .evaluation, reader: identity, queue: queue)
+        let session = try await begin(operation)
         let sender = request.sender
         // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's answer, as in fprintd.
-        service.spawn { [self] in
+        spawn { [self] in
             emit(FprintdBus.Signal.verifyFingerSelected, [.string(selected)], to: sender)
-            await runVerify(operation, on: device, gallery: gallery, uid: claim.uid, sender: sender)
-            end(operation, device)
+            await runVerify(operation, on: session, finger: finger, uid: claim.uid, sender: sender)
+            end(operation, session)
             operation.finish()
         }
         return []
     }
 
-    private func refuseWhileBusy() throws(DBusError) {
+    private func refuseWhileBusy() throws(ServiceError) {
         switch operation?.kind {
         case nil: return
-        case .verify?: throw FprintdBus.Error.alreadyInUse("Verification already in progress")
-        case .enroll?: throw FprintdBus.Error.alreadyInUse("Enrollment already in progress")
+        case .verify?: throw ServiceError(.busy, "Verification already in progress")
+        case .enroll?: throw ServiceError(.busy, "Enrollment already in progress")
         }
     }
 
-    func verifyStop(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func verifyStop(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await stop(.verify, request)
     }
 
-    func enrollStop(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func enrollStop(_ request: Request) async throws(ServiceError) -> [DBusValue] {
         try await stop(.enroll, request)
     }
 
-    private func stop(_ kind: FprintdOperation.Kind, _ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    private func stop(_ kind: FprintdOperation.Kind, _ request: Request) async throws(ServiceError) -> [DBusValue] {
         _ = try currentClaim(request.sender)
         guard let operation else {
-            throw FprintdBus.Error.noActionInProgress(kind == .verify ? "No verification in progress" : "No enrollment in progress")
+            throw ServiceError(.nothingInProgress, kind == .verify ? "No verification in progress" : "No enrollment in progress")
         }
-        guard operation.kind == kind else { throw FprintdBus.Error.alreadyInUse("Another operation is already in progress") }
+        guard operation.kind == kind else { throw ServiceError(.busy, "Another operation is already in progress") }
         operation.cancel()
         await operation.finished()
         if self.operation === operation { self.operation = nil }
         return []
     }
 
+    /// The prints one scan of `uid`'s compares with (`finger`, or nil for
+    /// any), or why no scan may be taken now. Read again before every scan,
+    /// as the LAContext scan loop reads them (Evaluator.scan, FingerprintScan.swift): the
+    /// lockout, the password required, the reader reachable, the prints as
+    /// they are now, and on a reader that cannot identify the rotation's
+    /// one print. Presence is judged once, at VerifyStart, as an evaluation
+    /// judges it once (docs/SECURITY.md, "Every scan, both interfaces").
+    func gallery(uid: UInt32, finger: FingerName?) -> Result<[EnrolledPrint], ServiceError> {
+        let lockout = seams.lockout
+        if lockout.isLockedOut(uid) {
+            return .failure(ServiceError(.la(.biometryLockout), "\(FprintdRefusal.lockedOut): too many failed fingerprint matches"))
+        }
+        if let needed = seams.passwordNeeded(uid) {
+            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.passwordRequired): \(needed.message)"))
+        }
+        guard seams.isReachable(identity) else {
+            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)"))
+        }
+        let stored = seams.prints(of: uid, on: identity)
+        if let finger {
+            guard let print = stored.first(where: { $0.finger == finger }) else {
+                return .failure(ServiceError(.notEnrolled, "No such print \(finger.rawValue)"))
+            }
+            return .success([print])
+        }
+        guard !stored.isEmpty else { return .failure(ServiceError(.notEnrolled, "No fingerprints enrolled")) }
+        if supportsIdentify { return .success(stored) }
+        let start = Evaluator.galleryStart(
+            stored.map(\.finger), lastMatched: lockout.lastMatchedFinger(of: uid), missesSinceMatch: lockout.missesSinceMatch(of: uid))
+        return .success([stored[start]])
+    }
+
     /// Scans until a match, a no-match or an error; retries ("verify-retry-scan"…) scan again.
-    private func runVerify(_ operation: FprintdOperation, on device: Readers.Reader, gallery: [PrintStore.StoredPrint],
+    private func runVerify(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName?,
                            uid: UInt32, sender: String) async {
         func status(_ result: FprintdBus.VerifyResult) {
             emit(FprintdBus.Signal.verifyStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
-        operation.restartTimer(service.configuration.fprintdScanTimeout)
+        let lockout = seams.lockout
+        operation.restartTimer(scanTimeout)
         while !operation.cancellable.isCancelled {
-            let result: Readers.ScanResult
-            do {
-                result = try await service.readers.identify(gallery.map(\.print), on: device, cancellable: operation.cancellable)
+            // The checks before every scan (the first comes after a wait for
+            // the reader of up to 20 s): a user locked out meanwhile, or whose
+            // print went, gets no scan past it, and so no match that would
+            // lift a lockout already in force.
+            let gallery: [EnrolledPrint]
+            switch self.gallery(uid: uid, finger: finger) {
+            case .success(let prints): gallery = prints
+            case .failure(let refusal):
+                Log.notice("fprintd device \(id): no scan for uid \(uid): \(refusal.message)")
+                status(.unknownError)
+                return
+            }
+            let outcome: ScanOutcome
+            do throws(GLibError) {
+                outcome = try await session.scan(gallery, cancellable: operation.cancellable)
             } catch {
-                if operation.disconnected || error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-                    service.readers.forget(device)
+                let failure = session.failure(error)
+                if operation.disconnected || failure == .removed {
                     status(.disconnected)
-                } else if error.isCancelled {
-                    // VerifyStop or Release: fprintd's final status for a cancelled
-                    // verify is verify-no-match (nothing was judged, nothing counts),
-                    // sent before their reply. A timeout or sleep is an error to report.
+                } else if failure == .cancelled {
+                    // VerifyStop or Release in the middle of a scan: the final
+                    // status fprintd sends (verify-no-match, done; judged by no
+                    // reader, so counted nowhere), and the Stop waits for it (so
+                    // at SIGTERM). A timeout or sleep is an error to report.
                     status(operation.timedOut ? .unknownError : .noMatch)
                 } else {
                     Log.warning("fprintd device \(id): verify failed: \(error)")
@@ -252,26 +296,26 @@ extension FprintdDevice {
                 }
                 return
             }
-            switch result {
-            case .match(let matched):
-                service.evaluator.scanMatched(uid, finger: gallery.first(where: { $0.print.pointer == matched.pointer })?.finger)
+            switch outcome {
+            case .match(let index):
+                lockout.scanMatched(uid, finger: index.map { gallery[$0].finger })
                 Log.info("fprintd device \(id): uid \(uid) matched")
                 // pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
-                if let caller = service.callers.known(sender) { service.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: []) }
+                seams.matchSeen(uid: uid, sender: sender)
                 status(.match)
-                service.environment.callEnded()  // the lockout reset: the user's LAEnvironment subscribers
+                seams.userChanged(uid)  // the lockout reset: the user's LAEnvironment subscribers
                 return
             case .noMatch:
                 // One lockout for every client (docs/FPRINTD.md): a failed match here counts as one in an app.
-                let lockedOut = (try? service.evaluator.scanDidNotMatch(uid)) ?? true
+                let lockedOut = (try? lockout.scanDidNotMatch(uid)) ?? true
                 Log.notice("failed fingerprint match for uid \(uid) on \(identity) through fprintd's interface "
-                           + "(\(service.evaluator.failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
+                           + "(\(lockout.failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
                 status(.noMatch)
-                service.environment.callEnded()  // the lockout count: the user's LAEnvironment subscribers
+                seams.userChanged(uid)  // the lockout count: the user's LAEnvironment subscribers
                 return
             case .retry(let kind):
-                operation.restartTimer(service.configuration.fprintdScanTimeout)
+                operation.restartTimer(scanTimeout)
                 status(FprintdBus.VerifyResult(kind))
             }
         }
@@ -279,57 +323,67 @@ extension FprintdDevice {
 
     // MARK: Enroll
 
-    func enrollStart(_ request: FprintdRequest) async throws(DBusError) -> [DBusValue] {
+    func enrollStart(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
+        let request = call.request
         let claim = try currentClaim(request.sender)
-        guard let name = request.arguments[0].string, let finger = FingerName(rawValue: name) else {
-            throw FprintdBus.Error.invalidFingername("Invalid finger name")
+        guard let finger = FingerName(rawValue: call.arguments.name) else {
+            throw ServiceError(.invalidArgs, "Invalid finger name")
         }
         try refuseWhileBusy()
-        guard service.readerChoice.reachableReaders.contains(identity) else {
-            throw FprintdBus.Error.internal(service.readerChoice.noReaderError.message)
-        }
-        guard !server.stopping else { throw FprintdBus.Error.internal("the service is stopping") }
+        guard seams.isReachable(identity) else { throw ServiceError(.failed, seams.noReaderError.message) }
+        guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
+        // A reader that identifies (fprintd's duplicate check) or keeps prints
+        // on its chip (its own check) answers "enroll-duplicate" against every
+        // account's prints: one of the caller's duplicate checks today, spent
+        // before the reader is touched (docs/SECURITY.md).
+        let asker = request.uid
+        if supportsIdentify || reader.storesPrints { try seams.duplicateChecks.spend(for: asker) }
         let sender = request.sender
         let operation = FprintdOperation(.enroll, uid: claim.uid, purpose: .enrollment(sender: sender), reader: identity,
-                                         queue: service.queue)
-        let device = try await begin(operation)
+                                         queue: queue)
+        let session = try await begin(operation)
         // As fprintd: enrolling a finger again deletes its print first (on a
         // reader with storage, its slot on the chip too, with the reader held).
-        if service.prints.allPrints(of: claim.uid).contains(where: { $0.reader == identity && $0.finger == finger }) {
-            do throws(DBusError) {
-                try await delete(finger, uid: claim.uid, on: device)
+        if seams.allPrints(of: claim.uid, on: identity).contains(where: { $0.finger == finger }) {
+            do throws(ServiceError) {
+                try await delete(finger, uid: claim.uid, on: session)
             } catch {
-                end(operation, device)
+                end(operation, session)
                 if self.operation === operation { self.operation = nil }
                 operation.finish()
                 throw error
             }
         }
-        service.spawn { [self] in
-            await runEnroll(operation, on: device, finger: finger, claim: claim, sender: sender)
-            end(operation, device)
+        spawn { [self] in
+            await runEnroll(operation, on: session, finger: finger, claim: claim, asker: asker, sender: sender)
+            end(operation, session)
             operation.finish()
         }
         return []
     }
 
-    private func runEnroll(_ operation: FprintdOperation, on device: Readers.Reader, finger: FingerName, claim: Claim,
-                           sender: String) async {
+    private func runEnroll(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName, claim: Claim,
+                           asker: UInt32, sender: String) async {
         func status(_ result: FprintdBus.EnrollResult) {
             emit(FprintdBus.Signal.enrollStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
-        let seconds = service.configuration.fprintdScanTimeout
+        let seconds = scanTimeout
         operation.restartTimer(seconds)
         do throws(GLibError) {
             // No print twice, for anyone: one identify over every print on this
             // reader first (fprintd's duplicate check, counted as a stage).
             if supportsIdentify {
+                let everyone = seams.everyPrint(on: identity)
+                let own = Set(seams.allPrints(of: claim.uid, on: identity).map(\.stamp))
                 while true {
-                    let gallery = service.prints.everyPrint(on: identity).map(\.print)
-                    let result = try await service.readers.identify(gallery, on: device, cancellable: operation.cancellable)
+                    let outcome = try await session.scan(everyone, cancellable: operation.cancellable)
                     operation.restartTimer(seconds)
-                    switch result {
-                    case .match:
+                    switch outcome {
+                    case .match(let index):
+                        // A hit on another account's print is a guess that came true.
+                        if index.map({ !own.contains(everyone[$0].stamp) }) ?? true {
+                            seams.duplicateChecks.matchedAnotherAccount(asker: asker)
+                        }
                         status(.duplicate)
                         return
                     case .retry(let kind):
@@ -341,9 +395,9 @@ extension FprintdDevice {
                     break
                 }
             }
-            let stages = service.readers.enrollStages(on: identity)
-            let print = try await service.readers.enroll(finger: finger.fpFinger, username: claim.username, on: device,
-                                                         cancellable: operation.cancellable) { stage, retry in
+            let stages = reader.enrollStages
+            let print = try await session.enroll(finger, username: claim.username, cancellable: operation.cancellable) {
+                stage, retry in
                 operation.restartTimer(seconds)
                 // The last stage is told by the final status.
                 if stage < stages || retry != nil { status(retry.map(FprintdBus.EnrollResult.init) ?? .stagePassed) }
@@ -351,35 +405,32 @@ extension FprintdDevice {
             // The claimer left (or Release, SIGTERM) while the last stage
             // completed: no print is saved for a claim that has ended.
             guard !operation.cancellable.isCancelled else {
-                if device.storesPrints { try? await service.readers.deleteFromChip(print, on: device) }
+                if reader.storesPrints { try? await session.deleteFromChip(print) }
                 status(.failed)
                 return
             }
             do {
-                try service.prints.saveInFprintdLayout(print, finger: finger, username: claim.username,
-                                                       uid: claim.uid, reader: identity)
+                try seams.save(print, finger: finger, username: claim.username, uid: claim.uid, reader: identity)
             } catch {
                 Log.error("fprintd device \(id): could not store the print: \(error)")
                 // A print that no file owns must not keep a slot on the chip.
-                try? await service.readers.deleteFromChip(print, on: device)
+                try? await session.deleteFromChip(print)
                 status(.failed)
                 return
             }
             Log.info("enrolled \(finger.rawValue) of \(claim.username) on \(identity) through fprintd's interface")
             status(.completed)
-            service.environment.userChanged(claim.uid)
-            service.environment.callEnded()  // the user's LAEnvironment subscribers hear the new print
+            seams.userChanged(claim.uid)  // the user's LAEnvironment subscribers hear the new print
         } catch {
-            if operation.disconnected || error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-                service.readers.forget(device)
-                status(.disconnected)
-            } else if error.isCancelled {
-                status(operation.timedOut ? .unknownError : .failed)
-            } else if error.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) {
-                status(.dataFull)
-            } else if error.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) {
+            switch session.failure(error) {
+            case _ where operation.disconnected, .removed: status(.disconnected)
+            case .cancelled: status(operation.timedOut ? .unknownError : .failed)
+            case .dataFull: status(.dataFull)
+            case .duplicate:
+                // The chip's own check: it does not say whose print.
+                seams.duplicateChecks.matchedAnotherAccount(asker: asker)
                 status(.duplicate)
-            } else {
+            case .other:
                 Log.warning("fprintd device \(id): enroll failed: \(error)")
                 status(.unknownError)
             }

@@ -17,21 +17,20 @@ extension FprintdDevice {
     /// Why the person behind `caller` may not scan `uid`'s finger on `reader`
     /// now, or nil. Presence is the same function as an evaluation's
     /// (Callers/Presence.swift: the active local session, or the user's display session).
-    func refusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> DBusError? {
-        let presence: EnvironmentRules.Presence
-        if let known = service.callers.knownPresence(caller) { presence = known } else { presence = await service.callers.presence(caller) }
+    func refusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> ServiceError? {
+        let presence = await seams.presence(of: caller)
         if let refusal = EnvironmentRules.refusal(presence) {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.notAtTheReader): \(refusal.message)")
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.notAtTheReader): \(refusal.message)")
         }
-        guard service.readerChoice.reachableReaders.contains(reader) else {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.readerUnavailable): \(service.readerChoice.noReaderError.message)")
+        guard seams.isReachable(reader) else {
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)")
         }
-        if service.evaluator.isLockedOut(uid) {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
-                                                     + "(\(LockoutStore.limit) in a row); use your password")
+        if seams.lockout.isLockedOut(uid) {
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
+                                                   + "(\(LockoutStore.limit) in a row); use your password")
         }
-        if let needed = service.environment.passwordNeeded(uid) {
-            return FprintdBus.Error.permissionDenied("\(FprintdRefusal.passwordRequired): \(needed.message)")
+        if let needed = seams.passwordNeeded(uid) {
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.passwordRequired): \(needed.message)")
         }
         return nil
     }

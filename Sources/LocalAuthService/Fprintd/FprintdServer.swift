@@ -6,45 +6,50 @@ import LocalAuthShared
 /// same readers, prints and lockout as org.example.LocalAuth (docs/FPRINTD.md).
 ///
 /// This file: the Manager object, one `FprintdDevice` per reader (ids given in
-/// the order readers appear, never reused, as fprintd numbers them), routing
-/// of calls to them, and the hooks the service calls (a caller left, stop).
-/// FprintdDevice.swift: claims and the methods; FprintdOperations.swift: the
-/// scans; FprintdPrints.swift: prints in fprintd's layout.
+/// the order readers appear, never reused, as fprintd numbers them), and the
+/// hooks the service calls (a caller left, stop). Their calls take the same
+/// path as org.example.LocalAuth's (`CallRouter`), with fprintd's tables
+/// (FprintdContract.swift). FprintdDevice.swift: claims and the methods;
+/// FprintdOperations.swift: the scans; FprintdPrints.swift: prints in fprintd's layout.
 @ServiceActor
 final class FprintdServer {
-    unowned let service: LocalAuthService
+    private let seams: ServiceFprintdWiring
+    private let router: CallRouter
+    private let bus: BusConnection
+    private let queue: SensorQueue
+    private let scanTimeout: Double
+    private let spawn: @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     private(set) var devices: [FprintdDevice] = []
+    /// The libfprint reader behind each Device object (a replugged reader is a new one).
+    private var behind: [ObjectIdentifier: Readers.Reader] = [:]
     private var nextID = 0
-    private(set) var stopping = false
 
     nonisolated static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
     nonisolated static let deviceXML = String(cString: clocalauth_fprintd_device_xml())
 
-    init(service: LocalAuthService) {
-        self.service = service
+    init(
+        seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, queue: SensorQueue, scanTimeout: Double,
+        spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
+    ) {
+        self.seams = seams
+        self.router = router
+        self.bus = bus
+        self.queue = queue
+        self.scanTimeout = scanTimeout
+        self.spawn = spawn
     }
 
     /// Exports the objects, follows the readers, and takes the bus name.
     func start() throws(DBusError) {
-        // fprintd's calls are small (a finger name, a user name): the same
-        // 16 KiB bound as org.example.LocalAuth's, checked by the connection
-        // before anything (Properties included) is decoded.
-        service.bus.export(ObjectPath(stringLiteral: FprintdBus.managerPath),
-                           maximumBodyBytes: ServiceLimits.maximumBodyBytes) { [weak self] call in
-            ServiceActor.assumeIsolated { self?.receiveManagerCall(call) }
-        }
+        router.export(FprintdBus.managerPath, Self.contract, on: self, bus: bus)
         refreshDevices()
-        let previous = service.readers.onChange
-        service.readers.onChange = { [weak self] in
-            previous?()
-            self?.refreshDevices()
-        }
-        switch try service.bus.requestName(FprintdBus.serviceName) {
+        seams.readers.observe { [weak self] in self?.refreshDevices() }
+        switch try bus.requestName(FprintdBus.serviceName) {
         case .primaryOwner, .alreadyOwner: break
         case .taken: throw DBusError(.failed, "\(FprintdBus.serviceName) is owned by another process (is fprintd running?)")
         }
         Log.info("serving \(FprintdBus.serviceName) (fprintd's contract) on \(devices.count) reader(s); "
-                 + "prints in fprintd's layout under \(service.prints.fprintdRoot)")
+                 + "prints in fprintd's layout under \(seams.prints.fprintdRoot)")
     }
 
     /// Whether claims or calls should keep the service from its idle exit.
@@ -58,19 +63,21 @@ final class FprintdServer {
     /// was unplugged loses its object (an operation on it ends with
     /// verify-/enroll-disconnected), one plugged in gets a new one.
     func refreshDevices() {
-        let present = service.readers.devices.filter { !$0.removed }
-        for device in devices {
-            if !present.contains(where: { $0 === device.reader }) { device.readerGone() }
+        let present = seams.readers.devices.filter(\.isUsable)
+        for device in devices where !present.contains(where: { $0 === behind[ObjectIdentifier(device)] }) {
+            device.readerGone()
+            behind[ObjectIdentifier(device)] = nil
+            // Served, listed and kept no more (issue 30 item 9).
+            router.unexport(device.path, bus: bus)
         }
         devices.removeAll { $0.isGone }
-        for reader in present where !devices.contains(where: { $0.reader === reader }) {
-            let device = FprintdDevice(id: nextID, reader: reader, server: self)
+        for reader in present where !behind.values.contains(where: { $0 === reader }) {
+            let device = FprintdDevice(id: nextID, reader: LibfprintFprintdReader(reader), seams: seams, queue: queue,
+                                       scanTimeout: scanTimeout, spawn: spawn)
             nextID += 1
             devices.append(device)
-            service.bus.export(ObjectPath(stringLiteral: device.path),
-                               maximumBodyBytes: ServiceLimits.maximumBodyBytes) { [weak self] call in
-                ServiceActor.assumeIsolated { self?.receiveDeviceCall(call) }
-            }
+            behind[ObjectIdentifier(device)] = reader
+            router.export(device.path, FprintdDevice.contract, on: device, bus: bus)
             Log.info("fprintd device \(device.path) is reader \(reader.identity)")
         }
     }
@@ -82,112 +89,17 @@ final class FprintdServer {
 
     /// SIGTERM: every operation ends now (calls, polkit included, end through the registry).
     func stop() {
-        stopping = true
         for device in devices { device.stopAll() }
-    }
-
-    // MARK: Routing
-
-    private func receiveManagerCall(_ call: IncomingCall) {
-        switch (call.interface, call.member, call.signature) {
-        case (FprintdBus.managerInterface?, "GetDevices", ""), (nil, "GetDevices", ""):
-            call.reply([.array("o", devices.map { .objectPath(ObjectPath(stringLiteral: $0.path)) })])
-        case (FprintdBus.managerInterface?, "GetDefaultDevice", ""), (nil, "GetDefaultDevice", ""):
-            guard let record = register(call) else { return }
-            service.spawn { [self] in
-                defer { service.registry.remove(record) }
-                do throws(DBusError) {
-                    call.reply([.objectPath(ObjectPath(stringLiteral: try await defaultDevice(for: call.sender).path))])
-                } catch {
-                    call.fail(error)
-                }
-            }
-        case ("org.freedesktop.DBus.Introspectable"?, "Introspect", ""):
-            call.reply([.string(Self.managerXML)])
-        case (FprintdBus.managerInterface?, _, _), (nil, _, _):
-            call.fail(DBusError(.unknownMethod, "\(FprintdBus.managerInterface) has no method \(call.member)(\(call.signature))"))
-        case ("org.freedesktop.DBus.Properties"?, "GetAll", "s"):
-            call.reply([.dictionary([:])])
-        default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "") at \(call.path)"))
-        }
     }
 
     /// The reader that serves the caller's LAContext evaluations (ReaderChoice.swift),
     /// so that fprintd's clients and apps use the same one.
-    private func defaultDevice(for sender: String) async throws(DBusError) -> FprintdDevice {
-        guard !devices.isEmpty else { throw FprintdBus.Error.noSuchDevice("No devices available") }
-        if devices.count > 1, let uid = try? await service.callers.record(for: sender).uid, let chosen = service.readerChoice.reader(for: uid),
+    func defaultDevice(for uid: UInt32) throws(ServiceError) -> FprintdDevice {
+        guard !devices.isEmpty else { throw ServiceError(.la(.biometryNotAvailable), "No devices available") }
+        if devices.count > 1, let chosen = seams.readerChoice.reader(for: uid),
            let device = devices.first(where: { $0.identity == chosen }) {
             return device
         }
         return devices[0]
-    }
-
-    /// Every call is registered as org.example.LocalAuth's are (Requests.swift):
-    /// the same bounds per connection, per uid and in total, the same idle
-    /// rule, and SIGTERM ends it wherever it waits.
-    private func register(_ call: IncomingCall) -> CallRecord? {
-        let record = CallRecord(sender: call.sender, requestID: nil, arguments: call.arguments, call: call)
-        do throws(ServiceError) {
-            try service.registry.register(record)
-        } catch {
-            call.fail(DBusError(.limitsExceeded, error.message))
-            return nil
-        }
-        return record
-    }
-
-    private func receiveDeviceCall(_ call: IncomingCall) {
-        guard let device = devices.first(where: { $0.path == call.path }) else {
-            return call.fail(DBusError(.unknownObject, "no device at \(call.path)"))
-        }
-        switch call.interface {
-        case FprintdBus.deviceInterface?, nil:
-            guard let spec = FprintdDevice.methods[call.member] else {
-                return call.fail(DBusError(.unknownMethod, "\(FprintdBus.deviceInterface) has no method \(call.member)"))
-            }
-            guard call.signature == spec.signature else {
-                return call.fail(DBusError(.invalidArgs, "\(call.member) takes (\(spec.signature)), not (\(call.signature))"))
-            }
-            guard !call.message.carriesFileDescriptors else {
-                return call.fail(DBusError(.invalidArgs, "\(FprintdBus.deviceInterface) takes no file descriptors"))
-            }
-            guard !stopping else { return call.fail(FprintdBus.Error.internal("the service is stopping")) }
-            guard let record = register(call) else { return }
-            service.spawn { [self] in
-                defer {
-                    service.registry.remove(record)
-                    // A delete: the user's LAEnvironment subscribers hear it now.
-                    service.environment.callEnded()
-                }
-                do throws(DBusError) {
-                    // One caller record per connection (Callers/), as org.example.LocalAuth's calls have.
-                    let caller: CallerRecord
-                    do throws(DBusError) {
-                        caller = try await service.callers.record(for: call.sender)
-                    } catch {
-                        throw FprintdBus.Error.internal("Could not get connection unix user ID: \(error.message)")
-                    }
-                    do throws(ServiceError) {
-                        try service.registry.admit(record, uid: caller.uid)
-                    } catch {
-                        throw error.dbusError
-                    }
-                    call.reply(try await device.serve(call, spec, caller: caller, record: record))
-                } catch {
-                    call.fail(error)
-                }
-            }
-        case "org.freedesktop.DBus.Introspectable":
-            guard call.member == "Introspect", call.signature.isEmpty else {
-                return call.fail(DBusError(.unknownMethod, "Introspectable has no method \(call.member)(\(call.signature))"))
-            }
-            call.reply([.string(Self.deviceXML)])
-        case "org.freedesktop.DBus.Properties":
-            device.properties(call)
-        default:
-            call.fail(DBusError(.unknownInterface, "no interface \(call.interface ?? "")"))
-        }
     }
 }

@@ -16,19 +16,18 @@ extension LoginSecretCaller {
 
 @ServiceActor
 final class ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
-    /// The service outlives the component that alone holds this adapter (see ServiceRightsWiring).
-    private unowned(unsafe) let service: LocalAuthService
+    private let rights: RightsService
     let store: LoginSecretStore
 
-    init(_ service: LocalAuthService) {
-        self.service = service
-        store = LoginSecretStore(stateDirectory: service.configuration.stateDirectory)
+    init(rights: RightsService, stateDirectory: String) {
+        self.rights = rights
+        store = LoginSecretStore(stateDirectory: stateDirectory)
     }
 
     var seams: LoginSecretSeams { LoginSecretSeams(keys: self, accounts: self, clock: EventLoopClock()) }
 
     func protector() async throws(ServiceError) -> any KeyProtector {
-        try await service.rights.state.openStorage().protector
+        try await rights.state.openStorage().protector
     }
 
     func uid(of name: String) -> UInt32? { Users.uid(of: name) }

@@ -67,7 +67,7 @@ final class PromptAgents {
 
     init(seams: any PromptSeams) { self.seams = seams }
 
-    // MARK: Hooks of an evaluation (Evaluations.swift)
+    // MARK: Hooks of an evaluation (Evaluation/Evaluator.swift, through its EvaluationObservers seam)
 
     /// An evaluation starts: its sheet goes to the agent of the caller's
     /// session. Who asks and from which session are looked up here, in the

@@ -77,7 +77,7 @@ final class ReaderChoice {
         announced = seams.readersPresent ? .touchID : .none
     }
 
-    /// A reader came or went (Readers.onChange): subscribers hear their
+    /// A reader came or went (Readers.observe): subscribers hear their
     /// environment again, and BiometryType is announced when it changed.
     func readersChanged() {
         let now: BiometryKind = seams.readersPresent ? .touchID : .none
@@ -110,7 +110,7 @@ final class ReaderChoice {
 
     /// The hash behind the domain state and the rights' `biometryCurrentSet`.
     /// A reused match (`reuse-duration`) is tied to `enrolledSet` instead
-    /// (Evaluations.swift), which the scan loop has at hand.
+    /// (Evaluation/EvaluationPlan.swift), which the scan loop has at hand.
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] {
         var material = Array("localauth-domain-state 1\n\(reader.driver)\n\(reader.deviceID)\n".utf8)
         for stored in seams.prints(of: uid, for: reader) {

@@ -1,32 +1,43 @@
 import DBusCore
 import LocalAuthShared
 
-// Wiring only: the service's readers, print store, logind, callers and bus
-// as the reader choice's seams, and the service's old entry points to the
-// reader choice, kept for the code other components still call them from.
+// Wiring only: the readers, the sleep cycle, logind, the print store, the
+// callers and the bus as the reader choice's seams, given as components.
 
 @ServiceActor
 final class ServiceReaderChoiceSeams: ReaderChoiceSeams {
-    /// The service outlives the component that alone holds this adapter
-    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
-    /// retain and release on every call; see ServiceEvaluatorWiring).
-    private unowned(unsafe) let service: LocalAuthService
+    private let readers: Readers
+    private let sleepCycle: SleepCoordinator
+    private let logind: Logind
+    private let prints: PrintStore
+    private let callers: Callers
+    private let events: ServiceEvents
+    private let bus: BusConnection
 
-    init(_ service: LocalAuthService) { self.service = service }
-
-    var usableReaders: [Readers.Identity] { service.readers.usableReaders }
-    var builtInReaders: Set<Readers.Identity> { service.readers.builtIn }
-    var readersPresent: Bool { service.readers.isPresent }
-    var asleep: Bool { service.environment.asleep }
-    var lidClosed: Bool { service.logind.lidClosed }
-    func readers(withPrintsOf uid: UInt32) -> Set<Readers.Identity> { service.prints.readers(withPrintsOf: uid) }
-    func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
-        service.prints.prints(of: uid, for: reader)
+    init(
+        readers: Readers, sleepCycle: SleepCoordinator, logind: Logind, prints: PrintStore, callers: Callers,
+        events: ServiceEvents, bus: BusConnection
+    ) {
+        self.readers = readers
+        self.sleepCycle = sleepCycle
+        self.logind = logind
+        self.prints = prints
+        self.callers = callers
+        self.events = events
+        self.bus = bus
     }
-    func appKey(of caller: CallerRecord) -> String { service.callers.identity(caller).stateKey }
-    func environmentMayHaveChanged() { service.environment.mayHaveChanged() }
+
+    var usableReaders: [Readers.Identity] { readers.usableReaders }
+    var builtInReaders: Set<Readers.Identity> { readers.builtIn }
+    var readersPresent: Bool { readers.isPresent }
+    var asleep: Bool { !sleepCycle.offersReaders }
+    var lidClosed: Bool { logind.lidClosed }
+    func readers(withPrintsOf uid: UInt32) -> Set<Readers.Identity> { prints.readers(withPrintsOf: uid) }
+    func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] { prints.prints(of: uid, for: reader) }
+    func appKey(of caller: CallerRecord) -> String { callers.identity(caller).stateKey }
+    func environmentMayHaveChanged() { events.publishEnvironmentMayHaveChanged() }
     func announceBiometryType(_ kind: BiometryKind) {
-        try? service.bus.emit(
+        try? bus.emit(
             path: ObjectPath(stringLiteral: LocalAuthBus.objectPath),
             interface: "org.freedesktop.DBus.Properties", member: "PropertiesChanged",
             arguments: [
@@ -35,15 +46,4 @@ final class ServiceReaderChoiceSeams: ReaderChoiceSeams {
                 .strings([]),
             ])
     }
-}
-
-extension LocalAuthService {
-    /// At start: clears what interrupted writes left, and follows reader
-    /// hotplug so that BiometryType (PropertiesChanged) and preflight follow.
-    func prepareStoreAndReaders() {
-        prints.removeTemporaries()
-        readerChoice.startFollowingHotplug()
-        readers.onChange = { [weak self] in self?.readerChoice.readersChanged() }
-    }
-
 }

@@ -6,7 +6,8 @@ import LocalAuthShared
 /// gets when it cannot: a turn in the reader queue (`SensorQueue`), the
 /// device opened within the scan timeout (retrying while another program
 /// holds it: `Readers.acquire`), given back afterwards (closed after the
-/// linger). The Evaluator, the Enroller and fprintd's operations go through it.
+/// linger). The Evaluator, the Enroller and fprintd's operations go through it
+/// (`open` after their own turn in the queue; `withReader` for both).
 @ServiceActor
 final class ReaderGate {
     private let readers: Readers
@@ -19,14 +20,15 @@ final class ReaderGate {
         self.scanTimeout = scanTimeout
     }
 
-    /// Opens `identity` for one operation, within the scan timeout: the
+    /// Opens `identity` for one operation, within the scan timeout (or by
+    /// `deadline`: fprintd's Start answers within a D-Bus reply timeout): the
     /// errors a caller gets when it cannot (Readers.acquire).
     func open(
-        _ identity: Readers.Identity, cancellable: Cancellable,
+        _ identity: Readers.Identity, until deadline: ContinuousClock.Instant? = nil, cancellable: Cancellable,
         interruption: @ServiceActor () -> Evaluation.Interruption?,
         busy: @ServiceActor () -> Void
     ) async throws(ServiceError) -> Readers.Reader {
-        let deadline = ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
+        let deadline = deadline ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
         do {
             return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
         } catch {

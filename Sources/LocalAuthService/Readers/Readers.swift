@@ -7,7 +7,7 @@ import LocalAuthShared
 /// found by enumeration (FpContext's device list) and hotplug
 /// (FpContext::device-added); a reader that is unplugged (FpDevice::removed)
 /// stops being offered at once and leaves the list when libfprint drops it
-/// (::device-removed). `onChange` hears of each change, so BiometryType and
+/// (::device-removed). `observe` hears of each change, so BiometryType and
 /// preflight follow.
 ///
 /// A reader is *opened only while an operation needs it* (issue 22): a
@@ -93,11 +93,11 @@ final class Readers {
 
     private let context: GObjectRef
     private(set) var devices: [Reader] = []
-    /// Called whenever the set of usable readers changes.
-    var onChange: (@ServiceActor () -> Void)?
+    /// Who hears each change of the set of usable readers (`observe`).
+    private var observers: [@ServiceActor () -> Void] = []
     /// How long a reader stays open after its last operation, so that
     /// back-to-back calls do not pay for an open each (`--reader-linger`).
-    var lingerSeconds: Double = ServiceLimits.defaultReaderLinger
+    let lingerSeconds: Double
     /// Between sleep's close and resume: nothing opens.
     var suspended = false
 
@@ -108,10 +108,10 @@ final class Readers {
         case closeIfIdle(Reader)
     }
     /// Where that work goes: the service's task group.
-    var schedule: (@ServiceActor (Work) -> Void)?
+    let schedule: (@ServiceActor (Work) -> Void)?
     /// `--built-in-reader` / `--external-reader`.
-    var builtInOverrides: [ReaderSelector] = []
-    var externalOverrides: [ReaderSelector] = []
+    private let builtInOverrides: [ReaderSelector]
+    private let externalOverrides: [ReaderSelector]
     /// The usable readers that sit under the lid.
     var builtIn: Set<Identity> { Set(devices.filter { $0.isUsable && $0.placement == .builtIn }.map(\.identity)) }
 
@@ -122,9 +122,22 @@ final class Readers {
         }
     }
 
-    init() {
+    init(
+        lingerSeconds: Double = ServiceLimits.defaultReaderLinger, builtIn: [ReaderSelector] = [], external: [ReaderSelector] = [],
+        schedule: (@ServiceActor (Work) -> Void)? = nil
+    ) {
         context = GObjectRef(taking: OpaquePointer(fp_context_new()))
+        self.lingerSeconds = lingerSeconds
+        builtInOverrides = builtIn
+        externalOverrides = external
+        self.schedule = schedule
     }
+
+    /// `changed` runs whenever the set of usable readers changes (the reader
+    /// choice, fprintd's Devices).
+    func observe(_ changed: @escaping @ServiceActor () -> Void) { observers.append(changed) }
+
+    private func changed() { for observer in observers { observer() } }
 
     /// The readers that can be used now, in the order they were found.
     var usableReaders: [Identity] { devices.filter(\.isUsable).map(\.identity) }
@@ -209,7 +222,7 @@ final class Readers {
         Log.info("reader \(identity) found, \(fp_device_get_nr_enroll_stages(device)) enroll stages, "
                  + (reader.storesPrints ? "prints on the chip, " : "")
                  + "\(reader.placement.rawValue) (\(place.why)); opened only while an operation needs it")
-        onChange?()
+        changed()
     }
 
     /// Where a reader sits, and why we think so: the override, else the
@@ -246,7 +259,7 @@ final class Readers {
         reader.removed = true
         reader.changed()
         Log.info("reader \(reader.identity) was removed")
-        if wasUsable { onChange?() }
+        if wasUsable { changed() }
         // libfprint drops the device from its context once it is closed.
         if reader.holders == 0 {
             reader.linger?.cancel()
@@ -259,7 +272,7 @@ final class Readers {
     private func dropped(_ device: UnsafeMutablePointer<FpDevice>) {
         let before = isPresent
         devices.removeAll { $0.device.pointer == OpaquePointer(device) }
-        if before != isPresent { onChange?() }
+        if before != isPresent { changed() }
     }
 
     /// The reader of the operation that just failed with "removed" is gone,
@@ -268,7 +281,7 @@ final class Readers {
         guard !reader.removed else { return }
         reader.removed = true
         reader.changed()
-        onChange?()
+        changed()
     }
 
     static func noReader(_ identity: Identity?) -> GLibError {

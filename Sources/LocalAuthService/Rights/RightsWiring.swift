@@ -1,10 +1,9 @@
 import DBusCore
 import LocalAuthShared
 
-// The rights component's seams (RightsSeams.swift) served by what the
-// service has today: wiring only, every decision stays in the component.
-// The evaluation is `LocalAuthService.evaluate` until the evaluator
-// component takes it; the enrolled set is the domain state's hash.
+// The rights component's seams (RightsSeams.swift) served by the service's
+// components: wiring only, every decision stays in the component. The
+// evaluation is the Evaluator's; the enrolled set is the domain state's hash.
 
 extension RightsCall {
     /// A rights method call as the component sees it.
@@ -16,12 +15,17 @@ extension RightsCall {
 /// The seams as the running service serves them.
 @ServiceActor
 final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCallerApps, RightsAccounts {
-    /// The service outlives the component that alone holds this adapter
-    /// (unowned(unsafe): a checked `unowned` load takes the side table's slow
-    /// retain and release on every call; see ServiceEvaluatorWiring).
-    private unowned(unsafe) let service: LocalAuthService
+    private let evaluator: Evaluator
+    private let readerChoice: ReaderChoice
+    private let prints: PrintStore
+    private let callers: Callers
 
-    init(_ service: LocalAuthService) { self.service = service }
+    init(evaluator: Evaluator, readerChoice: ReaderChoice, prints: PrintStore, callers: Callers) {
+        self.evaluator = evaluator
+        self.readerChoice = readerChoice
+        self.prints = prints
+        self.callers = callers
+    }
 
     var seams: RightsSeams {
         RightsSeams(evaluation: self, enrolledSets: self, callerApps: self, accounts: self, clock: EventLoopClock())
@@ -32,21 +36,21 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
         options: EvaluationOptions
     ) async throws(ServiceError) {
         guard let request = call.request else { throw ServiceError(.failed, "a rights call without its bus request") }
-        try await service.evaluator.evaluate(request, policy: policy, reason: reason, options: options)
+        try await evaluator.evaluate(request, policy: policy, reason: reason, options: options)
     }
 
     func checkBiometricsUsable(uid: UInt32) throws(ServiceError) {
-        _ = try service.evaluator.usablePrints(for: uid)
+        _ = try evaluator.usablePrints(for: uid)
     }
 
     func enrolledSet(of uid: UInt32) -> EnrolledSetNow {
-        guard let reader = service.readerChoice.reader(for: uid) else { return .noReader }
-        guard !service.prints.prints(of: uid, for: reader).isEmpty else { return .empty }
-        return .enrolled(digest: service.readerChoice.enrolledSetHash(uid: uid, reader: reader))
+        guard let reader = readerChoice.reader(for: uid) else { return .noReader }
+        guard !prints.prints(of: uid, for: reader).isEmpty else { return .empty }
+        return .enrolled(digest: readerChoice.enrolledSetHash(uid: uid, reader: reader))
     }
 
     func app(of caller: CallerRecord) -> AppIdentity {
-        service.callers.identity(caller).app
+        callers.identity(caller).app
     }
 
     func accountName(of uid: UInt32) -> String? { Users.name(of: uid) }

@@ -14,7 +14,6 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     var lidClosed = false
     var enrolled: Set<UInt32> = []
     var lockedOut: Set<UInt32> = []
-    var stopping = false
     var interruptedBuiltIn = 0
     /// Presence by sender; `knownPresence` answers from it at once unless
     /// `presenceNeedsLogind`, when `presence(of:)` waits for `answerPresence`.

@@ -69,10 +69,12 @@ final class RightsRig {
 
     // MARK: Calls
 
-    func call(_ arguments: [DBusValue], sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) -> RightsCall {
-        RightsCall(
-            sender: sender, uid: uid, caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
-            record: CallRecord(sender: sender, requestID: nil, arguments: arguments), request: nil)
+    func call(_ arguments: [DBusValue], sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) -> BodyCall {
+        BodyCall(
+            call: RightsCall(
+                sender: sender, uid: uid, caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
+                record: CallRecord(sender: sender, requestID: nil), request: nil),
+            arguments: arguments)
     }
 
     func app(_ id: String = RightsRig.appID, _ more: [String: DBusValue] = [:]) -> DBusValue {

@@ -289,7 +289,7 @@ extension Bench {
     ///
     /// libfprint's virtual_device can only verify (no identify): each scan is
     /// compared with one print, first the finger that matched last time
-    /// (Evaluations.swift), so the realistic scan is that finger's (a person's
+    /// (Evaluation/FingerprintScan.swift), so the realistic scan is that finger's (a person's
     /// usual one). Another finger costs one more touch per print tried before
     /// it (BENCHMARKS.md, "Curves").
     func printCurves(_ ours: BusConnection, counts: CurveCounts) async throws -> [Curve] {

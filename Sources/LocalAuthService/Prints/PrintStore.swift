@@ -65,15 +65,16 @@ final class PrintStore {
     }
 
     /// `--fprintd`: every print is written in fprintd's layout (Fprintd/FprintdPrints.swift).
-    var fprintdLayout = false
+    let fprintdLayout: Bool
 
     /// Whether this service wrote `stored` and may delete it (and its slot on
     /// a chip): our own layout's, and with `--fprintd` fprintd's too.
     func isOurs(_ stored: StoredPrint) -> Bool { stored.source == .localauth || fprintdLayout }
 
-    init(stateDirectory: String, fprintdStore: String) {
+    init(stateDirectory: String, fprintdStore: String, fprintdLayout: Bool = false) {
         root = stateDirectory + "/prints"
         fprintdRoot = fprintdStore
+        self.fprintdLayout = fprintdLayout
     }
 
     private func userDirectory(_ uid: UInt32) -> String { "\(root)/\(uid)" }

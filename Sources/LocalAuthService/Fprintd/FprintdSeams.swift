@@ -1,0 +1,114 @@
+import DBusCore
+import LocalAuthShared
+
+// fprintd's seams: everything a Device object needs from the rest of the
+// service, as small protocols it declares itself (as the Evaluator's in
+// Evaluation/EvaluatorSeams.swift). The service's adapters are in
+// FprintdWiring.swift; the unit tests' fakes in Tests/LocalAuthServiceTests/Fakes.
+// The reader queue (`SensorQueue`) is given as it is: it touches no device.
+
+/// One reader as fprintd's Device object shows it.
+@ServiceActor
+protocol FprintdReader: AnyObject {
+    var identity: Readers.Identity { get }
+    /// It can compare a scan with many prints at once ("any", the duplicate check).
+    var supportsIdentify: Bool { get }
+    /// It keeps prints on its chip (deleting one frees a slot there first).
+    var storesPrints: Bool { get }
+    /// libfprint's name, enroll stages and scan type ("press" or "swipe").
+    var name: String { get }
+    var enrollStages: Int { get }
+    var scanType: String { get }
+    /// Calls `changed(present, needed)` on each change of libfprint's finger status.
+    func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void)
+}
+
+/// A reader held for one fprintd operation until `release`: the scans of
+/// an evaluation's session, and what fprintd does beyond them.
+@ServiceActor
+protocol FprintdSession: ReaderSession {
+    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate
+    /// Frees `print`'s slot on the reader's chip.
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
+    /// What libfprint's `error` means for fprintd's statuses (a removed reader is forgotten).
+    func failure(_ error: GLibError) -> ReaderFailure
+}
+
+/// libfprint's errors, as fprintd's statuses tell them apart.
+enum ReaderFailure: Equatable {
+    case removed, cancelled, dataFull, duplicate, other
+}
+
+/// The lockout every client shares (the Evaluator's).
+@ServiceActor
+protocol FprintdLockout: AnyObject {
+    func isLockedOut(_ uid: UInt32) -> Bool
+    func failedMatches(of uid: UInt32) -> Int
+    /// A match: the count goes back to zero, the finger is the next one tried first.
+    func scanMatched(_ uid: UInt32, finger: FingerName?)
+    /// A judged no-match, counted before anything else happens; true: `uid` is now locked out.
+    func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool
+    /// A verify-only reader's rotation (FingerprintScan.galleryStart): the
+    /// finger `uid` matched with last, and the judged no-matches since.
+    func lastMatchedFinger(of uid: UInt32) -> FingerName?
+    func missesSinceMatch(of uid: UInt32) -> Int
+}
+
+/// Everything else a Device object uses.
+@ServiceActor
+protocol FprintdSeams: AnyObject {
+    // Readers.
+    /// Opens `reader` for one operation (its queue turn already taken) by
+    /// `deadline`, through the one gate (ReaderGate.open): its errors are the
+    /// gate's (`readerInUse` while another program holds it).
+    func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
+    ) async throws(ServiceError) -> any FprintdSession
+    /// Runs `body` with `reader` held for one operation of `record`'s call
+    /// (ReaderGate.withReader); `failedToOpen` words the queue's and the opening's errors.
+    func withReader(
+        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        failedToOpen: (ServiceError) -> ServiceError
+    ) async throws(ServiceError)
+    /// Whether a person can touch `reader` now (awake, not under a closed lid).
+    func isReachable(_ reader: Readers.Identity) -> Bool
+    /// Why a reader cannot be used now.
+    var noReaderError: ServiceError { get }
+    var asleep: Bool { get }
+
+    // Prints, in fprintd's layout (PrintStore, FprintdPrints.swift).
+    /// What `reader` is offered for `uid` (`location` set).
+    func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint]
+    /// Every print of `uid` made on `reader`, from both layouts (one print is one print).
+    func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint]
+    /// Every account's prints on `reader` (the duplicate check).
+    func everyPrint(on reader: Readers.Identity) -> [EnrolledPrint]
+    func save(_ print: any PrintTemplate, finger: FingerName, username: String, uid: UInt32, reader: Readers.Identity) throws
+    func remove(_ print: EnrolledPrint) throws
+
+    // The rules shared with LocalAuth.
+    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
+    func passwordNeeded(_ uid: UInt32) -> ServiceError?
+    var lockout: any FprintdLockout { get }
+    /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
+    var duplicateChecks: DuplicateCheckBudget { get }
+    /// A match of `uid` for the connection `sender` (pam_fprintd): a ticket for
+    /// that process's login-secret release (LoginSecret/, docs/KEYRING.md).
+    func matchSeen(uid: UInt32, sender: String)
+
+    // Who hears.
+    /// `uid`'s prints or lockout changed: its LAEnvironment subscribers hear it now.
+    func userChanged(_ uid: UInt32)
+    /// A signal of the Device object at `path`.
+    func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?)
+}
+
+extension FprintdSeams {
+    /// No login secret (the unit tests' fakes).
+    func matchSeen(uid: UInt32, sender: String) {}
+}

@@ -1,0 +1,188 @@
+internal import CFprint
+import DBusCore
+import LocalAuthShared
+
+// fprintd's seams served by the service's components (FprintdSeams.swift):
+// wiring only, no decisions. It is given the components it uses, not the
+// service.
+
+/// The readers, prints, lockout, presence and bus, as the service has them.
+@ServiceActor
+final class ServiceFprintdWiring: FprintdSeams {
+    let readers: Readers
+    let prints: PrintStore
+    let readerChoice: ReaderChoice
+    private let gate: ReaderGate
+    private let evaluator: Evaluator
+    private let environment: Environment
+    private let callers: Callers
+    let duplicateChecks: DuplicateCheckBudget
+    private let bus: BusConnection
+    private let loginSecrets: LoginSecrets
+
+    init(
+        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
+        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, bus: BusConnection,
+        loginSecrets: LoginSecrets
+    ) {
+        self.loginSecrets = loginSecrets
+        self.duplicateChecks = duplicateChecks
+        self.readers = readers
+        self.gate = gate
+        self.prints = prints
+        self.readerChoice = readerChoice
+        self.evaluator = evaluator
+        self.environment = environment
+        self.callers = callers
+        self.bus = bus
+    }
+
+    /// pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
+    func matchSeen(uid: UInt32, sender: String) {
+        guard let caller = callers.known(sender) else { return }
+        loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: [])
+    }
+
+    // MARK: Readers
+
+    func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
+    ) async throws(ServiceError) -> any FprintdSession {
+        let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: { nil }, busy: {})
+        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
+    }
+
+    func withReader(
+        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        failedToOpen: (ServiceError) -> ServiceError
+    ) async throws(ServiceError) {
+        try await gate.withReader(
+            reader, for: record, uid: uid,
+            { [readers, gate] device throws(ServiceError) in
+                try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
+            }, failedToOpen: failedToOpen)
+    }
+
+    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
+
+    var noReaderError: ServiceError { readerChoice.noReaderError }
+
+    var asleep: Bool { environment.asleep }
+
+    // MARK: Prints
+
+    private func enrolled(_ stored: PrintStore.StoredPrint) -> EnrolledPrint {
+        EnrolledPrint(
+            finger: stored.finger, source: stored.source, stamp: stored.stamp, template: stored.print,
+            location: stored.path)
+    }
+
+    func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
+        prints.prints(of: uid, for: reader).map(enrolled)
+    }
+
+    func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
+        prints.allPrints(of: uid).filter { $0.reader == reader }.map(enrolled)
+    }
+
+    func everyPrint(on reader: Readers.Identity) -> [EnrolledPrint] { prints.everyPrint(on: reader).map(enrolled) }
+
+    func save(_ print: any PrintTemplate, finger: FingerName, username: String, uid: UInt32, reader: Readers.Identity) throws {
+        // The prints came from a LibfprintReaderSession: libfprint's own.
+        guard let print = print as? GObjectRef else { throw PrintStore.LayoutError(description: "not a libfprint print") }
+        try prints.saveInFprintdLayout(print, finger: finger, username: username, uid: uid, reader: reader)
+    }
+
+    func remove(_ print: EnrolledPrint) throws { try AtomicFile.remove(print.location) }
+
+    // MARK: Rules and who hears
+
+    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+        if let known = callers.knownPresence(caller) { return known }
+        return await callers.presence(caller)
+    }
+
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? { environment.passwordNeeded(uid) }
+
+    var lockout: any FprintdLockout { evaluator }
+
+    func userChanged(_ uid: UInt32) {
+        environment.userChanged(uid)
+        environment.callEnded()
+    }
+
+    func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {
+        try? bus.emit(
+            path: ObjectPath(stringLiteral: path), interface: interface, member: member, arguments: arguments,
+            destination: destination)
+    }
+}
+
+/// The Evaluator keeps the one lockout (Evaluation/Evaluator.swift).
+extension Evaluator: FprintdLockout {}
+
+/// A libfprint reader as a Device object shows it.
+@ServiceActor
+final class LibfprintFprintdReader: FprintdReader {
+    private let device: Readers.Reader
+
+    init(_ device: Readers.Reader) { self.device = device }
+
+    var identity: Readers.Identity { device.identity }
+    var supportsIdentify: Bool { device.supportsIdentify }
+    var storesPrints: Bool { device.storesPrints }
+    // Read from the device itself: known whether or not the reader is open now.
+    var name: String { fp_device_get_name(device.fpDevice).map { String(cString: $0) } ?? "" }
+    var enrollStages: Int { Int(fp_device_get_nr_enroll_stages(device.fpDevice)) }
+    var scanType: String { fp_device_get_scan_type(device.fpDevice) == FP_SCAN_TYPE_SWIPE ? "swipe" : "press" }
+
+    func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) {
+        // Lives as long as the libfprint device: released by GLib with the
+        // handler when an unplugged reader's FpDevice goes (issue 30 item 9).
+        let box = Unmanaged.passRetained(FingerStatusBox(changed)).toOpaque()
+        _ = cfprint_connect_notify_full(
+            device.fpDevice, "notify::finger-status",
+            { device, _, data in
+                guard let device, let data else { return }
+                let box = Unmanaged<FingerStatusBox>.fromOpaque(data).takeUnretainedValue()
+                let status = fp_device_get_finger_status(device).rawValue
+                ServiceActor.assumeIsolated {
+                    box.changed(status & FP_FINGER_STATUS_PRESENT.rawValue != 0, status & FP_FINGER_STATUS_NEEDED.rawValue != 0)
+                }
+            }, box, { data, _ in if let data { Unmanaged<FingerStatusBox>.fromOpaque(data).release() } })
+    }
+}
+
+private final class FingerStatusBox {
+    let changed: @ServiceActor (Bool, Bool) -> Void
+    init(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) { self.changed = changed }
+}
+
+/// What fprintd does with a held libfprint reader beyond an evaluation's scans.
+extension LibfprintReaderSession: FprintdSession {
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate {
+        try await readers.enroll(
+            finger: finger.fpFinger, username: username, on: device, cancellable: cancellable,
+            progress: progress)
+    }
+
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {
+        guard let print = print as? GObjectRef else { throw Readers.noReader(device.identity) }
+        try await readers.deleteFromChip(print, on: device)
+    }
+
+    func failure(_ error: GLibError) -> ReaderFailure {
+        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+            readers.forget(device)
+            return .removed
+        }
+        if error.isCancelled { return .cancelled }
+        if error.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { return .dataFull }
+        if error.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { return .duplicate }
+        return .other
+    }
+}

@@ -1,0 +1,184 @@
+import Foundation
+import DBusCore
+@testable import LocalAuthService
+import LocalAuthShared
+
+// Fakes for fprintd's seams (Sources/LocalAuthService/Fprintd/FprintdSeams.swift):
+// the EvaluatorRig's scripted reader held as an fprintd session, prints in
+// memory, the real Evaluator's lockout (the one LocalAuth counts in), and a
+// recorder of the signals. No libfprint, no bus.
+
+/// One reader as a Device object shows it.
+@ServiceActor
+final class FakeFprintdReader: FprintdReader {
+    let identity: Readers.Identity
+    var supportsIdentify = false
+    var storesPrints = false
+    let name = "Fake reader"
+    var enrollStages = 5
+    let scanType = "press"
+    private(set) var fingerStatus: (@ServiceActor (Bool, Bool) -> Void)?
+
+    init(_ identity: Readers.Identity) { self.identity = identity }
+
+    func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) { fingerStatus = changed }
+}
+
+/// The rig's FakeReader held for one operation; enrollment follows `steps`.
+@ServiceActor
+final class FakeFprintdSession: FprintdSession {
+    enum EnrollStep {
+        case stage(Int)
+        case retry(RetryKind)
+        case fail(GLibError)
+        /// Waits for a cancellation (Stop, Release, a timeout).
+        case wait
+    }
+
+    let reader: FakeReader
+    private unowned let seams: FakeFprintdSeams
+
+    init(reader: FakeReader, seams: FakeFprintdSeams) {
+        self.reader = reader
+        self.seams = seams
+    }
+
+    var identity: Readers.Identity { reader.identity }
+
+    func scan(_ gallery: [EnrolledPrint], cancellable: Cancellable) async throws(GLibError) -> ScanOutcome {
+        try await reader.scan(gallery, cancellable: cancellable)
+    }
+
+    func unusable(_ error: GLibError) -> ServiceError? { reader.unusable(error) }
+
+    func release() { reader.release() }
+
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate {
+        while !seams.enrollSteps.isEmpty {
+            switch seams.enrollSteps.removeFirst() {
+            case .stage(let stage): progress(stage, nil)
+            case .retry(let kind): progress(0, kind)
+            case .fail(let error): throw error
+            case .wait:
+                while !cancellable.isCancelled { try? await Task.sleep(for: .milliseconds(1)) }
+                throw FakeReader.cancelled
+            }
+        }
+        return FakeTemplate()
+    }
+
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {
+        seams.chipDeletes += 1
+        if let error = seams.chipError { throw error }
+    }
+
+    func failure(_ error: GLibError) -> ReaderFailure {
+        switch error.domain {
+        case FakeReader.removed.domain: .removed
+        case FakeReader.cancelled.domain: .cancelled
+        case FakeFprintdSeams.full.domain: .dataFull
+        default: .other
+        }
+    }
+}
+
+/// Everything else a Device object uses, over an EvaluatorRig.
+@ServiceActor
+final class FakeFprintdSeams: FprintdSeams {
+    static let full = GLibError(domain: 11, code: 0, message: "the reader's storage is full")
+
+    let rig: EvaluatorRig
+    var openError: ServiceError?
+    var reachable = true
+    var asleep = false
+    var presence: EnvironmentRules.Presence = .local
+    var passwordNeededError: ServiceError?
+    /// Each user's prints on the reader.
+    var stored: [UInt32: [EnrolledPrint]] = [:]
+    var enrollSteps: [FakeFprintdSession.EnrollStep] = []
+    var chipDeletes = 0
+    var chipError: GLibError?
+    private(set) var saved: [(FingerName, String, UInt32)] = []
+    private(set) var changedUsers: [UInt32] = []
+    /// Every signal, with its destination.
+    private(set) var signals: [(member: String, arguments: [DBusValue], destination: String?)] = []
+
+    /// The real budget, on a directory of this fake's own, counting into the rig's lockout.
+    lazy var duplicateChecks = DuplicateCheckBudget(
+        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.evaluator.scanDidNotMatch(uid) })
+
+    init(rig: EvaluatorRig) { self.rig = rig }
+
+    func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
+    ) async throws(ServiceError) -> any FprintdSession {
+        if let openError { throw openError }
+        _ = try? await rig.reader.open(reader, cancellable: cancellable, interruption: { nil }, busy: {})
+        return FakeFprintdSession(reader: rig.reader, seams: self)
+    }
+
+    func withReader(
+        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        failedToOpen: (ServiceError) -> ServiceError
+    ) async throws(ServiceError) {
+        if openError != nil { throw failedToOpen(ServiceError(.readerInUse, "held by another program")) }
+        _ = try? await rig.reader.open(reader, cancellable: Cancellable(), interruption: { nil }, busy: {})
+        defer { rig.reader.release() }
+        try await body(FakeFprintdSession(reader: rig.reader, seams: self))
+    }
+
+    func isReachable(_ reader: Readers.Identity) -> Bool { reachable && !asleep }
+    var noReaderError: ServiceError { asleep ? Evaluation.Interruption.systemSleeping.error : ServiceErrors.noReader }
+
+    func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }
+    func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }
+    func everyPrint(on reader: Readers.Identity) -> [EnrolledPrint] { stored.values.flatMap { $0 } }
+
+    func save(_ print: any PrintTemplate, finger: FingerName, username: String, uid: UInt32, reader: Readers.Identity) throws {
+        saved.append((finger, username, uid))
+        enroll(finger, for: uid)
+    }
+
+    func remove(_ print: EnrolledPrint) throws {
+        stored = stored.mapValues { $0.filter { $0.location != print.location } }
+    }
+
+    func enroll(_ finger: FingerName, for uid: UInt32) {
+        stored[uid, default: []].append(
+            EnrolledPrint(
+                finger: finger, source: .fprintd, stamp: [1], template: FakeTemplate(),
+                location: "\(uid)/\(finger.rawValue)"))
+    }
+
+    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }
+    func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
+    var lockout: any FprintdLockout { rig.evaluator }
+    func userChanged(_ uid: UInt32) { changedUsers.append(uid) }
+
+    func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {
+        signals.append((member, arguments, destination))
+    }
+
+    /// The status signals in order: "VerifyFingerSelected any", "VerifyStatus verify-match done".
+    var statuses: [String] {
+        signals.compactMap { signal in
+            guard signal.member != "PropertiesChanged" else { return nil }
+            var words = [signal.member] + signal.arguments.compactMap(\.string)
+            if case .boolean(true)? = signal.arguments.last { words.append("done") }
+            return words.joined(separator: " ")
+        }
+    }
+}
+
+/// A fresh state directory under the test process's temporary directory.
+enum FakeState {
+    static func directory() -> String {
+        let path = NSTemporaryDirectory() + "localauth-fake-state-\(UUID().uuidString)"
+        try? FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        return path
+    }
+}

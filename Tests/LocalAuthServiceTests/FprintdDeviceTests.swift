@@ -1,0 +1,515 @@
+import DBusCore
+@testable import LocalAuthService
+import LocalAuthShared
+import XCTest
+
+/// fprintd's Device object (Sources/LocalAuthService/Fprintd) driven through
+/// the router with its own method table, over fakes of its seams
+/// (Fakes/FakeFprintdSeams.swift) and the real Evaluator's lockout: claims,
+/// verify and enroll status sequences, Release in the middle of a scan, the
+/// LAContext rules in fprintd's words, deletes on a reader's chip.
+/// Milliseconds each, no root, no bus, no libfprint.
+final class FprintdDeviceTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = ServiceLoop.running
+    }
+
+    private static let error = "net.reactivated.Fprint.Error."
+
+    /// A Device over fakes, served by a router as the service serves it.
+    @ServiceActor
+    final class FprintdRig {
+        let evaluation: EvaluatorRig
+        let seams: FakeFprintdSeams
+        let reader: FakeFprintdReader
+        let router = RouterRig()
+        let device: FprintdDevice
+        /// The claimer's connection, and another one; both root's (a user name the test machine has).
+        let claimer = ":1.7"
+        let other = ":1.8"
+        let uid: UInt32 = 0
+        private final class Tasks { var all: [Task<Void, Never>] = [] }
+        private let tasks = Tasks()
+
+        init() throws {
+            evaluation = try EvaluatorRig()
+            seams = FakeFprintdSeams(rig: evaluation)
+            reader = FakeFprintdReader(evaluation.reader.identity)
+            device = FprintdDevice(
+                id: 0, reader: reader, seams: seams, queue: evaluation.queue, scanTimeout: 30,
+                spawn: { [tasks] body in tasks.all.append(Task { @ServiceActor in await body() }) })
+            router.callers.uids = [claimer: uid, other: uid]
+            for action in [FprintdBus.Action.verify, .enroll] { router.polkit.verdicts[action.rawValue] = .authorized }
+        }
+
+        /// One call through the router; its answer, and its message if an error.
+        @discardableResult
+        func call(_ member: String, _ argument: String? = nil, from sender: String? = nil) async -> (FakeWireCall.Answer, String) {
+            let call = FakeWireCall(
+                member, argument == nil ? "" : "s", argument.map { [.string($0)] } ?? [],
+                sender: sender ?? claimer)
+            await router.send(call, FprintdDevice.contract, device)
+            return (call.answers.first!, call.messages.first ?? "")
+        }
+
+        /// Waits for the scans the device started (they run after their Start's reply).
+        func settle() async {
+            let running = tasks.all
+            tasks.all = []
+            for task in running { await task.value }
+        }
+
+        var statuses: [String] { seams.statuses }
+
+        /// One call, and the answer it must get.
+        func expect(
+            _ expected: FakeWireCall.Answer, _ member: String, _ argument: String? = nil, from sender: String? = nil,
+            note: String = "", line: UInt = #line
+        ) async {
+            let (answer, message) = await call(member, argument, from: sender)
+            XCTAssertEqual(answer, expected, "\(member): \(message) \(note)", line: line)
+        }
+    }
+
+    private static let ok = FakeWireCall.Answer.reply([])
+    private static func failed(_ name: String) -> FakeWireCall.Answer { .error(error + name) }
+
+    // MARK: Claims
+
+    @ServiceActor
+    func testClaimRulesAreFprintds() async throws {
+        let rig = try FprintdRig()
+        var answer = await rig.call("VerifyStart", "any")
+        XCTAssertEqual(answer.0, Self.failed("ClaimDevice"))
+        XCTAssertEqual(answer.1, "Device was not claimed before use")
+        await rig.expect(Self.failed("ClaimDevice"), "Release")
+        await rig.expect(Self.ok, "Claim", "")
+        XCTAssertEqual(rig.device.claim?.username, "root")
+        await rig.expect(Self.failed("AlreadyInUse"), "Claim", "", from: rig.other)
+        await rig.expect(Self.failed("AlreadyInUse"), "Release", from: rig.other)
+        await rig.expect(Self.failed("AlreadyInUse"), "DeleteEnrolledFingers", "", from: rig.other)
+        // Any time, whoever claimed.
+        await rig.expect(Self.failed("NoEnrolledPrints"), "ListEnrolledFingers", "", from: rig.other)
+        await rig.expect(Self.failed("NoActionInProgress"), "VerifyStop")
+        await rig.expect(Self.failed("NoActionInProgress"), "EnrollStop")
+        await rig.expect(Self.failed("InvalidFingername"), "EnrollStart", "pinky")
+        await rig.expect(Self.failed("InvalidFingername"), "DeleteEnrolledFinger", "pinky")
+        await rig.expect(Self.ok, "Release")
+        XCTAssertNil(rig.device.claim)
+
+        // polkit: either action suffices for Claim; neither is PermissionDenied in fprintd's words.
+        rig.router.polkit.verdicts = [:]
+        answer = await rig.call("Claim", "")
+        XCTAssertEqual(answer.0, Self.failed("PermissionDenied"))
+        XCTAssertEqual(answer.1, "Not Authorized: net.reactivated.fprint.device.enroll")
+        rig.router.polkit.verdicts[FprintdBus.Action.enroll.rawValue] = .authorized
+        await rig.expect(Self.ok, "Claim", "")
+        // A claimer that leaves the bus is released.
+        rig.device.senderVanished(rig.claimer)
+        XCTAssertNil(rig.device.claim)
+        XCTAssertTrue(rig.router.registry.isEmpty)
+    }
+
+    // MARK: Verify
+
+    @ServiceActor
+    func testAVerifyReportsRetriesThenAMatchAndResetsTheSharedLockout() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.leftThumb, for: rig.uid)
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid)
+        _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid)
+        await rig.call("Claim", "")
+        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
+                "VerifyStatus verify-match done",
+            ])
+        XCTAssertEqual(rig.evaluation.reader.galleries, [[.rightIndex], [.rightIndex]], "the finger asked for, alone")
+        XCTAssertTrue(rig.seams.signals.allSatisfy { $0.destination == rig.claimer }, "status signals go to the claimer only")
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a match resets the lockout apps share")
+        XCTAssertEqual(rig.evaluation.reader.opens, 1)
+        XCTAssertFalse(rig.evaluation.reader.isOpen, "the reader is given back with the final status")
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+        XCTAssertEqual(rig.seams.changedUsers, [rig.uid])
+        // The operation stays current until VerifyStop.
+        await rig.expect(Self.failed("AlreadyInUse"), "VerifyStart", "any")
+        await rig.expect(Self.ok, "VerifyStop")
+        XCTAssertNil(rig.device.operation)
+    }
+
+    @ServiceActor
+    func testNoMatchesCountInTheLockoutLAContextUsesAndThenVerifyIsRefused() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        for _ in 0..<LockoutStore.limit {
+            rig.evaluation.reader.script = [.noMatch]
+            await rig.expect(Self.ok, "VerifyStart", "any")
+            await rig.settle()
+            XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-no-match done")
+            await rig.expect(Self.ok, "VerifyStop")
+        }
+        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(rig.uid), "the Evaluator's lockout: every app sees it")
+        let refused = await rig.call("VerifyStart", "any")
+        XCTAssertEqual(refused.0, Self.failed("PermissionDenied"))
+        XCTAssertTrue(refused.1.hasPrefix("\(FprintdRefusal.lockedOut):"), refused.1)
+        XCTAssertEqual(rig.evaluation.reader.opens, LockoutStore.limit, "a refused VerifyStart never opens the reader")
+    }
+
+    @ServiceActor
+    func testVerifyStartIsRefusedByTheLAContextRulesInFprintdsWords() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        func refusal(_ finger: String = "any") async -> String {
+            let (answer, message) = await rig.call("VerifyStart", finger)
+            guard answer == Self.failed("PermissionDenied") else { return "\(answer)" }
+            return String(message.prefix { $0 != ":" })
+        }
+        rig.seams.presence = .remote
+        let refused0 = await refusal()
+        XCTAssertEqual(refused0, FprintdRefusal.notAtTheReader)
+        rig.seams.presence = .local
+        rig.seams.reachable = false
+        let refused1 = await refusal()
+        XCTAssertEqual(refused1, FprintdRefusal.readerUnavailable)
+        rig.seams.reachable = true
+        rig.seams.passwordNeededError = ServiceError(.la(.biometryLockout), "the password is needed after a restart")
+        let refused2 = await refusal()
+        XCTAssertEqual(refused2, FprintdRefusal.passwordRequired)
+        rig.seams.passwordNeededError = nil
+        await rig.expect(Self.failed("InvalidFingername"), "VerifyStart", "pinky")
+        await rig.expect(Self.failed("NoEnrolledPrints"), "VerifyStart", "left-thumb")
+        XCTAssertEqual(rig.evaluation.reader.opens, 0, "no refusal touches the reader")
+        XCTAssertNil(rig.device.operation)
+    }
+
+    @ServiceActor
+    func testAnyIdentifiesOnAReaderThatCanAndTakesTheFirstFingerOnOneThatCannot() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.leftThumb, for: rig.uid)
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.call("VerifyStart", "any")
+        await rig.settle()
+        await rig.call("VerifyStop")
+        rig.reader.supportsIdentify = true
+        rig.evaluation.reader.script = [.match(1)]
+        await rig.call("VerifyStart", "any")
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "VerifyFingerSelected left-thumb", "VerifyStatus verify-match done",
+                "VerifyFingerSelected any", "VerifyStatus verify-match done",
+            ])
+        XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftThumb, .rightIndex]])
+    }
+
+    /// Issue 30 item 5: the checks an LAContext scan makes before every
+    /// scan, made before every fprintd scan too. A user locked out while
+    /// their verify waited for a finger (a scan to repeat follows) gets no
+    /// further scan: on 1c36356 the next scan ran, and its match lifted the
+    /// lockout already in force.
+    @ServiceActor
+    func testAUserLockedOutDuringAVerifyGetsNoFurtherScan() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid) }
+        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses,
+            ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
+             "VerifyStatus verify-unknown-error done"])
+        XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the lockout")
+        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(rig.uid), "the lockout in force stays")
+        await rig.expect(Self.ok, "VerifyStop")
+    }
+
+    /// A print deleted (here by another client) during a verify is not
+    /// compared with again: the verify ends before the next scan.
+    @ServiceActor
+    func testAPrintDeletedDuringAVerifyIsNotScannedForAgain() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.seams.stored[rig.uid] = []
+        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
+        XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the print went")
+    }
+
+    /// Issue 30 item 11: on a reader that cannot identify, "any" walks the
+    /// user's prints as an LAContext evaluation does (the finger that
+    /// matched last first, one step per judged no-match, across calls and
+    /// across both interfaces), so a fourth enrolled finger is reached;
+    /// fprintd itself always takes the first (docs/FPRINTD.md).
+    @ServiceActor
+    func testAnyOnAVerifyOnlyReaderFollowsTheSharedRotation() async throws {
+        let rig = try FprintdRig()
+        for finger in [FingerName.leftThumb, .leftIndex, .rightIndex, .rightThumb] { rig.seams.enroll(finger, for: rig.uid) }
+        await rig.call("Claim", "")
+        for _ in 0..<3 {
+            rig.evaluation.reader.script = [.noMatch]
+            await rig.expect(Self.ok, "VerifyStart", "any")
+            await rig.settle()
+            await rig.expect(Self.ok, "VerifyStop")
+        }
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        await rig.settle()
+        XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftIndex], [.rightIndex], [.rightThumb]])
+        XCTAssertEqual(rig.statuses.filter { $0.hasPrefix("VerifyFingerSelected") }.last, "VerifyFingerSelected right-thumb")
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-match done")
+        XCTAssertEqual(rig.evaluation.evaluator.lastMatchedFinger(of: rig.uid), .rightThumb, "the next evaluation starts there")
+    }
+
+    @ServiceActor
+    func testReleaseInTheMiddleOfAScanStopsItAndGivesTheReaderBack() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        XCTAssertTrue(rig.evaluation.reader.isOpen)
+        await rig.expect(Self.ok, "Release", note: "Release waits for the scan to end")
+        XCTAssertNil(rig.device.claim)
+        XCTAssertNil(rig.device.operation)
+        XCTAssertEqual(rig.evaluation.reader.cancelledScans, 1)
+        await rig.settle()
+        XCTAssertFalse(rig.evaluation.reader.isOpen)
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+        // Stopped by its client in the middle of a scan: fprintd's final status, counted nowhere.
+        XCTAssertEqual(
+            rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"],
+            "a verify-only reader: the first finger; the final status before Release answers")
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nothing was judged")
+    }
+
+    @ServiceActor
+    func testVerifyStopInTheMiddleOfAScanSendsTheFinalStatusBeforeItAnswers() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        await rig.expect(Self.ok, "VerifyStop")
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-no-match done", "sent before VerifyStop's reply")
+        XCTAssertNil(rig.device.operation)
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a stopped scan counts nowhere")
+        await rig.settle()
+        // SIGTERM in the middle of a scan ends it as a Stop does.
+        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.device.stopAll()
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.suffix(2), ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"])
+    }
+
+    @ServiceActor
+    func testAReaderUnpluggedDuringAVerifyEndsItDisconnected() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        rig.evaluation.reader.script = [.fail(FakeReader.removed)]
+        await rig.call("VerifyStart", "any")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-disconnected done")
+        rig.device.readerGone()
+        await rig.expect(Self.failed("Internal"), "VerifyStop", note: "the object of a gone reader answers nothing")
+    }
+
+    @ServiceActor
+    func testAStartWhileAnotherProgramHoldsTheReaderFailsAndLeavesNothingBehind() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        rig.seams.openError = ServiceError(.readerInUse, "the fingerprint reader is in use by another program (fprintd); try again when it is free")
+        let (answer, message) = await rig.call("VerifyStart", "any")
+        XCTAssertEqual(answer, Self.failed("Internal"))
+        XCTAssertTrue(message.contains("in use by another program"), message)
+        XCTAssertNil(rig.device.operation)
+        XCTAssertTrue(rig.evaluation.queueIsFree, "the queue's turn is given back")
+        XCTAssertEqual(rig.statuses, [])
+    }
+
+    // MARK: Enroll
+
+    @ServiceActor
+    func testAnEnrollReportsEachStageAndCompletes() async throws {
+        let rig = try FprintdRig()
+        await rig.call("Claim", "")
+        rig.seams.enrollSteps = [.stage(1), .retry(.centerFinger), .stage(2), .stage(3), .stage(4), .stage(5)]
+        await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses,
+            [
+                "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-finger-not-centered", "EnrollStatus enroll-stage-passed",
+                "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-stage-passed", "EnrollStatus enroll-completed done",
+            ])
+        XCTAssertEqual(rig.seams.saved.map(\.0), [.rightIndex])
+        XCTAssertEqual(rig.seams.saved.map(\.1), ["root"])
+        XCTAssertEqual(rig.seams.changedUsers, [rig.uid])
+        XCTAssertFalse(rig.evaluation.reader.isOpen)
+        await rig.expect(Self.ok, "EnrollStop")
+        await rig.expect(.reply([.strings(["right-index-finger"])]), "ListEnrolledFingers", "")
+    }
+
+    @ServiceActor
+    func testOnAReaderThatIdentifiesEnrollFirstChecksForADuplicate() async throws {
+        let rig = try FprintdRig()
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: 1234)  // someone else's print on this reader
+        await rig.call("Claim", "")
+        XCTAssertEqual(rig.device.propertyValues[FprintdBus.Property.numEnrollStages], .int32(6), "the check is a stage")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.call("EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses, ["EnrollStatus enroll-duplicate done"])
+        XCTAssertTrue(rig.seams.saved.isEmpty)
+        await rig.call("EnrollStop")
+
+        rig.evaluation.reader.script = [.noMatch]
+        rig.seams.enrollSteps = [.stage(1), .stage(2), .stage(3), .stage(4), .stage(5)]
+        await rig.call("EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.dropFirst().first, "EnrollStatus enroll-stage-passed", "the check passed: a stage")
+        XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-completed done")
+    }
+
+    /// Issue 30 item 4: the check is a match oracle over every account's
+    /// prints. A user (uid 65534 here) gets `DuplicateCheckBudget.perDay`
+    /// checks a day, each hit on another account's print is a failed match
+    /// toward their own lockout, and the next EnrollStart is refused before
+    /// the reader scans anything.
+    @ServiceActor
+    func testTheDuplicateCheckIsBoundedPerUidAndAHitOnAnotherAccountCounts() async throws {
+        let rig = try FprintdRig()
+        let nobody: UInt32 = 65534
+        rig.router.callers.uids = [rig.claimer: nobody, rig.other: nobody]
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: 1234)  // someone else's print on this reader
+        await rig.expect(Self.ok, "Claim", "")
+        for attempt in 1...DuplicateCheckBudget.perDay {
+            rig.evaluation.reader.script = [.match(0)]
+            await rig.expect(Self.ok, "EnrollStart", "right-index-finger", note: "attempt \(attempt)")
+            await rig.settle()
+            await rig.call("EnrollStop")
+            XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
+        }
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), DuplicateCheckBudget.perDay,
+                       "each guess that came true counts for the one who guessed")
+        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(nobody))
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: 1234), 0, "nothing for the account guessed at")
+        let statuses = rig.statuses.count
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(.error(DBusError.Name.limitsExceeded.rawValue), "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.count, statuses, "no scan past the budget")
+        XCTAssertEqual(rig.evaluation.reader.script.count, 1, "the reader was not touched")
+    }
+
+    /// Finding one's own print is no guess: nothing counts.
+    @ServiceActor
+    func testADuplicateOfOnesOwnPrintCountsNothing() async throws {
+        let rig = try FprintdRig()
+        let nobody: UInt32 = 65534
+        rig.router.callers.uids = [rig.claimer: nobody, rig.other: nobody]
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: nobody)
+        await rig.expect(Self.ok, "Claim", "")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), 0)
+        XCTAssertEqual(rig.seams.duplicateChecks.remaining(for: nobody), DuplicateCheckBudget.perDay - 1)
+    }
+
+    @ServiceActor
+    func testEnrollingAFingerAgainFreesItsSlotFirstAndAFullReaderSaysSo() async throws {
+        let rig = try FprintdRig()
+        rig.reader.storesPrints = true
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        rig.seams.enrollSteps = [.stage(1), .fail(FakeFprintdSeams.full)]
+        await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.seams.chipDeletes, 1, "the old print's slot is freed before the new enrollment")
+        XCTAssertTrue(rig.seams.prints(of: rig.uid, on: rig.reader.identity).isEmpty)
+        XCTAssertEqual(rig.statuses, ["EnrollStatus enroll-stage-passed", "EnrollStatus enroll-data-full done"])
+    }
+
+    @ServiceActor
+    func testEnrollStopInTheMiddleEndsItFailed() async throws {
+        let rig = try FprintdRig()
+        await rig.call("Claim", "")
+        rig.seams.enrollSteps = [.stage(1), .wait]
+        await rig.call("EnrollStart", "left-index-finger")
+        try await rig.evaluation.waitUntil { rig.statuses.count == 1 }
+        await rig.expect(Self.ok, "EnrollStop")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses, ["EnrollStatus enroll-stage-passed", "EnrollStatus enroll-failed done"])
+        XCTAssertTrue(rig.seams.saved.isEmpty)
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+    }
+
+    // MARK: Deleting
+
+    @ServiceActor
+    func testDeletesOnAChipThatCannotBeReachedKeepThePrint() async throws {
+        let rig = try FprintdRig()
+        rig.reader.storesPrints = true
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        rig.seams.chipError = GLibError(domain: 12, code: 0, message: "the chip did not answer")
+        await rig.expect(Self.failed("PrintsNotDeletedFromDevice"), "DeleteEnrolledFinger", "right-index-finger")
+        rig.seams.chipError = nil
+        rig.seams.openError = ServiceError(.readerInUse, "the fingerprint reader is in use by another program (another)")
+        await rig.expect(Self.failed("PrintsNotDeletedFromDevice"), "DeleteEnrolledFingers2")
+        XCTAssertEqual(rig.seams.prints(of: rig.uid, on: rig.reader.identity).count, 1, "a file never goes while its slot stays")
+        rig.seams.openError = nil
+        await rig.expect(Self.failed("NoEnrolledPrints"), "DeleteEnrolledFinger", "left-thumb")
+        await rig.expect(Self.ok, "DeleteEnrolledFingers2")
+        XCTAssertTrue(rig.seams.prints(of: rig.uid, on: rig.reader.identity).isEmpty)
+        XCTAssertEqual(rig.seams.changedUsers, [rig.uid])
+        XCTAssertFalse(rig.evaluation.reader.isOpen)
+    }
+
+    // MARK: Properties
+
+    @ServiceActor
+    func testFingerStatusChangesArePropertiesChanged() async throws {
+        let rig = try FprintdRig()
+        rig.reader.fingerStatus?(false, true)
+        rig.reader.fingerStatus?(false, true)
+        rig.reader.fingerStatus?(true, false)
+        let changes = rig.seams.signals.filter { $0.member == "PropertiesChanged" }.map { $0.arguments[1] }
+        XCTAssertEqual(
+            changes,
+            [
+                .dictionary([FprintdBus.Property.fingerNeeded: .boolean(true)]),
+                .dictionary([
+                    FprintdBus.Property.fingerPresent: .boolean(true),
+                    FprintdBus.Property.fingerNeeded: .boolean(false),
+                ]),
+            ])
+        XCTAssertEqual(rig.device.propertyValues[FprintdBus.Property.fingerPresent], .boolean(true))
+        XCTAssertEqual(rig.device.propertyValues[FprintdBus.Property.name], .string("Fake reader"))
+    }
+}

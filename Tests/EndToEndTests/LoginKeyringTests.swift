@@ -235,7 +235,10 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         // Everything the system bus and the user's session bus carry, raw, for the end of the test.
         let systemBus = rig.directory + "/system-bus-\(UInt32.random(in: 0...UInt32.max)).bin"
         let monitor = try Child("/usr/bin/dbus-monitor", ["--address", rig.address, "--binary"], stdoutPath: systemBus, stderrPath: "/dev/null")
-        defer { monitor.signal(SIGTERM); monitor.wait(timeout: 5) }
+        defer {
+            monitor.signal(SIGTERM)
+            monitor.wait(timeout: 5)
+        }
         try waitUntil("the system bus monitor runs") { (try? FileManager.default.attributesOfItem(atPath: systemBus)[.size] as? Int ?? 0) ?? 0 > 0 }
         let sessionBus = rig.directory + "/runtime-\(uid)/session-bus.bin"
         let enabled = try inOwnersSession(
@@ -278,9 +281,10 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         // Neither bus ever carried K (raw or as the keyring's password) or the login password.
         monitor.signal(SIGTERM)
         monitor.wait(timeout: 5)
-        let secretBytes = Data(stride(from: 0, to: handed.count, by: 2).map {
-            UInt8(handed[handed.index(handed.startIndex, offsetBy: $0)..<handed.index(handed.startIndex, offsetBy: $0 + 2)], radix: 16)!
-        })
+        let secretBytes = Data(
+            stride(from: 0, to: handed.count, by: 2).map {
+                UInt8(handed[handed.index(handed.startIndex, offsetBy: $0)..<handed.index(handed.startIndex, offsetBy: $0 + 2)], radix: 16)!
+            })
         for (name, file) in [("system bus", systemBus), ("session bus", sessionBus)] {
             let carried = try XCTUnwrap(FileManager.default.contents(atPath: file), name)
             XCTAssertGreaterThan(carried.count, 1000, "\(name): the monitor saw the traffic")

@@ -4,7 +4,7 @@
 #   make check       the unit tests: no root, no rig, seconds on a built tree
 #   make e2e         deps, the PAM module, the examples, then the end-to-end tests (needs root:
 #                    they start the rig themselves, one at a time under RIG_LOCK)
-#   make test        deps, then check and e2e: the whole suite (what CI runs)
+#   make test        deps, then check, e2e and system-test: the whole suite (what CI runs)
 #   make lint        swift format lint (.swift-format) on the Swift files added since LINT_BASE
 #                    (default: where this branch left main), failing on any finding; files
 #                    changed there are reported, not failed (the tree predates the config)
@@ -135,6 +135,7 @@ test: deps pam clientlib examples
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-check
 	$(MAKE) --no-print-directory run-e2e
+	$(MAKE) --no-print-directory system-test
 
 run-check:
 	$(SWIFT) test $(XCTEST) --skip '^EndToEndTests\.' 2>&1

@@ -213,21 +213,31 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftThumb, .rightIndex]])
     }
 
-    /// Issue 30 item 5: the checks an LAContext scan makes before every
-    /// scan, made before every fprintd scan too. A user locked out while
-    /// their verify waited for a finger (a scan to repeat follows) gets no
-    /// further scan: on 1c36356 the next scan ran, and its match lifted the
-    /// lockout already in force.
+    /// A verify of rig's user waiting for a finger; `change` happens while it
+    /// waits, then the reader asks for the scan to be repeated (a match
+    /// would come next). Returns the rig once the verify ended.
     @ServiceActor
-    func testAUserLockedOutDuringAVerifyGetsNoFurtherScan() async throws {
+    private func verifyChanged(_ finger: String, _ change: (FprintdRig) throws -> Void) async throws -> FprintdRig {
         let rig = try FprintdRig()
         rig.seams.enroll(.rightIndex, for: rig.uid)
         await rig.call("Claim", "")
-        await rig.expect(Self.ok, "VerifyStart", "any")
+        await rig.expect(Self.ok, "VerifyStart", finger)
         try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
-        for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid) }
+        try change(rig)
         rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
         await rig.settle()
+        return rig
+    }
+
+    /// Issue 30 item 5: the checks an LAContext scan makes before every
+    /// scan, made before every fprintd scan too. A user locked out while
+    /// their verify waited for a finger gets no further scan: on 1c36356 the
+    /// next scan ran, and its match lifted the lockout already in force.
+    @ServiceActor
+    func testAUserLockedOutDuringAVerifyGetsNoFurtherScan() async throws {
+        let rig = try await verifyChanged("any") { rig in
+            for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid) }
+        }
         XCTAssertEqual(
             rig.statuses,
             ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
@@ -241,14 +251,7 @@ final class FprintdDeviceTests: XCTestCase {
     /// compared with again: the verify ends before the next scan.
     @ServiceActor
     func testAPrintDeletedDuringAVerifyIsNotScannedForAgain() async throws {
-        let rig = try FprintdRig()
-        rig.seams.enroll(.rightIndex, for: rig.uid)
-        await rig.call("Claim", "")
-        await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
-        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
-        rig.seams.stored[rig.uid] = []
-        rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
-        await rig.settle()
+        let rig = try await verifyChanged("right-index-finger") { rig in rig.seams.stored[rig.uid] = [] }
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
         XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the print went")
     }

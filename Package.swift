@@ -28,6 +28,8 @@ let package = Package(
         .systemLibrary(name: "CFprint", pkgConfig: "libfprint-2", providers: [.apt(["libfprint-2-dev"])]),
         .systemLibrary(name: "CPolkit", pkgConfig: "polkit-gobject-1", providers: [.apt(["libpolkit-gobject-1-dev"])]),
         .systemLibrary(name: "CGtk", pkgConfig: "gtk4", providers: [.apt(["libgtk-4-dev"])]),
+        .systemLibrary(name: "CArgon2", pkgConfig: "libargon2", providers: [.apt(["libargon2-dev"])]),
+        .systemLibrary(name: "CSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
         .target(name: "CLocalAuthInterface"),
@@ -39,6 +41,8 @@ let package = Package(
         .target(name: "CTSS2", dependencies: ["CLazyLibrary"]),
         // GTK's macros and variadic functions, for the prompt agent only.
         .target(name: "CGtkShims", dependencies: ["CGtk"]),
+        // gnome-keyring's password change through libsecret's encrypted session, for localauthctl keyring.
+        .target(name: "CKeyringShim", dependencies: ["CSecret"]),
 
         // libc and GLib for everything else: crash-safe files, permission
         // checks, accounts, hex, SHA-256, logging, the error protocol.
@@ -55,7 +59,9 @@ let package = Package(
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),
         // The client library with Apple's API, and the tool over it.
         .target(name: "LocalAuthentication", dependencies: ["DBusCore", "LocalAuthShared", "LocalAuthCrypto"]),
-        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication", "LocalAuthShared"]),
+        .executableTarget(name: "localauthctl", dependencies: ["LocalAuthentication", "LocalAuthShared", "LocalAuthKeyring", "LocalAuthCrypto"]),
+        // The login keyring's client side (docs/KEYRING.md): the password's Argon2id key, gnome-keyring's interface.
+        .target(name: "LocalAuthKeyring", dependencies: ["CArgon2", "CKeyringShim", "LocalAuthCrypto"]),
         // The system sheet: a GTK 4 prompt agent in the person's desktop session.
         .executableTarget(name: "localauth-prompt", dependencies: ["DBusCore", "LocalAuthShared", "CGtk", "CGtkShims"]),
         // Cryptography over OpenSSL's EVP API, for the service and the client library.
@@ -71,12 +77,12 @@ let package = Package(
         // The service's pure parts (the print file format), without a bus.
         .testTarget(name: "LocalAuthServiceTests", dependencies: ["LocalAuthService", "LocalAuthShared", "LocalAuthRights", "DBusCore",
                                                                 "LocalAuthCrypto"]),
-        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto"]),
+        .testTarget(name: "LocalAuthCryptoTests", dependencies: ["LocalAuthCrypto", "LocalAuthKeyring"]),
         .testTarget(name: "LocalAuthRightsTests", dependencies: ["LocalAuthRights", "LocalAuthCrypto"]),
         // Against a real software TPM (swtpm), started and killed by the tests.
         .testTarget(name: "LocalAuthTPMTests", dependencies: ["LocalAuthTPM", "LocalAuthRights", "LocalAuthCrypto",
                                                            .product(name: "RigSupport", package: "RigSupport")]),
-        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "LocalAuthCrypto",
+        .testTarget(name: "EndToEndTests", dependencies: ["LocalAuthentication", "DBusCore", "LocalAuthShared", "LocalAuthCrypto", "LocalAuthKeyring",
                                                          .product(name: "RigSupport", package: "RigSupport")]),
     ],
     swiftLanguageModes: [.v6]

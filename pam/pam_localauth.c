@@ -22,12 +22,18 @@
 //       (swaylock, i3lock) would need polkit's `manage` for ResetLockout,
 //       and an administrator's password dialog right after the unlock.
 //       Always PAM_IGNORE.
+//   auth optional pam_localauth.so keyring-authtok | keyring-restore
+//   password optional pam_localauth.so keyring
+//       The login keyring opened with the login secret: login_secret.c,
+//       docs/KEYRING.md.
 //
 // Every string the module sends is checked to be valid UTF-8 before libdbus
 // sees it: libdbus aborts the process (sudo, login) on invalid UTF-8.
 //
 // Every D-Bus error name the service sends is in dbus/org.example.LocalAuth.xml.
 #include "pam_localauth.h"
+
+#include "login_secret.h"
 
 #include <dbus/dbus.h>
 #include <security/pam_ext.h>
@@ -50,11 +56,14 @@
 typedef struct {
     int timeout;
     int reset_lockout;
+    int keyring_authtok;
+    int keyring_restore;
+    int keyring;
     int debug;
 } Options;
 
 static Options parse_options(pam_handle_t *pamh, int argc, const char **argv) {
-    Options options = { PAM_LOCALAUTH_DEFAULT_TIMEOUT, 0, 0 };
+    Options options = { PAM_LOCALAUTH_DEFAULT_TIMEOUT, 0, 0, 0, 0, 0 };
     for (int i = 0; i < argc; i++) {
         if (strncmp(argv[i], "timeout=", 8) == 0) {
             char *end = NULL;
@@ -66,6 +75,12 @@ static Options parse_options(pam_handle_t *pamh, int argc, const char **argv) {
             }
         } else if (strcmp(argv[i], "reset-lockout") == 0) {
             options.reset_lockout = 1;
+        } else if (strcmp(argv[i], "keyring-authtok") == 0) {
+            options.keyring_authtok = 1;
+        } else if (strcmp(argv[i], "keyring-restore") == 0) {
+            options.keyring_restore = 1;
+        } else if (strcmp(argv[i], "keyring") == 0) {
+            options.keyring = 1;
         } else if (strcmp(argv[i], "debug") == 0) {
             options.debug = 1;
         } else {
@@ -169,16 +184,27 @@ static void random_request_id(char *buffer, size_t size) {
     }
 }
 
-/// Appends `{"request-id": <id>}` as the call's a{sv}.
-static int append_options(DBusMessage *call, const char *request_id) {
-    DBusMessageIter args, dict, entry, variant;
-    const char *key = "request-id";
+/// Appends `{"request-id": <id>, "login-secret-nonce": <nonce>}` as the
+/// call's a{sv}: a match then leaves a ticket for one release of the login
+/// secret by this process with this nonce (docs/KEYRING.md).
+static int append_options(DBusMessage *call, const char *request_id, const unsigned char nonce[LS_NONCE_BYTES]) {
+    DBusMessageIter args, dict, entry, variant, array;
+    const char *key = "request-id", *nonce_key = "login-secret-nonce";
+    const unsigned char *bytes = nonce;
     dbus_message_iter_init_append(call, &args);
     return dbus_message_iter_open_container(&args, DBUS_TYPE_ARRAY, "{sv}", &dict) &&
            dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
            dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key) &&
            dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "s", &variant) &&
            dbus_message_iter_append_basic(&variant, DBUS_TYPE_STRING, &request_id) &&
+           dbus_message_iter_close_container(&entry, &variant) &&
+           dbus_message_iter_close_container(&dict, &entry) &&
+           dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
+           dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &nonce_key) &&
+           dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "ay", &variant) &&
+           dbus_message_iter_open_container(&variant, DBUS_TYPE_ARRAY, "y", &array) &&
+           dbus_message_iter_append_fixed_array(&array, DBUS_TYPE_BYTE, &bytes, LS_NONCE_BYTES) &&
+           dbus_message_iter_close_container(&variant, &array) &&
            dbus_message_iter_close_container(&entry, &variant) &&
            dbus_message_iter_close_container(&dict, &entry) &&
            dbus_message_iter_close_container(&args, &dict);
@@ -240,6 +266,12 @@ static int verify(pam_handle_t *pamh, const char *user, const Options *options) 
     }
     char request_id[64];
     random_request_id(request_id, sizeof request_id);
+    unsigned char nonce[LS_NONCE_BYTES];
+    if (!ls_make_nonce(nonce)) {
+        free(owner);
+        close_bus(bus);
+        return PAM_AUTHINFO_UNAVAIL;
+    }
 
     // Status signals: only from the service's owner, only for this request.
     char rule[512];
@@ -251,7 +283,7 @@ static int verify(pam_handle_t *pamh, const char *user, const Options *options) 
     DBusMessage *call = dbus_message_new_method_call(SERVICE, OBJECT, INTERFACE, "VerifyUser");
     DBusPendingCall *pending = NULL;
     if (!call || !dbus_message_append_args(call, DBUS_TYPE_STRING, &user, DBUS_TYPE_INVALID) ||
-        !append_options(call, request_id) ||
+        !append_options(call, request_id, nonce) ||
         !dbus_connection_send_with_reply(bus, call, &pending, (options->timeout + 10) * 1000) || !pending) {
         if (call) dbus_message_unref(call);
         free(owner);
@@ -284,6 +316,7 @@ static int verify(pam_handle_t *pamh, const char *user, const Options *options) 
         DBusMessage *reply = dbus_pending_call_steal_reply(pending);
         if (reply && dbus_message_get_type(reply) == DBUS_MESSAGE_TYPE_METHOD_RETURN) {
             result = PAM_SUCCESS;
+            ls_remember_match(pamh, user, nonce);
         } else if (reply) {
             const char *name = dbus_message_get_error_name(reply);
             result = name ? pam_result_for(name) : PAM_AUTHINFO_UNAVAIL;
@@ -392,6 +425,11 @@ EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int a
         if (copy && pam_set_data(pamh, AUTHENTICATED_USER_DATA, copy, free_data) != PAM_SUCCESS) free(copy);
         return PAM_IGNORE;
     }
+    // The login keyring's lines (login_secret.c): the password is the one
+    // pam_unix verified in this pass, for PAM_USER as it is in this pass.
+    if (options.keyring_authtok) return ls_keyring_authtok(pamh, user, password_verified(pamh), options.debug);
+    if (options.keyring_restore) return ls_keyring_restore(pamh);
+    if (options.keyring) return PAM_IGNORE;
     // With debug, one line per call: its result and the time from this
     // function's start to its return (the system test reads it).
     double start = now_seconds();
@@ -420,4 +458,14 @@ EXPORTED PAM_EXTERN int pam_sm_setcred(pam_handle_t *pamh, int flags, int argc, 
     }
     reset_lockout(pamh, user, &options);
     return PAM_IGNORE;
+}
+
+/// passwd: with `keyring`, the login secret's password wrap follows the new
+/// password (login_secret.c). Always PAM_IGNORE.
+EXPORTED PAM_EXTERN int pam_sm_chauthtok(pam_handle_t *pamh, int flags, int argc, const char **argv) {
+    Options options = parse_options(pamh, argc, argv);
+    if (!options.keyring) return PAM_IGNORE;
+    const char *user = sendable_user(pamh);
+    if (user == NULL) return PAM_IGNORE;
+    return ls_keyring_chauthtok(pamh, flags, user, options.debug);
 }

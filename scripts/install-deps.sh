@@ -45,6 +45,10 @@ PACKAGES=(
     # the PAM module (pam/, built by `make pam` with the C compiler) and its tests
     gcc                      # cc for pam_localauth.so
     libpam0g-dev             # <security/pam_modules.h>, libpam
+    libargon2-dev            # Argon2id of the login password in the PAM host (docs/KEYRING.md); libcrypto from libssl-dev
+    libsecret-1-dev          # localauthctl keyring: gnome-keyring's password change through libsecret's encrypted session
+    gnome-keyring            # LoginKeyringTests: the real login keyring daemon
+    libsecret-tools          # secret-tool: LoginKeyringTests store and look up an item
     pamtester                # the tests drive the module through the real libpam
     strace                   # the reliability suite slows the service's fsync/rename to kill inside a write
     # the C client library (clients/liblocalauth, `make clientlib`) and its examples (docs/CLIENTS.md)

@@ -99,6 +99,7 @@ files() {
 0644 $PAM_MODULE $PAMDIR/pam_localauth.so
 0644 $REPO/pam/pam-config $PAMCONFIGDIR/localauth
 0644 $REPO/pam/pam-config-reset-lockout $PAMCONFIGDIR/localauth-reset-lockout
+0644 $REPO/pam/pam-config-keyring $PAMCONFIGDIR/localauth-keyring
 0644 $REPO/pam/pam_localauth.8 $MANDIR/man8/pam_localauth.8
 EOF
     [ "$FPRINTD" = yes ] || return 0

@@ -8,6 +8,8 @@ public struct KeyContext: Hashable, Sendable {
         case rightKey = 1
         /// A P-256 private key itself (a backend that keeps private keys apart from rights).
         case privateKey = 2
+        /// A user's login secret K (docs/KEYRING.md): never a right's key.
+        case loginSecret = 3
     }
 
     public let owner: RightOwner

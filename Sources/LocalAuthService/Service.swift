@@ -119,9 +119,10 @@ public final class LocalAuthService {
             stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
             authorizationSeconds: configuration.rightsAuthorizationTimeout,
             seams: ServiceRightsWiring(evaluator: evaluator, readerChoice: readerChoice, prints: prints, callers: callers).seams)
+        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(rights: rights, stateDirectory: configuration.stateDirectory).seams)
         object = LocalAuthObject(
             evaluator: evaluator, enroller: enroller, rights: rights, promptAgents: promptAgents, environment: environment,
-            readerChoice: readerChoice, readers: readers)
+            readerChoice: readerChoice, readers: readers, loginSecrets: loginSecrets)
         router = CallRouter(
             registry: registry, callers: callers, authorizer: authorizer,
             schedule: { [work] in work.yield(.call($0)) },
@@ -133,7 +134,7 @@ public final class LocalAuthService {
             ? FprintdServer(
                 seams: ServiceFprintdWiring(
                     readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
-                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, bus: bus),
+                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, bus: bus, loginSecrets: loginSecrets),
                 router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
                 spawn: { [work] body in work.yield(.task(body)) })
             : nil

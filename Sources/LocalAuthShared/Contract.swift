@@ -166,6 +166,11 @@ public enum PolkitAction: String, Sendable, CaseIterable {
     case rightsUse = "org.example.LocalAuth.rights.use"
     /// Saving and removing the caller's own rights.
     case rightsManage = "org.example.LocalAuth.rights.manage"
+    // The login secret (docs/KEYRING.md).
+    /// Turning the caller's own login secret on and off.
+    case keyring = "org.example.LocalAuth.keyring"
+    /// The PAM host's side: uid 0 only.
+    case loginSecret = "org.example.LocalAuth.login-secret"
 }
 
 /// Finger names as fprintd spells them, in libfprint's FpFinger order (1…10).

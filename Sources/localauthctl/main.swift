@@ -29,6 +29,7 @@ let help = """
                                   accepts your fingerprint match of the last SECONDS
                                   (at most 300) without a new scan
     \(secretHelp)
+    \(keyringHelp)
       --help                      this text
       --version                   the release of LocalAuth
 
@@ -393,6 +394,8 @@ func run() async -> Int32 {
         return await evaluate(arguments)
     case "secret":
         return await secret(arguments)
+    case "keyring":
+        return await keyring(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
         return Exit.success

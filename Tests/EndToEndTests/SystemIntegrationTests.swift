@@ -83,6 +83,7 @@ func expectedFiles(prefix: String, unitDirectory: String) -> [String: Int] {
         "/usr/lib/x86_64-linux-gnu/security/pam_localauth.so": 0o644,
         "/usr/share/pam-configs/localauth": 0o644,
         "/usr/share/pam-configs/localauth-reset-lockout": 0o644,
+        "/usr/share/pam-configs/localauth-keyring": 0o644,
         "\(prefix)/share/man/man8/pam_localauth.8": 0o644,
     ]
 }

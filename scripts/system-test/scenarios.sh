@@ -783,6 +783,102 @@ scenario_fprintd_swap_and_purge() {
     echo "purge left nothing; fprintd-list bob: $fingers" >&2
 }
 
+
+# The login keyring (docs/KEYRING.md), with the real gnome-keyring-daemon on
+# alice's session bus and the real pam_gnome_keyring: alice turns it on in
+# her display session (localauthctl keyring enable, her login password once),
+# locks the keyring; gdm's worker then logs her in with her finger, and the
+# keyring opens with no prompt (secret-tool returns the item stored before);
+# locked again, a password login opens it too; a wrong finger does not, and
+# counts toward the lockout; disable gives the keyring its password back.
+keyring_in_alice_scope() { in_user_scope alice app-gnome-systest sh -c "$1"; }
+keyring_item() { keyring_in_alice_scope 'timeout 5 secret-tool lookup systest item' 2>/dev/null; }
+# Locks the login keyring through the Secret Service (secret-tool lock crashes in bookworm's libsecret-tools).
+keyring_lock() {
+    keyring_in_alice_scope "gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+        --method org.freedesktop.Secret.Service.Lock \"['/org/freedesktop/secrets/collection/login']\"" >/dev/null
+}
+# gdm's login worker (gdm_worker: in gdm.service, in no session) runs
+# pamtester for alice through SERVICE, with her runtime directory
+# (pam_gnome_keyring's control socket) and STDIN; prints the watcher's pid.
+keyring_worker() {  # OUT SERVICE [STDIN]
+    printf '#!/bin/sh\nprintf "%%s\\n" "%s" | XDG_RUNTIME_DIR=/run/user/%s exec pamtester -v %s alice authenticate\n' \
+        "${3:-}" "$(uid_of alice)" "$2" > /run/systest-keyring-login
+    chmod 0700 /run/systest-keyring-login
+    gdm_worker "$1" /run/systest-keyring-login
+}
+scenario_login_keyring_opens_with_the_finger_and_the_password() {
+    local display greeter pid rc before package
+    # After fprintd-swap-and-purge: our packages back, as apt installs them.
+    for package in localauthd localauth-tools libpam-localauth; do
+        [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
+    done
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    display="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    keyring_in_alice_scope 'rm -rf ~/.local/share/keyrings
+        printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null
+        printf stored-before | secret-tool store --label=systest systest item' || why "no login keyring for alice" || return 1
+    [ "$(keyring_item)" = stored-before ] || why "the item is not there before enabling" || return 1
+    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring enable && localauthctl keyring status' >&2 ||
+        why "localauthctl keyring enable failed" || return 1
+    keyring_lock || why "could not lock the keyring" || return 1
+    [ -z "$(keyring_item)" ] || why "the locked keyring still gave the item" || return 1
+
+    cat > /etc/pam.d/systest-gdm-keyring <<'CONF'
+auth     [success=1 default=ignore] pam_localauth.so timeout=10 debug
+auth     requisite pam_deny.so
+auth     optional pam_localauth.so keyring-authtok debug
+auth     optional pam_gnome_keyring.so
+auth     optional pam_localauth.so keyring-restore
+account  required pam_permit.so
+CONF
+    local out="$LOGS/keyring-worker.log"
+    greeter="$(start_gdm_with_greeter)" || return 1
+    loginctl activate "$greeter"
+    wait_for 5 "the greeter to be active" test "$(active_session_of_seat)" = "$greeter" || return 1
+    local mark; mark=$(status_mark)
+    pid=$(keyring_worker "$out" systest-gdm-keyring)
+    feed "$pid" "$mark" alice-right-index 1
+    rc=$(gdm_worker_status "$out" "$pid")
+    cat "$out" >&2
+    [ "$rc" = 0 ] || why "gdm's worker could not log alice in with her finger" || return 1
+    [ "$(keyring_item)" = stored-before ] || why "the fingerprint login did not open the keyring" || return 1
+
+    # Locked again: a wrong finger neither logs in nor opens it, and counts.
+    keyring_lock || return 1
+    before=$(lockout_count alice)
+    mark=$(status_mark)
+    pid=$(keyring_worker "$out" systest-gdm-keyring)
+    feed "$pid" "$mark" someone-else 3
+    rc=$(gdm_worker_status "$out" "$pid")
+    [ "$rc" != 0 ] || why "a wrong finger logged alice in" || return 1
+    [ -z "$(keyring_item)" ] || why "a wrong finger opened the keyring" || return 1
+    [ "$(lockout_count alice)" -gt "$before" ] || why "the wrong finger did not count ($before → $(lockout_count alice))" || return 1
+    reset_lockout alice
+
+    # A password login (pam_unix) opens it too.
+    cat > /etc/pam.d/systest-gdm-keyring-password <<'CONF'
+auth     requisite pam_unix.so
+auth     optional pam_localauth.so keyring-authtok debug
+auth     optional pam_gnome_keyring.so
+auth     optional pam_localauth.so keyring-restore
+account  required pam_permit.so
+CONF
+    pid=$(keyring_worker "$out" systest-gdm-keyring-password alice-password)
+    rc=$(gdm_worker_status "$out" "$pid")
+    cat "$out" >&2
+    [ "$rc" = 0 ] || why "alice's password login failed" || return 1
+    [ "$(keyring_item)" = stored-before ] || why "the password login did not open the keyring" || return 1
+
+    loginctl activate "$display"
+    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring disable' >&2 || why "localauthctl keyring disable failed" || return 1
+    keyring_lock
+    keyring_in_alice_scope 'printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null'
+    [ "$(keyring_item)" = stored-before ] || why "after disable the login password does not open the keyring" || return 1
+}
+
 cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
     systemctl stop gdm systest-other xvfb-alice xvfb-bob 2>/dev/null
@@ -793,7 +889,7 @@ ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
-     fprintd_swap_and_purge)
+     fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0

@@ -26,7 +26,7 @@ enum LocalAuthContract {
         })
 
     // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(
+    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
@@ -45,7 +45,12 @@ enum LocalAuthContract {
                 handler: { object, call throws(ServiceError) in try object.evaluator.resetLockout(call.request, call.arguments) }),
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
-                handler: { object, call throws(ServiceError) in try await object.evaluator.verifyUser(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in
+                    let uid = try await object.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
+                    // A match the service saw: a ticket for one login-secret release (LoginSecret/).
+                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }
+                    return []
+                }),
             LocalAuthBus.Method.getDomainState: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
                 handler: { object, call throws(ServiceError) in try object.readerChoice.domainState(of: call.caller) }),
@@ -144,11 +149,13 @@ final class LocalAuthObject {
     let environment: Environment
     let readerChoice: ReaderChoice
     let readers: Readers
+    let loginSecrets: LoginSecrets
 
     init(
         evaluator: Evaluator, enroller: Enroller, rights: RightsService, promptAgents: PromptAgents, environment: Environment,
-        readerChoice: ReaderChoice, readers: Readers
+        readerChoice: ReaderChoice, readers: Readers, loginSecrets: LoginSecrets
     ) {
+        self.loginSecrets = loginSecrets
         self.evaluator = evaluator
         self.enroller = enroller
         self.rights = rights

@@ -13,7 +13,9 @@ extension Evaluator {
         return []
     }
 
-    func verify(_ arguments: VerifyUserArguments, for caller: Caller) async throws(ServiceError) {
+    /// Returns the uid whose finger matched.
+    @discardableResult
+    func verify(_ arguments: VerifyUserArguments, for caller: Caller) async throws(ServiceError) -> UInt32 {
         // polkit always authorizes root (before any rule runs), so the
         // action cannot turn VerifyUser off; `--no-verify-user` can. Only
         // root may ask at all: a user who could name another user would
@@ -47,5 +49,6 @@ extension Evaluator {
         try caller.record.checkNotEnded()
         _ = try await fingerprint(evaluation)
         Log.info("fingerprint of uid \(uid) verified for a PAM module")
+        return uid
     }
 }

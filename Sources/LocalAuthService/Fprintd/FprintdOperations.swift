@@ -300,6 +300,8 @@ extension FprintdDevice {
             case .match(let index):
                 lockout.scanMatched(uid, finger: index.map { gallery[$0].finger })
                 Log.info("fprintd device \(id): uid \(uid) matched")
+                // pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
+                seams.matchSeen(uid: uid, sender: sender)
                 status(.match)
                 seams.userChanged(uid)  // the lockout reset: the user's LAEnvironment subscribers
                 return

@@ -97,10 +97,18 @@ protocol FprintdSeams: AnyObject {
     var lockout: any FprintdLockout { get }
     /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
     var duplicateChecks: DuplicateCheckBudget { get }
+    /// A match of `uid` for the connection `sender` (pam_fprintd): a ticket for
+    /// that process's login-secret release (LoginSecret/, docs/KEYRING.md).
+    func matchSeen(uid: UInt32, sender: String)
 
     // Who hears.
     /// `uid`'s prints or lockout changed: its LAEnvironment subscribers hear it now.
     func userChanged(_ uid: UInt32)
     /// A signal of the Device object at `path`.
     func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?)
+}
+
+extension FprintdSeams {
+    /// No login secret (the unit tests' fakes).
+    func matchSeen(uid: UInt32, sender: String) {}
 }

@@ -18,11 +18,14 @@ final class ServiceFprintdWiring: FprintdSeams {
     private let callers: Callers
     let duplicateChecks: DuplicateCheckBudget
     private let bus: BusConnection
+    private let loginSecrets: LoginSecrets
 
     init(
         readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
-        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, bus: BusConnection
+        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, bus: BusConnection,
+        loginSecrets: LoginSecrets
     ) {
+        self.loginSecrets = loginSecrets
         self.duplicateChecks = duplicateChecks
         self.readers = readers
         self.gate = gate
@@ -32,6 +35,12 @@ final class ServiceFprintdWiring: FprintdSeams {
         self.environment = environment
         self.callers = callers
         self.bus = bus
+    }
+
+    /// pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
+    func matchSeen(uid: UInt32, sender: String) {
+        guard let caller = callers.known(sender) else { return }
+        loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: [])
     }
 
     // MARK: Readers

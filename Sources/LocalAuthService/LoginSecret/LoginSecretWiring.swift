@@ -1,0 +1,34 @@
+import DBusCore
+import LocalAuthRights
+import LocalAuthSystem
+
+// The login-secret component's seams (LoginSecretSeams.swift) served by the
+// running service: wiring only. The key protector is the rights' own
+// (opened once, off the loop when it is a TPM), so a login secret and the
+// rights always share one machine key.
+
+extension LoginSecretCaller {
+    init(_ record: CallerRecord) {
+        let process = record.process.flatMap { process in process.startTime.map { CallerProcess(pid: process.pid, startTime: $0) } }
+        self.init(uid: record.uid, sender: record.sender, process: process)
+    }
+}
+
+@ServiceActor
+final class ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
+    private let rights: RightsService
+    let store: LoginSecretStore
+
+    init(rights: RightsService, stateDirectory: String) {
+        self.rights = rights
+        store = LoginSecretStore(stateDirectory: stateDirectory)
+    }
+
+    var seams: LoginSecretSeams { LoginSecretSeams(keys: self, accounts: self, clock: EventLoopClock()) }
+
+    func protector() async throws(ServiceError) -> any KeyProtector {
+        try await rights.state.openStorage().protector
+    }
+
+    func uid(of name: String) -> UInt32? { Users.uid(of: name) }
+}

@@ -42,6 +42,15 @@ extension RigTestCase {
         return "auth optional pam_exec.so expose_authtok quiet \(script) \(file)"
     }
 
+    /// A fingerprint login's stack (the finger, else nothing) whose keyring
+    /// line's authtok is captured to `file`.
+    func fingerKeyringStack(capturingTo file: String) throws -> String {
+        try keyringPamService([
+            "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
+            "auth optional MODULE keyring-authtok", try keyringCapture(file),
+        ])
+    }
+
     func keyringCaptured(_ file: String) -> String {
         readText(file).replacingOccurrences(of: "\0", with: "")
     }

@@ -152,10 +152,7 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         // A fingerprint login still works.
         try await enrollOwnersFinger()
         unlink(asKeyring)
-        let finger = try keyringPamService([
-            "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
-            "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring),
-        ])
+        let finger = try fingerKeyringStack(capturingTo: asKeyring)
         present("laowner-finger")
         _ = try keyringPamtester(finger, TestAccount.name)
         XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret), "the finger opens the same keyring")
@@ -186,10 +183,7 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
 
         try await enrollOwnersFinger()
         unlink(asKeyring)
-        let finger = try keyringPamService([
-            "auth [success=1 default=ignore] MODULE timeout=20", "auth requisite pam_deny.so",
-            "auth optional MODULE keyring-authtok", try keyringCapture(asKeyring),
-        ])
+        let finger = try fingerKeyringStack(capturingTo: asKeyring)
         present("laowner-finger")
         let touched = try keyringPamtester(finger, TestAccount.name)
         XCTAssertEqual(keyringCaptured(asKeyring), Self.keyringHex(secret))

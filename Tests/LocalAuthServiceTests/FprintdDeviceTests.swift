@@ -210,7 +210,10 @@ final class FprintdDeviceTests: XCTestCase {
                 "VerifyFingerSelected left-thumb", "VerifyStatus verify-match done",
                 "VerifyFingerSelected any", "VerifyStatus verify-match done",
             ])
-        XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftThumb, .rightIndex]])
+        // A reader that cannot identify compares with the gallery's first
+        // print only (fp_device_verify); one that can, with all of them.
+        XCTAssertEqual(rig.evaluation.reader.galleries.first?.first, .leftThumb)
+        XCTAssertEqual(rig.evaluation.reader.galleries.last, [.leftThumb, .rightIndex])
     }
 
     /// A verify of rig's user waiting for a finger; `change` happens while it
@@ -275,7 +278,8 @@ final class FprintdDeviceTests: XCTestCase {
         rig.evaluation.reader.script = [.match(0)]
         await rig.expect(Self.ok, "VerifyStart", "any")
         await rig.settle()
-        XCTAssertEqual(rig.evaluation.reader.galleries, [[.leftThumb], [.leftIndex], [.rightIndex], [.rightThumb]])
+        // The print each scan was compared with: the gallery's first (fp_device_verify).
+        XCTAssertEqual(rig.evaluation.reader.galleries.map(\.first), [.leftThumb, .leftIndex, .rightIndex, .rightThumb])
         XCTAssertEqual(rig.statuses.filter { $0.hasPrefix("VerifyFingerSelected") }.last, "VerifyFingerSelected right-thumb")
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-match done")
         XCTAssertEqual(rig.evaluation.evaluator.lastMatchedFinger(of: rig.uid), .rightThumb, "the next evaluation starts there")
@@ -334,6 +338,41 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-disconnected done")
         rig.device.readerGone()
         await rig.expect(Self.failed("Internal"), "VerifyStop", note: "the object of a gone reader answers nothing")
+    }
+
+    /// Issue 31 item 1: VerifyStart runs the one verify operation, so the
+    /// reader-fairness rule holds on both interfaces. Waits for a finger
+    /// that timed out on a warm reader, through fprintd's interface, cool the
+    /// user down on both: on 7e74d12 fprintd's own scan loop knew no such
+    /// rule, and a user could keep the warm reader waiting for ever there.
+    @ServiceActor
+    func testWaitsThatTimedOutOnAWarmReaderCoolTheUserDownOnBothInterfaces() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        rig.evaluation.reader.warm = true
+        await rig.call("Claim", "")
+        for _ in 0..<2 {
+            await rig.expect(Self.ok, "VerifyStart", "any")
+            try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+            rig.evaluation.clock.advance(by: 29)
+            XCTAssertTrue(rig.evaluation.reader.waiting, "not before the scan timeout")
+            rig.evaluation.clock.advance(by: 1)
+            await rig.settle()
+            XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
+            await rig.expect(Self.ok, "VerifyStop")
+        }
+        let (answer, message) = await rig.call("VerifyStart", "any")
+        XCTAssertEqual(answer, Self.failed("PermissionDenied"))
+        XCTAssertTrue(message.hasPrefix(FprintdRefusal.readerUnavailable) && message.contains("cooling down"), message)
+        XCTAssertNil(rig.device.operation, "nothing left behind")
+        XCTAssertEqual(rig.evaluation.reader.opens, 2, "refused before the reader")
+        // The rule an app's evaluation of this user meets before its plan (Evaluator.evaluate).
+        do throws(ServiceError) {
+            try rig.evaluation.evaluator.refuseWhileCooling(rig.uid)
+            XCTFail("an app's evaluation would not be held back")
+        } catch {
+            XCTAssertEqual(error.kind, .readerCoolingDown)
+        }
     }
 
     @ServiceActor

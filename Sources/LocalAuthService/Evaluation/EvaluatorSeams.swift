@@ -12,13 +12,15 @@ protocol EvaluationReaders: AnyObject {
     func reader(for uid: UInt32) -> Readers.Identity?
     /// Why no reader serves a user now: none, asleep, the lid closed.
     var noReaderError: ServiceError { get }
+    /// Whether a person can touch `reader` now (awake, not under a closed lid).
+    func isReachable(_ reader: Readers.Identity) -> Bool
     /// Whether `reader` has been working lately (libfprint's temperature).
     func isWarm(_ reader: Readers.Identity) -> Bool
-    /// Opens `reader` for one operation, within the scan timeout; throws the
-    /// caller's error when it cannot (`interruption` wins over the reader's).
-    /// `busy` hears that another program holds the device.
+    /// Opens `reader` for one operation, by `deadline` (nil: within the scan
+    /// timeout); throws the caller's error when it cannot (`interruption`
+    /// wins over the reader's). `busy` hears that another program holds the device.
     func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession
@@ -34,8 +36,15 @@ protocol ReaderSession: AnyObject {
     /// The caller's error when `error` means the reader cannot be used now
     /// (removed, too hot), or nil for any other failure.
     func unusable(_ error: GLibError) -> ServiceError?
+    /// What libfprint's `error` means for fprintd's statuses (a removed reader is forgotten).
+    func failure(_ error: GLibError) -> ReaderFailure
     /// The operation is over: the reader may close.
     func release()
+}
+
+/// libfprint's errors, as fprintd's statuses tell them apart.
+enum ReaderFailure: Equatable {
+    case removed, cancelled, dataFull, duplicate, other
 }
 
 /// What one scan found.

@@ -43,14 +43,17 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     var noReaderError: ServiceError { readerChoice.noReaderError }
 
+    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
+
     func isWarm(_ reader: Readers.Identity) -> Bool { readers.isWarm(reader) }
 
     func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
-        let device = try await gate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
+        let device = try await gate.open(
+            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
         return LibfprintReaderSession(readers: readers, gate: gate, device: device)
     }
 

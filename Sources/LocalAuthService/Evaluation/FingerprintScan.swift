@@ -1,106 +1,56 @@
 import DBusCore
 import LocalAuthShared
 
-// The fingerprint way of an evaluation: the wait for the reader queue, the
-// scan timeout, the scan loop with its attempts and the lockout count, and
-// the reader-fairness rule. Every reader, print and clock goes through the
-// Evaluator's seams (EvaluatorSeams.swift); the state it leaves behind
-// through Evaluator.swift's methods.
+// The fingerprint way of an evaluation, as a front-end of the one verify
+// operation (Verification.swift): an evaluation's request (any of the
+// user's prints on the reader that serves them, `--attempts` judged scans,
+// the scan timeout from the turn bounding opening and scanning together),
+// its statuses, and its LAError. The pure rules the verify applies are below.
 extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
-        evaluation.ticket.reader = readers.reader(for: evaluation.uid)
-        let waitLimit = clock.after(ServiceLimits.readerQueueWait) { evaluation.stopBiometrics(.queueTimedOut) }
-        let acquired = await queue.acquire(evaluation.ticket)
-        waitLimit.cancel()
-        guard acquired else {
-            throw evaluation.biometricInterruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
+        let request = VerifyRequest(
+            uid: evaluation.uid, attempts: configuration.attemptsPerEvaluation,
+            queueWait: ServiceLimits.readerQueueWait, fingerWait: .fromTurn(configuration.scanTimeout))
+        let result: VerifyResult
+        do {
+            result = try await verify(request, for: evaluation) { [observers] progress in
+                switch progress {
+                case .readerBusy: observers.status(evaluation, .readerBusy)
+                case .readerReady: observers.status(evaluation, .placeFinger)
+                case .retry(let kind): observers.status(evaluation, kind.progress)
+                case .noMatchScanAgain: observers.status(evaluation, .noMatch)
+                }
+            }
+        } catch {
+            throw evaluationError(error, evaluation)
         }
-        defer { queue.release() }
-        // The evaluation may have ended while it waited.
-        if let interruption = evaluation.biometricInterruption { throw interruption.error }
-        // The scan timeout bounds opening (another program may hold the
-        // reader) and scanning together: the caller waits at most that long.
-        let timeout = clock.after(configuration.scanTimeout) { [weak self] in
-            evaluation.stopBiometrics(.timedOut)
-            // A wait that timed out on a warm reader: this user waits before the next one.
-            self?.waitTimedOut(evaluation.uid)
+        switch result {
+        case .matched(_, let enrolledSet):
+            evaluation.matchedSet = enrolledSet
+            return .fingerprint
+        case .noMatch(lockedOut: true):
+            throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")
+        case .noMatch(lockedOut: false):
+            throw ServiceErrors.la(.authenticationFailed, "the fingerprint did not match")
         }
-        defer { timeout.cancel() }
-        guard let identity = readers.reader(for: evaluation.uid) else { throw readers.noReaderError }
-        evaluation.ticket.reader = identity
-        let session = try await readers.open(
-            identity, cancellable: evaluation.cancellable,
-            interruption: { evaluation.biometricInterruption },
-            busy: { [weak self] in self?.observers.status(evaluation, .readerBusy) })
-        defer { session.release() }
-        _ = try await scan(evaluation, on: session)
-        return .fingerprint
     }
 
-    /// Holds the reader: scans until a match, too many failures, or an interruption.
-    func scan(_ evaluation: Evaluation, on session: any ReaderSession) async throws(ServiceError) -> Bool {
-        if let interruption = evaluation.biometricInterruption { throw interruption.error }
-        var failures = 0
-        observers.status(evaluation, .placeFinger)
-        while true {
-            // Re-read after every await: prints may have changed, the reader may be gone.
-            let usable = try usablePrints(for: evaluation.uid)
-            // The user's prints are all on the reader that serves them: the one held.
-            guard readers.reader(for: evaluation.uid) == session.identity else { throw readers.noReaderError }
-            // A reader that can only verify compares a scan with one print:
-            // the finger that matched last time (the one the person usually
-            // uses) first, then one more of the user's prints after each
-            // judged no-match, counted since the last match and not per
-            // evaluation, so the next evaluation goes on where this one
-            // stops and every enrolled finger is reached (docs/SECURITY.md,
-            // "A verify-only reader"). A scan to repeat tries the same print.
-            let offset = Self.galleryStart(
-                usable.map(\.finger), lastMatched: lastMatchedFinger(of: evaluation.uid),
-                missesSinceMatch: missesSinceMatch(of: evaluation.uid))
-            let gallery = Array(usable[offset...] + usable[..<offset])
-            let result: ScanOutcome
-            do {
-                result = try await session.scan(gallery, cancellable: evaluation.cancellable)
-            } catch {
-                throw scanError(error, evaluation, session)
-            }
-            ServiceActor.assertOnLoop()
-            switch result {
-            case .match(let index):
-                evaluation.matchedSet = Self.enrolledSet(usable)
-                scanMatched(evaluation.uid, finger: index.flatMap { gallery.indices.contains($0) ? gallery[$0].finger : nil })
-                return true
-            case .noMatch:
-                failures += 1
-                // A completed no-match always counts, whatever ends the
-                // evaluation next; one that cannot be written ends it.
-                let lockedOut: Bool
-                do {
-                    lockedOut = try scanDidNotMatch(evaluation.uid)
-                } catch {
-                    throw ServiceError(
-                        .storageFailed,
-                        "the failed attempt could not be recorded; try again later")
-                }
-                Log.notice(
-                    "failed fingerprint match for uid \(evaluation.uid) on \(session.identity) "
-                        + "(\(failedMatches(of: evaluation.uid)) of \(LockoutStore.limit) in a row)")
-                switch Self.afterNoMatch(
-                    failures: failures, lockedOut: lockedOut,
-                    attemptsPerEvaluation: configuration.attemptsPerEvaluation)
-                {
-                case .lockedOut:
-                    Log.warning("biometry locked out for uid \(evaluation.uid) after \(LockoutStore.limit) failed matches")
-                    throw ServiceErrors.la(.biometryLockout, "too many failed attempts; biometry is locked")
-                case .failed:
-                    throw ServiceErrors.la(.authenticationFailed, "the fingerprint did not match")
-                case .scanAgain:
-                    observers.status(evaluation, .noMatch)
-                }
-            case .retry(let kind):
-                observers.status(evaluation, kind.progress)
-            }
+    /// The caller's error for a verify that the reader did not judge: the
+    /// evaluation's own end first (a cancelled scan fails too), then why.
+    func evaluationError(_ failure: VerifyFailure, _ evaluation: Evaluation) -> ServiceError {
+        switch failure {
+        case .refused(let error), .notOpened(let error):
+            return error
+        case .interrupted:
+            return evaluation.biometricInterruption?.error ?? ServiceErrors.la(.systemCancel, "cancelled while waiting")
+        case .readerFailed(let error, _, let unusable):
+            if let interruption = evaluation.biometricInterruption { return interruption.error }
+            if let unusable { return unusable }
+            Log.warning("scan failed: \(error)")
+            return ServiceErrors.la(.systemCancel, "the fingerprint reader failed: \(error.message)")
+        case .notRecorded:
+            return ServiceError(.storageFailed, "the failed attempt could not be recorded; try again later")
         }
     }
 
@@ -121,15 +71,6 @@ extension Evaluator {
     nonisolated static func afterNoMatch(failures: Int, lockedOut: Bool, attemptsPerEvaluation: Int) -> AfterNoMatch {
         if lockedOut { return .lockedOut }
         return failures >= attemptsPerEvaluation ? .failed : .scanAgain
-    }
-
-    /// The caller's error for a scan that failed: the evaluation's own end
-    /// first (a cancelled scan fails too), then what the reader said.
-    func scanError(_ error: GLibError, _ evaluation: Evaluation, _ session: any ReaderSession) -> ServiceError {
-        if let interruption = evaluation.biometricInterruption { return interruption.error }
-        if let unusable = session.unusable(error) { return unusable }
-        Log.warning("scan failed: \(error)")
-        return ServiceErrors.la(.systemCancel, "the fingerprint reader failed: \(error.message)")
     }
 }
 

@@ -15,7 +15,7 @@ import LocalAuthShared
 /// VerifyStop), and closes after the linger. Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
-final class FprintdOperation {
+final class FprintdOperation: VerifyingCall {
     enum Kind { case verify, enroll }
     let kind: Kind
     let cancellable = Cancellable()
@@ -49,6 +49,8 @@ final class FprintdOperation {
     func cancel() {
         cancellable.cancel()
         queue?.withdraw(ticket)
+        // A first scan held for Start's answer ends now (it sees the cancel).
+        answeredStart()
     }
 
     func readerGone() {
@@ -62,6 +64,59 @@ final class FprintdOperation {
         timedOut = true
         cancel()
     }
+
+    // MARK: As the one verify operation sees it (Evaluation/Verification.swift)
+
+    var biometricInterruption: Evaluation.Interruption? { interruption }
+
+    /// The verify ends it early: no finger in time is an error status; no
+    /// turn in the queue in time, Start's "busy".
+    func stopBiometrics(_ reason: Evaluation.Interruption) {
+        guard reason == .queueTimedOut else { return interrupt(reason) }
+        waitedTooLong = true
+        queue?.withdraw(ticket)
+    }
+
+    /// No turn in the reader queue within Start's time: another operation kept it.
+    private(set) var waitedTooLong = false
+
+    /// Resumed once, when the verify has the reader open (nil) or ended before (why).
+    private var startWaiter: CheckedContinuation<VerifyFailure?, Never>?
+    private var startOutcome: VerifyFailure??
+    /// The verify's first scan, held until Start has answered and VerifyFingerSelected gone out.
+    private var firstScan: CheckedContinuation<Void, Never>?
+    private var answered = false
+
+    /// The reader is open: Start may answer; the first scan waits for `answeredStart`.
+    func readerReady() async {
+        start(nil)
+        guard !answered else { return }
+        await withCheckedContinuation { firstScan = $0 }
+    }
+
+    /// Start has answered and said which finger: the scans may begin.
+    func answeredStart() {
+        answered = true
+        firstScan?.resume()
+        firstScan = nil
+    }
+
+    /// Returns once the verify has opened the reader (nil), or why it could not.
+    func started() async -> VerifyFailure? {
+        if let startOutcome { return startOutcome }
+        return await withCheckedContinuation { startWaiter = $0 }
+    }
+
+    /// The verify's reader is open (nil), or the verify ended before that; the first word counts.
+    func start(_ outcome: VerifyFailure?) {
+        guard startOutcome == nil else { return }
+        startOutcome = .some(outcome)
+        startWaiter?.resume(returning: outcome)
+        startWaiter = nil
+    }
+
+    /// Whether Start answered that the verify runs (its final status is then due).
+    var hasStarted: Bool { startOutcome.map { $0 == nil } ?? false }
 
     /// Returns once the scans have ended and the reader is given back (at once if they had).
     func finished() async {
@@ -184,16 +239,48 @@ extension FprintdDevice {
         try refuseWhileBusy()
         guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
         let operation = FprintdOperation(.verify, uid: claim.uid, purpose: .evaluation, reader: identity, queue: queue)
-        let session = try await begin(operation)
+        self.operation = operation
         let sender = request.sender
-        // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's answer, as in fprintd.
+        // The one verify operation (Evaluation/Verification.swift), one judged
+        // scan long: Start answers once it has the reader open, as fprintd does.
         spawn { [self] in
-            emit(FprintdBus.Signal.verifyFingerSelected, [.string(selected)], to: sender)
-            await runVerify(operation, on: session, finger: finger, uid: claim.uid, sender: sender)
-            end(operation, session)
+            await runVerify(operation, verifyRequest(uid: claim.uid, finger: finger), sender: sender)
             operation.finish()
         }
+        if let failure = await operation.started() {
+            if self.operation === operation { self.operation = nil }
+            throw startError(operation, failure)
+        }
+        // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's
+        // answer, and the first scan follows both, as in fprintd.
+        spawn { [self] in
+            emit(FprintdBus.Signal.verifyFingerSelected, [.string(selected)], to: sender)
+            operation.answeredStart()
+        }
         return []
+    }
+
+    /// A VerifyStart's request to the one verify: this reader, `finger` (nil:
+    /// any), one judged scan, Start's time limits, each wait for a finger
+    /// bounded by `--scan-timeout` and restarted by a scan to repeat.
+    func verifyRequest(uid: UInt32, finger: FingerName?) -> VerifyRequest {
+        VerifyRequest(
+            uid: uid, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
+            openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout))
+    }
+
+    /// Why Start could not have the reader, in fprintd's vocabulary.
+    private func startError(_ operation: FprintdOperation, _ failure: VerifyFailure) -> ServiceError {
+        switch failure {
+        case .refused(let refusal) where refusal.kind == .readerCoolingDown:
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(refusal.message)")
+        case .notOpened(let error) where error.kind == .readerInUse:
+            return startError(operation, busy: error.message)
+        case .interrupted where operation.waitedTooLong:
+            return startError(operation, busy: "another operation kept the fingerprint reader; try again")
+        default:
+            return startError(operation, busy: "")
+        }
     }
 
     private func refuseWhileBusy() throws(ServiceError) {
@@ -225,99 +312,73 @@ extension FprintdDevice {
     }
 
     /// The prints one scan of `uid`'s compares with (`finger`, or nil for
-    /// any), or why no scan may be taken now. Read again before every scan,
-    /// as the LAContext scan loop reads them (Evaluator.scan, FingerprintScan.swift): the
-    /// lockout, the password required, the reader reachable, the prints as
-    /// they are now, and on a reader that cannot identify the rotation's
-    /// one print. Presence is judged once, at VerifyStart, as an evaluation
-    /// judges it once (docs/SECURITY.md, "Every scan, both interfaces").
+    /// any), or why no scan may be taken now: the one verify's check before
+    /// every scan (Evaluator.nextGallery), with "not enrolled" in fprintd's words.
     func gallery(uid: UInt32, finger: FingerName?) -> Result<[EnrolledPrint], ServiceError> {
-        let lockout = seams.lockout
-        if lockout.isLockedOut(uid) {
-            return .failure(ServiceError(.la(.biometryLockout), "\(FprintdRefusal.lockedOut): too many failed fingerprint matches"))
+        do throws(ServiceError) {
+            return .success(try seams.verifier.nextGallery(verifyRequest(uid: uid, finger: finger), on: identity).gallery)
+        } catch where error.kind == .la(.biometryNotEnrolled) {
+            return .failure(ServiceError(.notEnrolled, finger.map { "No such print \($0.rawValue)" } ?? "No fingerprints enrolled"))
+        } catch {
+            return .failure(error)
         }
-        if let needed = seams.passwordNeeded(uid) {
-            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.passwordRequired): \(needed.message)"))
-        }
-        guard seams.isReachable(identity) else {
-            return .failure(ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)"))
-        }
-        let stored = seams.prints(of: uid, on: identity)
-        if let finger {
-            guard let print = stored.first(where: { $0.finger == finger }) else {
-                return .failure(ServiceError(.notEnrolled, "No such print \(finger.rawValue)"))
-            }
-            return .success([print])
-        }
-        guard !stored.isEmpty else { return .failure(ServiceError(.notEnrolled, "No fingerprints enrolled")) }
-        if supportsIdentify { return .success(stored) }
-        let start = Evaluator.galleryStart(
-            stored.map(\.finger), lastMatched: lockout.lastMatchedFinger(of: uid), missesSinceMatch: lockout.missesSinceMatch(of: uid))
-        return .success([stored[start]])
     }
 
-    /// Scans until a match, a no-match or an error; retries ("verify-retry-scan"…) scan again.
-    private func runVerify(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName?,
-                           uid: UInt32, sender: String) async {
+    /// Runs the verify and says how it went in fprintd's statuses: retries
+    /// ("verify-retry-scan"…) as they come, then one final status.
+    private func runVerify(_ operation: FprintdOperation, _ request: VerifyRequest, sender: String) async {
         func status(_ result: FprintdBus.VerifyResult) {
             emit(FprintdBus.Signal.verifyStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
-        let lockout = seams.lockout
-        operation.restartTimer(scanTimeout)
-        while !operation.cancellable.isCancelled {
-            // The checks before every scan (the first comes after a wait for
-            // the reader of up to 20 s): a user locked out meanwhile, or whose
-            // print went, gets no scan past it, and so no match that would
-            // lift a lockout already in force.
-            let gallery: [EnrolledPrint]
-            switch self.gallery(uid: uid, finger: finger) {
-            case .success(let prints): gallery = prints
-            case .failure(let refusal):
-                Log.notice("fprintd device \(id): no scan for uid \(uid): \(refusal.message)")
-                status(.unknownError)
-                return
+        let uid = request.uid
+        let result: VerifyResult
+        do throws(VerifyFailure) {
+            result = try await seams.verifier.verify(request, for: operation) { progress in
+                if case .retry(let kind) = progress { status(FprintdBus.VerifyResult(kind)) }
             }
-            let outcome: ScanOutcome
-            do throws(GLibError) {
-                outcome = try await session.scan(gallery, cancellable: operation.cancellable)
-            } catch {
-                let failure = session.failure(error)
-                if operation.disconnected || failure == .removed {
-                    status(.disconnected)
-                } else if failure == .cancelled {
-                    // VerifyStop or Release in the middle of a scan: the final
-                    // status fprintd sends (verify-no-match, done; judged by no
-                    // reader, so counted nowhere), and the Stop waits for it (so
-                    // at SIGTERM). A timeout or sleep is an error to report.
-                    status(operation.timedOut ? .unknownError : .noMatch)
-                } else {
-                    Log.warning("fprintd device \(id): verify failed: \(error)")
-                    status(.unknownError)
-                }
-                return
-            }
-            switch outcome {
-            case .match(let index):
-                lockout.scanMatched(uid, finger: index.map { gallery[$0].finger })
-                Log.info("fprintd device \(id): uid \(uid) matched")
-                // pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
-                seams.matchSeen(uid: uid, sender: sender)
-                status(.match)
-                seams.userChanged(uid)  // the lockout reset: the user's LAEnvironment subscribers
-                return
-            case .noMatch:
-                // One lockout for every client (docs/FPRINTD.md): a failed match here counts as one in an app.
-                let lockedOut = (try? lockout.scanDidNotMatch(uid)) ?? true
-                Log.notice("failed fingerprint match for uid \(uid) on \(identity) through fprintd's interface "
-                           + "(\(lockout.failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
-                if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
-                status(.noMatch)
-                seams.userChanged(uid)  // the lockout count: the user's LAEnvironment subscribers
-                return
-            case .retry(let kind):
-                operation.restartTimer(scanTimeout)
-                status(FprintdBus.VerifyResult(kind))
-            }
+        } catch {
+            guard operation.hasStarted else { return operation.start(error) }
+            status(finalStatus(error, operation))
+            return
+        }
+        switch result {
+        case .matched:
+            Log.info("fprintd device \(id): uid \(uid) matched")
+            // pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
+            seams.matchSeen(uid: uid, sender: sender)
+            status(.match)
+        case .noMatch:
+            // One lockout for every client (docs/FPRINTD.md): a failed match here counts as one in an app.
+            status(.noMatch)
+        }
+        seams.userChanged(uid)  // the lockout count: the user's LAEnvironment subscribers
+    }
+
+    /// The final status of a verify the reader did not judge, as fprintd says it.
+    private func finalStatus(_ failure: VerifyFailure, _ operation: FprintdOperation) -> FprintdBus.VerifyResult {
+        switch failure {
+        case .refused(let refusal):
+            Log.notice("fprintd device \(id): no scan: \(refusal.message)")
+            return .unknownError
+        case .interrupted, .readerFailed(_, .cancelled, _):
+            if operation.disconnected { return .disconnected }
+            // VerifyStop or Release in the middle of a scan: the final status
+            // fprintd sends (verify-no-match, done; judged by no reader, so
+            // counted nowhere), and the Stop waits for it (so at SIGTERM). A
+            // timeout or sleep is an error to report.
+            return operation.timedOut ? .unknownError : .noMatch
+        case .readerFailed(_, .removed, _):
+            return .disconnected
+        case .readerFailed(let error, _, _):
+            if operation.disconnected { return .disconnected }
+            Log.warning("fprintd device \(id): verify failed: \(error)")
+            return .unknownError
+        case .notOpened(let error):
+            Log.warning("fprintd device \(id): the reader did not open: \(error.message)")
+            return operation.disconnected ? .disconnected : .unknownError
+        case .notRecorded:
+            // Counted as a failure nowhere, but failing closed: no match.
+            return .noMatch
         }
     }
 

@@ -25,7 +25,7 @@ extension FprintdDevice {
         guard seams.isReachable(reader) else {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(seams.noReaderError.message)")
         }
-        if seams.lockout.isLockedOut(uid) {
+        if seams.verifier.isLockedOut(uid) {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.lockedOut): too many failed fingerprint matches "
                                                    + "(\(LockoutStore.limit) in a row); use your password")
         }

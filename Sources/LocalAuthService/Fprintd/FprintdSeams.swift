@@ -34,28 +34,22 @@ protocol FprintdSession: ReaderSession {
     ) async throws(GLibError) -> any PrintTemplate
     /// Frees `print`'s slot on the reader's chip.
     func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
-    /// What libfprint's `error` means for fprintd's statuses (a removed reader is forgotten).
-    func failure(_ error: GLibError) -> ReaderFailure
 }
 
-/// libfprint's errors, as fprintd's statuses tell them apart.
-enum ReaderFailure: Equatable {
-    case removed, cancelled, dataFull, duplicate, other
-}
-
-/// The lockout every client shares (the Evaluator's).
+/// The one verify operation, and the lockout every client shares (the
+/// Evaluator's: Evaluation/Verification.swift).
 @ServiceActor
-protocol FprintdLockout: AnyObject {
+protocol FprintdVerifier: AnyObject {
     func isLockedOut(_ uid: UInt32) -> Bool
-    func failedMatches(of uid: UInt32) -> Int
-    /// A match: the count goes back to zero, the finger is the next one tried first.
-    func scanMatched(_ uid: UInt32, finger: FingerName?)
-    /// A judged no-match, counted before anything else happens; true: `uid` is now locked out.
-    func scanDidNotMatch(_ uid: UInt32) throws(FileError) -> Bool
-    /// A verify-only reader's rotation (FingerprintScan.galleryStart): the
-    /// finger `uid` matched with last, and the judged no-matches since.
-    func lastMatchedFinger(of uid: UInt32) -> FingerName?
-    func missesSinceMatch(of uid: UInt32) -> Int
+    /// Runs one verify to its end (Evaluator.verify).
+    func verify(
+        _ request: VerifyRequest, for call: any VerifyingCall,
+        progress: @escaping @ServiceActor (VerifyProgress) -> Void
+    ) async throws(VerifyFailure) -> VerifyResult
+    /// What the next scan of `request` would compare with on `held`, or why there is none.
+    func nextGallery(
+        _ request: VerifyRequest, on held: Readers.Identity
+    ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint])
 }
 
 /// Everything else a Device object uses.
@@ -94,7 +88,7 @@ protocol FprintdSeams: AnyObject {
     // The rules shared with LocalAuth.
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
-    var lockout: any FprintdLockout { get }
+    var verifier: any FprintdVerifier { get }
     /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
     var duplicateChecks: DuplicateCheckBudget { get }
     /// A match of `uid` for the connection `sender` (pam_fprintd): a ticket for

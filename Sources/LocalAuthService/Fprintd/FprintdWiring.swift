@@ -105,7 +105,7 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { environment.passwordNeeded(uid) }
 
-    var lockout: any FprintdLockout { evaluator }
+    var verifier: any FprintdVerifier { evaluator }
 
     func userChanged(_ uid: UInt32) {
         environment.userChanged(uid)
@@ -119,8 +119,8 @@ final class ServiceFprintdWiring: FprintdSeams {
     }
 }
 
-/// The Evaluator keeps the one lockout (Evaluation/Evaluator.swift).
-extension Evaluator: FprintdLockout {}
+/// The Evaluator runs the one verify and keeps the one lockout (Evaluation/Verification.swift).
+extension Evaluator: FprintdVerifier {}
 
 /// A libfprint reader as a Device object shows it.
 @ServiceActor

@@ -25,6 +25,10 @@ final class FakeReader: EvaluationReaders, ReaderSession {
     let identity = Readers.Identity(driver: "fake", deviceID: "0")
     /// Whether the reader serves users at all (nil from `reader(for:)` if not).
     var present = true
+    /// Whether a person can touch it (a Device object's reader: fprintd's).
+    var reachable = true
+    /// Opening fails with this (another program holds the device).
+    var openError: ServiceError?
     var warm = false
     var script: [Step] = []
     private(set) var opens = 0
@@ -53,14 +57,17 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     var noReaderError: ServiceError { Self.noReader }
 
+    func isReachable(_ reader: Readers.Identity) -> Bool { present && reachable }
+
     func isWarm(_ reader: Readers.Identity) -> Bool { warm }
 
     func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
         if let interruption = interruption() { throw interruption.error }
+        if let openError { throw openError }
         opens += 1
         return self
     }
@@ -96,6 +103,18 @@ final class FakeReader: EvaluationReaders, ReaderSession {
     func unusable(_ error: GLibError) -> ServiceError? {
         error.domain == Self.removed.domain ? Evaluation.Interruption.readerRemoved.error : nil
     }
+
+    /// The fake's errors, as fprintd's statuses tell them apart.
+    func failure(_ error: GLibError) -> ReaderFailure {
+        switch error.domain {
+        case Self.removed.domain: .removed
+        case Self.cancelled.domain: .cancelled
+        case Self.full.domain: .dataFull
+        default: .other
+        }
+    }
+
+    static let full = GLibError(domain: 11, code: 0, message: "the reader's storage is full")
 
     func release() { releases += 1 }
 }

@@ -5,7 +5,7 @@ import LocalAuthShared
 
 // Fakes for fprintd's seams (Sources/LocalAuthService/Fprintd/FprintdSeams.swift):
 // the EvaluatorRig's scripted reader held as an fprintd session, prints in
-// memory, the real Evaluator's lockout (the one LocalAuth counts in), and a
+// memory, the real Evaluator's verify and lockout (the ones LocalAuth uses), and a
 // recorder of the signals. No libfprint, no bus.
 
 /// One reader as a Device object shows it.
@@ -75,29 +75,33 @@ final class FakeFprintdSession: FprintdSession {
         if let error = seams.chipError { throw error }
     }
 
-    func failure(_ error: GLibError) -> ReaderFailure {
-        switch error.domain {
-        case FakeReader.removed.domain: .removed
-        case FakeReader.cancelled.domain: .cancelled
-        case FakeFprintdSeams.full.domain: .dataFull
-        default: .other
-        }
-    }
+    func failure(_ error: GLibError) -> ReaderFailure { reader.failure(error) }
 }
 
 /// Everything else a Device object uses, over an EvaluatorRig.
 @ServiceActor
 final class FakeFprintdSeams: FprintdSeams {
-    static let full = GLibError(domain: 11, code: 0, message: "the reader's storage is full")
+    static let full = FakeReader.full
 
     let rig: EvaluatorRig
-    var openError: ServiceError?
-    var reachable = true
+    /// Opening fails with this (the rig's reader: the verify opens it too).
+    var openError: ServiceError? {
+        get { rig.reader.openError }
+        set { rig.reader.openError = newValue }
+    }
+    /// Whether a person can touch the reader (the rig's reader: the verify's check reads it too).
+    var reachable: Bool {
+        get { rig.reader.reachable }
+        set { rig.reader.reachable = newValue }
+    }
     var asleep = false
     var presence: EnvironmentRules.Presence = .local
     var passwordNeededError: ServiceError?
-    /// Each user's prints on the reader.
-    var stored: [UInt32: [EnrolledPrint]] = [:]
+    /// Each user's prints on the reader: the rig's, which the verify reads.
+    var stored: [UInt32: [EnrolledPrint]] {
+        get { rig.prints.byUser }
+        set { rig.prints.byUser = newValue }
+    }
     var enrollSteps: [FakeFprintdSession.EnrollStep] = []
     var chipDeletes = 0
     var chipError: GLibError?
@@ -116,7 +120,7 @@ final class FakeFprintdSeams: FprintdSeams {
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
     ) async throws(ServiceError) -> any FprintdSession {
         if let openError { throw openError }
-        _ = try? await rig.reader.open(reader, cancellable: cancellable, interruption: { nil }, busy: {})
+        _ = try? await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: { nil }, busy: {})
         return FakeFprintdSession(reader: rig.reader, seams: self)
     }
 
@@ -126,7 +130,7 @@ final class FakeFprintdSeams: FprintdSeams {
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError) {
         if openError != nil { throw failedToOpen(ServiceError(.readerInUse, "held by another program")) }
-        _ = try? await rig.reader.open(reader, cancellable: Cancellable(), interruption: { nil }, busy: {})
+        _ = try? await rig.reader.open(reader, until: nil, cancellable: Cancellable(), interruption: { nil }, busy: {})
         defer { rig.reader.release() }
         try await body(FakeFprintdSession(reader: rig.reader, seams: self))
     }
@@ -156,7 +160,7 @@ final class FakeFprintdSeams: FprintdSeams {
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
-    var lockout: any FprintdLockout { rig.evaluator }
+    var verifier: any FprintdVerifier { rig.evaluator }
     func userChanged(_ uid: UInt32) { changedUsers.append(uid) }
 
     func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {

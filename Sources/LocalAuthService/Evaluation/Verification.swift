@@ -1,0 +1,242 @@
+import DBusCore
+import LocalAuthShared
+
+// The one verify operation, whichever contract asked for it: LocalAuth's
+// EvaluatePolicy, VerifyUser and AuthorizeRight (through
+// `Evaluator.fingerprint`, FingerprintScan.swift) and fprintd's VerifyStart
+// (Fprintd/FprintdOperations.swift). It owns the turn in the reader queue,
+// the reader (opened through the one gate), the checks before every scan,
+// the lockout count, the verify-only reader's rotation and the
+// reader-fairness rule. The front-ends only translate: their arguments into
+// a `VerifyRequest`, `VerifyProgress` into their status signals, and the
+// `VerifyResult` or `VerifyFailure` into their answer (an LAError, or
+// fprintd's final VerifyStatus).
+
+/// A verify as its front-end keeps it (an `Evaluation`, fprintd's
+/// `FprintdOperation`): what ends it early, and why it ended.
+@ServiceActor
+protocol VerifyingCall: AnyObject {
+    /// Its place in the reader queue; sleep and the lid interrupt through it.
+    var ticket: SensorQueue.Ticket { get }
+    /// Cancels the wait for the reader and the scan in progress.
+    var cancellable: Cancellable { get }
+    /// Why the scans ended early, if they did (the front-end's own record).
+    var biometricInterruption: Evaluation.Interruption? { get }
+    /// Ends the scans early: no turn in the queue in time, no finger in time.
+    func stopBiometrics(_ reason: Evaluation.Interruption)
+    /// The reader is open and the first scan is next: a front-end that
+    /// answers its caller first (fprintd's Start, then VerifyFingerSelected)
+    /// returns once it has.
+    func readerReady() async
+}
+
+extension VerifyingCall {
+    func readerReady() async {}
+}
+
+/// What one verify is asked to do.
+struct VerifyRequest {
+    /// Whose prints a scan is compared with.
+    let uid: UInt32
+    /// The reader: nil for the one that serves `uid` now (ReaderChoice: an
+    /// evaluation); fprintd's Device names its own.
+    var reader: Readers.Identity? = nil
+    /// Only this finger's print; nil: any of the user's.
+    var finger: FingerName? = nil
+    /// Judged no-matches before the verify ends as one (`--attempts` for an evaluation; 1 for fprintd).
+    let attempts: Int
+    /// The longest wait for the turn in the reader queue.
+    let queueWait: Double
+    /// When opening must have succeeded; nil: within the scan timeout from the turn.
+    var openBy: ContinuousClock.Instant? = nil
+    /// The wait for a finger.
+    let fingerWait: FingerWait
+
+    enum FingerWait {
+        /// Bounds the opening and every scan together, from the turn: an
+        /// evaluation's caller waits at most that long.
+        case fromTurn(Double)
+        /// Bounds each scan, restarted by a scan to repeat: fprintd's
+        /// VerifyStart (its client decides when to stop).
+        case eachScan(Double)
+    }
+}
+
+/// What the person is told while a verify runs.
+enum VerifyProgress: Equatable {
+    /// Another program holds the device: the open is retried.
+    case readerBusy
+    /// The reader is open and waits for a finger (fprintd's Start answers now).
+    case readerReady
+    /// The scan must be repeated (too short, off centre, …).
+    case retry(RetryKind)
+    /// A judged no-match, with another attempt to come.
+    case noMatchScanAgain
+}
+
+/// How a verify ended, when the reader judged it.
+enum VerifyResult: Equatable {
+    /// `finger` matched (nil: the reader did not say which), against the
+    /// user's usable set `enrolledSet` (Evaluator.enrolledSet: what a reuse is tied to).
+    case matched(finger: FingerName?, enrolledSet: [[UInt8]])
+    /// The last attempt did not match; `lockedOut`: that one locked biometry.
+    case noMatch(lockedOut: Bool)
+}
+
+/// How a verify ended when the reader did not judge it.
+enum VerifyFailure: Error {
+    /// A check said no, before the queue (fairness) or before a scan
+    /// (reader, lockout, password, prints): in LocalAuth's words.
+    case refused(ServiceError)
+    /// It was stopped or cancelled: the front-end's `interruption` says why.
+    case interrupted
+    /// The gate could not open the reader (its error).
+    case notOpened(ServiceError)
+    /// libfprint failed the scan; `unusable`: what that means for a caller
+    /// when the reader cannot be used now (removed, too hot).
+    case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
+    /// A no-match could not be written: it ends the verify (fails closed).
+    case notRecorded
+}
+
+extension Evaluator {
+    /// Runs one verify to its end: the queue turn, the reader, then scans
+    /// until a match, `request.attempts` judged no-matches, the lockout, or
+    /// an interruption. Every judged scan counts in the one lockout.
+    func verify(
+        _ request: VerifyRequest, for call: any VerifyingCall,
+        progress: @escaping @ServiceActor (VerifyProgress) -> Void
+    ) async throws(VerifyFailure) -> VerifyResult {
+        let uid = request.uid
+        do {
+            try refuseWhileCooling(uid)
+        } catch {
+            throw .refused(error)
+        }
+        call.ticket.reader = request.reader ?? readers.reader(for: uid)
+        let waitLimit = clock.after(request.queueWait) { call.stopBiometrics(.queueTimedOut) }
+        let acquired = await queue.acquire(call.ticket)
+        waitLimit.cancel()
+        guard acquired else { throw .interrupted }
+        defer { queue.release() }
+        // It may have ended while it waited.
+        guard !call.cancellable.isCancelled else { throw .interrupted }
+
+        var fingerWait: (any ServiceTimer)?
+        func waitForFinger(_ seconds: Double) {
+            fingerWait?.cancel()
+            fingerWait = clock.after(seconds) { [weak self] in
+                call.stopBiometrics(.timedOut)
+                // A wait that timed out on a warm reader: this user waits before the next one.
+                self?.waitTimedOut(uid)
+            }
+        }
+        defer { fingerWait?.cancel() }
+        if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
+
+        guard let identity = request.reader ?? readers.reader(for: uid) else { throw .refused(readers.noReaderError) }
+        call.ticket.reader = identity
+        let session: any ReaderSession
+        do {
+            session = try await readers.open(
+                identity, until: request.openBy, cancellable: call.cancellable,
+                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+        } catch {
+            throw .notOpened(error)
+        }
+        defer { session.release() }
+        guard !call.cancellable.isCancelled else { throw .interrupted }
+        if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
+        progress(.readerReady)
+        await call.readerReady()
+        guard !call.cancellable.isCancelled else { throw .interrupted }
+
+        var failures = 0
+        while true {
+            // Re-read before every scan (the first comes after a wait for the
+            // reader; every later one after an await): a user locked out
+            // meanwhile, or whose print went, gets no scan past it, and so no
+            // match that would lift a lockout already in force.
+            let usable: [EnrolledPrint]
+            let gallery: [EnrolledPrint]
+            do {
+                (usable, gallery) = try nextGallery(request, on: session.identity)
+            } catch {
+                throw .refused(error)
+            }
+            let outcome: ScanOutcome
+            do {
+                outcome = try await session.scan(gallery, cancellable: call.cancellable)
+            } catch {
+                let failure = session.failure(error)
+                if failure == .cancelled, call.cancellable.isCancelled { throw .interrupted }
+                throw .readerFailed(error, failure, unusable: session.unusable(error))
+            }
+            ServiceActor.assertOnLoop()
+            switch outcome {
+            case .match(let index):
+                let finger = index.flatMap { gallery.indices.contains($0) ? gallery[$0].finger : nil }
+                scanMatched(uid, finger: finger)
+                return .matched(finger: finger, enrolledSet: Self.enrolledSet(usable))
+            case .noMatch:
+                failures += 1
+                // A completed no-match always counts, whatever ends the
+                // verify next; one that cannot be written ends it.
+                let lockedOut: Bool
+                do {
+                    lockedOut = try scanDidNotMatch(uid)
+                } catch {
+                    throw .notRecorded
+                }
+                Log.notice("failed fingerprint match for uid \(uid) on \(session.identity) "
+                           + "(\(failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
+                if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
+                switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut, attemptsPerEvaluation: request.attempts) {
+                case .lockedOut, .failed: return .noMatch(lockedOut: lockedOut)
+                case .scanAgain: progress(.noMatchScanAgain)
+                }
+            case .retry(let kind):
+                if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
+                progress(.retry(kind))
+            }
+        }
+    }
+
+    /// The prints the next scan of `request` compares with on the held
+    /// reader, or why no scan may be taken now: the reader still the
+    /// request's (reachable; for an evaluation, still the one serving the
+    /// user), the lockout, the password required, the prints as they are now.
+    /// A reader that can only verify compares a scan with one print: the
+    /// finger that matched last time (the one the person usually uses)
+    /// first, then one more of the user's prints after each judged
+    /// no-match, counted since the last match and not per verify, so the
+    /// next verify goes on where this one stops and every enrolled finger is
+    /// reached (docs/SECURITY.md, "A verify-only reader"). A scan to repeat
+    /// tries the same print. Returns the usable prints and the gallery.
+    func nextGallery(
+        _ request: VerifyRequest, on held: Readers.Identity
+    ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint]) {
+        let uid = request.uid
+        if request.reader == nil {
+            // The user's prints are all on the reader that serves them: the one held.
+            guard readers.reader(for: uid) == held else { throw readers.noReaderError }
+        } else {
+            guard readers.isReachable(held) else { throw readers.noReaderError }
+        }
+        if isLockedOut(uid) {
+            throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
+        }
+        if let needed = environment.passwordNeeded(uid) { throw needed }
+        var usable = prints.prints(of: uid, on: held)
+        if let finger = request.finger {
+            usable = usable.filter { $0.finger == finger }
+            guard !usable.isEmpty else {
+                throw ServiceErrors.la(.biometryNotEnrolled, "the finger \(finger.rawValue) is not enrolled")
+            }
+        }
+        guard !usable.isEmpty else { throw ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user") }
+        let offset = Self.galleryStart(
+            usable.map(\.finger), lastMatched: lastMatchedFinger(of: uid), missesSinceMatch: missesSinceMatch(of: uid))
+        return (usable, Array(usable[offset...] + usable[..<offset]))
+    }
+}

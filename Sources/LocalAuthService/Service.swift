@@ -111,10 +111,14 @@ public final class LocalAuthService {
         let duplicateChecks = DuplicateCheckBudget(
             stateDirectory: configuration.stateDirectory,
             countFailedMatch: { [evaluator] uid in _ = try? evaluator.scanDidNotMatch(uid) })
+        // The one enroll operation, both contracts' (Enrollment/Enrollment.swift).
+        let enrollment = Enrollment(
+            queue: queue, readers: ServiceEnrollmentReaders(readers: readers, gate: readerGate, readerChoice: readerChoice),
+            duplicateChecks: duplicateChecks, stages: { [readers] in readers.enrollStages(on: $0) })
         let enroller = Enroller(
             seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
-            prints: ServiceEnrollerPrints(prints: prints, events: events), scanTimeout: configuration.scanTimeout,
-            duplicateChecks: duplicateChecks)
+            prints: ServiceEnrollerPrints(prints: prints, events: events), enrollment: enrollment,
+            scanTimeout: configuration.scanTimeout, duplicateChecks: duplicateChecks)
         rights = RightsService(
             stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
             authorizationSeconds: configuration.rightsAuthorizationTimeout,
@@ -134,7 +138,8 @@ public final class LocalAuthService {
             ? FprintdServer(
                 seams: ServiceFprintdWiring(
                     readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
-                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, bus: bus, loginSecrets: loginSecrets),
+                    environment: environment, callers: callers, duplicateChecks: duplicateChecks, enrollment: enrollment,
+                    bus: bus, loginSecrets: loginSecrets),
                 router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
                 spawn: { [work] body in work.yield(.task(body)) })
             : nil

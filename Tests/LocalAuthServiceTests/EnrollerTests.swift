@@ -20,7 +20,9 @@ final class EnrollerTests: XCTestCase {
         var countedFailures: [UInt32] = []
         lazy var duplicateChecks = DuplicateCheckBudget(
             stateDirectory: FakeState.directory(), countFailedMatch: { [unowned self] uid in self.countedFailures.append(uid) })
-        lazy var enroller = Enroller(seams: seams, prints: prints, scanTimeout: 30, duplicateChecks: duplicateChecks)
+        lazy var enrollment = Enrollment(queue: SensorQueue(), readers: seams, duplicateChecks: duplicateChecks, stages: { _ in 5 })
+        lazy var enroller = Enroller(
+            seams: seams, prints: prints, enrollment: enrollment, scanTimeout: 30, duplicateChecks: duplicateChecks)
         let alice = CallerRecord(sender: ":1.10", uid: 1000, process: nil, securityLabel: nil)
 
         func record() -> CallRecord { CallRecord(sender: alice.sender, requestID: nil) }
@@ -70,10 +72,10 @@ final class EnrollerTests: XCTestCase {
         XCTAssertEqual(outcome3, LocalAuthServiceError.alreadyEnrolled)
         XCTAssertTrue(fixture.seams.used.isEmpty, "neither the queue nor a reader: \(fixture.seams.used)")
 
-        // Asking to replace passes the check and waits for the reader (which the fake never gives).
+        // Asking to replace passes the check and opens the reader (which the fake never gives).
         let outcome4 = await fixture.enroll(.rightIndex, replace: true)
         XCTAssertEqual(outcome4, LocalAuthErrorCode.systemCancel.dbusName)
-        XCTAssertEqual(fixture.seams.used, ["acquire-turn"])
+        XCTAssertEqual(fixture.seams.used, ["open"])
     }
 
     /// Issue 30 item 4: on a reader that keeps prints on its chip every
@@ -86,12 +88,12 @@ final class EnrollerTests: XCTestCase {
         fixture.seams.chips = [FakeEnrollerSeams.reader]
         for _ in 0..<DuplicateCheckBudget.perDay {
             let outcome = await fixture.enroll(.rightIndex)
-            XCTAssertEqual(outcome, LocalAuthErrorCode.systemCancel.dbusName, "waits for the reader (never given)")
+            XCTAssertEqual(outcome, LocalAuthErrorCode.systemCancel.dbusName, "opens the reader (the fake gives none)")
         }
-        XCTAssertEqual(fixture.seams.used.filter { $0 == "acquire-turn" }.count, DuplicateCheckBudget.perDay)
+        XCTAssertEqual(fixture.seams.used.filter { $0 == "open" }.count, DuplicateCheckBudget.perDay)
         let refused = await fixture.enroll(.rightIndex)
         XCTAssertEqual(refused, LocalAuthServiceError.limitExceeded)
-        XCTAssertEqual(fixture.seams.used.filter { $0 == "acquire-turn" }.count, DuplicateCheckBudget.perDay,
+        XCTAssertEqual(fixture.seams.used.filter { $0 == "open" }.count, DuplicateCheckBudget.perDay,
                        "refused before the queue and the reader")
         // A reader without a chip runs no check: nothing spent.
         fixture.seams.chips = []
@@ -107,7 +109,7 @@ final class EnrollerTests: XCTestCase {
             .rightIndex, of: 1000, source: .localauth,
             on: Readers.Identity(driver: "synaptics", deviceID: "1"))
         _ = await fixture.enroll(.rightIndex)
-        XCTAssertEqual(fixture.seams.used, ["acquire-turn"], "went on to wait for the reader")
+        XCTAssertEqual(fixture.seams.used, ["open"], "went on to open the reader")
     }
 
     @ServiceActor

@@ -13,14 +13,20 @@ import LocalAuthShared
 final class Enroller {
     let seams: any EnrollerSeams
     let prints: any EnrollerPrints
+    /// The one enroll operation (both contracts).
+    let enrollment: Enrollment
     /// Bounds each wait for a finger (`--scan-timeout`).
     private let scanTimeout: Double
     /// The match oracle of the check before enrolling on a chip, bounded per uid.
     let duplicateChecks: DuplicateCheckBudget
 
-    init(seams: any EnrollerSeams, prints: any EnrollerPrints, scanTimeout: Double, duplicateChecks: DuplicateCheckBudget) {
+    init(
+        seams: any EnrollerSeams, prints: any EnrollerPrints, enrollment: Enrollment, scanTimeout: Double,
+        duplicateChecks: DuplicateCheckBudget
+    ) {
         self.seams = seams
         self.prints = prints
+        self.enrollment = enrollment
         self.scanTimeout = scanTimeout
         self.duplicateChecks = duplicateChecks
     }
@@ -50,6 +56,10 @@ final class Enroller {
             record: record)
     }
 
+    /// LocalAuth's front-end of the one enroll operation (Enrollment.swift):
+    /// its refusals before the reader, its request (replace frees the old
+    /// print's chip slot first; the duplicate check on a chip that does not
+    /// check itself; our store), its EnrollStatus signals and its errors.
     private func enroll(
         _ finger: FingerName, replace: Bool, caller: CallerRecord, target uid: UInt32,
         record: CallRecord
@@ -62,101 +72,120 @@ final class Enroller {
         // The call's own cancellable: a vanish, or SIGTERM, at any moment since
         // the call arrived ends the enrollment, and a print is never stored
         // for a caller who left.
-        let cancellable = record.cancellable
         try record.checkNotEnded()
         // A reader that keeps prints on its chip checks the finger against
         // every account's prints first (or refuses a duplicate itself): one
         // of the caller's duplicate checks today, before the reader is touched.
-        if seams.storesPrints(reader) { try duplicateChecks.spend(for: caller.uid) }
-        let ticket = SensorQueue.Ticket(uid: caller.uid, purpose: .enrollment(sender: caller.sender))
-        ticket.reader = reader
-        ticket.interrupt = { reason in record.interrupt(reason) }
-        guard await seams.acquireTurn(ticket) else { throw Evaluation.Interruption.queueTimedOut.error }
-        defer { seams.releaseTurn() }
-        try record.checkNotEnded()
-        if cancellable.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-        // While this caller waited, the reader may have gone.
-        guard seams.isReachable(reader) else { throw ServiceErrors.noReader }
+        let storesPrints = seams.storesPrints(reader)
+        if storesPrints { try duplicateChecks.spend(for: caller.uid) }
+        let call = EnrollCall(record: record, uid: caller.uid, sender: caller.sender, reader: reader)
         let sender = caller.sender
-        let device = try await seams.open(
-            reader, cancellable: cancellable, interruption: { record.interruption },
-            busy: { [weak self] in self?.emitStatus(sender, .readerBusy, 0, 0) })
-        defer { seams.relinquish(device) }
-        // A match-on-chip reader: replacing frees the old print's slot first;
-        // then the finger must not be on the chip already, for any account.
-        if replace, device.storesPrints,
-            let old = prints.allPrints(of: uid).first(where: { $0.finger == finger && prints.isOurs($0) && $0.reader == reader })
-        {
-            try await deleteFromChip(old, on: device)
-        }
-        let stages = UInt32(seams.enrollStages(on: reader))
-        // Each scan has the scan timeout; every stage or retry restarts it.
-        let timer = ScanTimer(seconds: scanTimeout, cancellable: cancellable)
-        defer { timer.stop() }
-        emitStatus(sender, .placeFinger, 0, stages)
-        do throws(ServiceError) {
-            try await refuseDuplicateOnChip(device, except: (uid, finger), asker: caller.uid, cancellable: cancellable)
-        } catch {
-            emitStatus(sender, error.kind == .duplicatePrint ? .duplicate : .failed, 0, stages)
-            if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
-            throw error
-        }
-        timer.restart()
-        let username = Users.name(of: uid) ?? String(uid)
-        do {
-            let print = try await seams.enroll(
-                finger, username: username, on: device,
-                cancellable: cancellable
-            ) { [weak self] stage, retry in
-                timer.restart()
-                let progress: EnrollProgress = retry.map(\.enrollProgress) ?? .stagePassed
-                self?.emitStatus(sender, progress, UInt32(stage), stages)
-            }
-            timer.stop()
-            // Someone else may have enrolled this finger meanwhile.
-            if !replace {
-                do throws(ServiceError) {
-                    try refuseEnrolled(finger, uid: uid, reader: reader)
-                } catch {
-                    emitStatus(sender, .failed, stages, stages)
-                    throw error
+        var stages: UInt32?
+        do throws(EnrollFailure) {
+            try await enrollment.run(
+                request(finger, replace: replace, uid: uid, asker: caller.uid, reader: reader, storesPrints: storesPrints),
+                for: call
+            ) { [weak self] event in
+                guard let self else { return }
+                switch event {
+                case .readerBusy: emitStatus(sender, .readerBusy, 0, 0)
+                case .readerReady(let count):
+                    stages = UInt32(count)
+                    emitStatus(sender, .placeFinger, 0, UInt32(count))
+                case .duplicateCheckPassed: break
+                case .stagePassed(let stage): emitStatus(sender, .stagePassed, UInt32(stage), stages ?? 0)
+                case .retry(let kind, let stage): emitStatus(sender, kind.enrollProgress, UInt32(stage), stages ?? 0)
                 }
             }
-            // The caller may have left during the last scan: store nothing for them.
-            try record.checkNotEnded()
-            let stored: PrintFile
-            do {
-                stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
-            } catch {
-                emitStatus(sender, .failed, stages, stages)
-                throw ServiceError(.storageFailed, "could not store the print: \(error)")
-            }
-            emitStatus(sender, .completed, stages, stages)
-            Log.info(
-                "enrolled \(finger.rawValue) of uid \(uid) on \(reader) (print \(stored.id.prefix(8)))"
-                    + (uid != caller.uid ? ", asked by uid \(caller.uid)" : ""))
-        } catch let error as ServiceError {
-            throw error
         } catch {
-            guard let failure = error as? GLibError else {
-                emitStatus(sender, .failed, 0, stages)
-                throw ServiceErrors.la(.systemCancel, "enrollment failed: \(error)")
-            }
-            emitStatus(
-                sender,
-                failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE)
-                    ? .dataFull
-                    : failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) ? .duplicate : .failed, 0, stages)
-            if timer.expired { throw ServiceErrors.la(.systemCancel, "no finger was presented in time") }
-            if failure.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { throw Self.chipFullError }
-            if failure.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) {
-                // The chip's own check: it does not say whose print.
-                duplicateChecks.matchedAnotherAccount(asker: caller.uid)
-                throw Self.duplicateError
-            }
-            if failure.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-            if let unusable = seams.unusable(failure, device) { throw unusable }
-            throw ServiceErrors.la(.systemCancel, "enrollment failed: \(failure.message)")
+            if let stages { emitStatus(sender, Self.finalStatus(error), Self.finalStage(error, stages), stages) }
+            throw self.error(error, call)
+        }
+        emitStatus(sender, .completed, stages ?? 0, stages ?? 0)
+        Log.info("enrolled \(finger.rawValue) of uid \(uid) on \(reader)" + (uid != caller.uid ? ", asked by uid \(caller.uid)" : ""))
+    }
+
+    /// An Enroll's request to the one enroll operation.
+    private func request(
+        _ finger: FingerName, replace: Bool, uid: UInt32, asker: UInt32, reader: Readers.Identity, storesPrints: Bool
+    ) -> EnrollRequest {
+        let ours = { [prints] in
+            prints.allPrints(of: uid).filter { $0.finger == finger && prints.isOurs($0) && $0.reader == reader }
+        }
+        return EnrollRequest(
+            uid: uid, username: Users.name(of: uid) ?? String(uid), finger: finger, reader: reader,
+            storesPrints: storesPrints, queueWait: ServiceLimits.readerQueueWait, fingerWait: scanTimeout,
+            // A match-on-chip reader: replacing frees the old print's slot first.
+            first: { session throws(ServiceError) in
+                guard replace, storesPrints, let old = ours().first else { return }
+                try await Self.deleteFromChip(old, on: session)
+            },
+            // Then the finger must not be on the chip already, for any account
+            // (a reader that checks duplicates itself refuses it in its enroll).
+            duplicateCandidates: { [prints, seams] in
+                guard storesPrints, !seams.checksDuplicates(reader) else { return nil }
+                let replaced = Set(prints.allPrints(of: uid).filter { $0.finger == finger }.map(\.path))
+                let gallery = prints.everyPrint(on: reader).filter { !replaced.contains($0.path) }.map(\.enrolled)
+                guard !gallery.isEmpty else { return nil }
+                return (gallery, Set(prints.allPrints(of: uid).map(\.stamp)))
+            },
+            asker: asker,
+            save: { [self] print throws(ServiceError) in
+                // Someone else may have enrolled this finger meanwhile.
+                if !replace { try refuseEnrolled(finger, uid: uid, reader: reader) }
+                // The prints came from a LibfprintReaderSession: libfprint's own.
+                guard let print = print as? GObjectRef else { throw ServiceError(.storageFailed, "not a libfprint print") }
+                do {
+                    let stored = try prints.save(print, finger: finger, uid: uid, reader: reader)
+                    Log.info("print \(stored.id.prefix(8)) of uid \(uid) saved")
+                } catch {
+                    throw ServiceError(.storageFailed, "could not store the print: \(error)")
+                }
+            })
+    }
+
+    /// The EnrollStatus an enrollment that kept no print ends with, and at which stage.
+    private static func finalStatus(_ failure: EnrollFailure) -> EnrollProgress {
+        switch failure {
+        case .duplicate: .duplicate
+        case .readerFailed(_, .dataFull, _): .dataFull
+        default: .failed
+        }
+    }
+
+    private static func finalStage(_ failure: EnrollFailure, _ stages: UInt32) -> UInt32 {
+        if case .notSaved = failure { return stages }
+        return 0
+    }
+
+    /// The caller's error for an enrollment that kept no print: its own end
+    /// first (no finger in time, the queue, Cancel, the caller gone), then why.
+    private func error(_ failure: EnrollFailure, _ call: EnrollCall) -> ServiceError {
+        if call.stopped == .timedOut { return ServiceErrors.la(.systemCancel, "no finger was presented in time") }
+        switch failure {
+        case .refused(let error), .notOpened(let error), .notSaved(let error):
+            return error
+        case .duplicate:
+            return Self.duplicateError
+        case .interrupted, .readerFailed(_, .cancelled, _):
+            if let interruption = call.record.interruption { return interruption.error }
+            if call.stopped == .queueTimedOut { return Evaluation.Interruption.queueTimedOut.error }
+            return ServiceErrors.la(.systemCancel, "enrollment cancelled")
+        case .readerFailed(_, .dataFull, _):
+            return Self.chipFullError
+        case .readerFailed(let error, _, let unusable):
+            return unusable ?? ServiceErrors.la(.systemCancel, "enrollment failed: \(error.message)")
+        }
+    }
+
+    /// Deletes one enrolled print from the chip of the held reader.
+    static func deleteFromChip(_ stored: PrintStore.StoredPrint, on session: any EnrollSession) async throws(ServiceError) {
+        do {
+            try await session.deleteFromChip(stored.print)
+            Log.info("deleted \(stored.finger.rawValue) from the chip of \(session.identity)")
+        } catch {
+            if let unusable = session.unusable(error) { throw unusable }
+            throw ServiceError(.storageFailed, "could not delete the print on the reader's chip: \(error.message)")
         }
     }
 
@@ -174,32 +203,39 @@ final class Enroller {
     }
 }
 
-/// Bounds each wait for a finger during an enrollment; restarted by every
-/// stage or retry, so a slow person is not cut off between scans.
+/// An Enroll call as the one enroll operation sees it: the call's record
+/// (what ends it) and its place in the reader queue.
 @ServiceActor
-private final class ScanTimer {
-    private let seconds: Double
-    private let cancellable: Cancellable
-    private var timer: EventLoop.Timer?
-    private(set) var expired = false
+final class EnrollCall: EnrollingCall {
+    let record: CallRecord
+    let ticket: SensorQueue.Ticket
+    /// No turn in the queue in time, or no finger in time.
+    private(set) var stopped: Evaluation.Interruption?
 
-    init(seconds: Double, cancellable: Cancellable) {
-        self.seconds = seconds
-        self.cancellable = cancellable
-        restart()
+    init(record: CallRecord, uid: UInt32, sender: String, reader: Readers.Identity) {
+        self.record = record
+        ticket = SensorQueue.Ticket(uid: uid, purpose: .enrollment(sender: sender))
+        ticket.reader = reader
+        ticket.interrupt = { reason in record.interrupt(reason) }
     }
 
-    func restart() {
-        timer?.cancel()
-        timer = EventLoopTimers.after(seconds) { [weak self] in
-            guard let self else { return }
-            self.expired = true
-            self.cancellable.cancel()
+    var cancellable: Cancellable { record.cancellable }
+    var biometricInterruption: Evaluation.Interruption? { record.interruption ?? stopped }
+
+    var hasEnded: Bool {
+        do throws(ServiceError) {
+            try record.checkNotEnded()
+            return false
+        } catch {
+            return true
         }
     }
 
-    func stop() {
-        timer?.cancel()
-        timer = nil
+    func stopBiometrics(_ reason: Evaluation.Interruption) {
+        if stopped == nil { stopped = reason }
+        // The queue's wait is withdrawn by the operation; a wait for a finger ends the scan.
+        if reason != .queueTimedOut { record.cancellable.cancel() }
     }
+
+    func readerReady() async {}
 }

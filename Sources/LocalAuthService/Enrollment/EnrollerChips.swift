@@ -9,6 +9,7 @@ import LocalAuthShared
 // enrollment first checks that the chip does not hold the finger already
 // (for any account), and an administrator can list the chip and remove the
 // prints no enrolled record owns (orphans), never one that a record owns.
+// The check before enrolling is the one enroll operation's (Enrollment.swift).
 // Holding the reader for one operation is the service's
 // (Readers/ReaderGate.swift, `withReader`).
 extension Enroller {
@@ -37,49 +38,6 @@ extension Enroller {
             if let unusable = seams.unusable(error, device) { throw unusable }
             throw ServiceError(.storageFailed,
                                       "could not delete the print on the reader's chip: \(error.message)")
-        }
-    }
-
-    // MARK: Before enrolling
-
-    /// On a reader that keeps prints on its chip: one scan identified against
-    /// every enrolled record's print on it (every account's, both sources;
-    /// each names a slot on the chip), except the finger being replaced;
-    /// DuplicatePrint if it matches one, never saying whose. A print on the
-    /// chip that no record owns is refused by the chip's own enroll
-    /// (FP_DEVICE_ERROR_DATA_DUPLICATE), as are all on a reader that checks
-    /// duplicates itself (FP_DEVICE_FEATURE_DUPLICATES_CHECK).
-    func refuseDuplicateOnChip(_ device: Readers.Reader, except replaced: (uid: UInt32, finger: FingerName),
-                               asker: UInt32, cancellable: Cancellable) async throws(ServiceError) {
-        guard device.storesPrints, !device.checksDuplicates else { return }
-        let replacedPaths = Set(prints.allPrints(of: replaced.uid).filter { $0.finger == replaced.finger }.map(\.path))
-        let candidates = prints.everyPrint(on: device.identity).filter { !replacedPaths.contains($0.path) }
-        let gallery = candidates.map(\.print)
-        let own = Set(prints.allPrints(of: replaced.uid).map(\.path))
-        guard !gallery.isEmpty else { return }
-        while true {
-            let result: Readers.ScanResult
-            do {
-                result = try await seams.identify(gallery, on: device, cancellable: cancellable)
-            } catch {
-                // The chip holds no such print: a new finger.
-                if error.isDevice(FP_DEVICE_ERROR_DATA_NOT_FOUND_VALUE) { return }
-                if let unusable = seams.unusable(error, device) { throw unusable }
-                if error.isCancelled { throw ServiceErrors.la(.systemCancel, "enrollment cancelled") }
-                throw ServiceErrors.la(.systemCancel, "could not check the reader's chip: \(error.message)")
-            }
-            switch result {
-            case .match(let matched):
-                Log.notice("enrollment refused: the finger is already on the chip of \(device.identity)")
-                // A hit on another account's print is a guess that came true.
-                let owner = candidates.first { $0.print.pointer == matched.pointer }
-                if owner.map({ !own.contains($0.path) }) ?? true {
-                    duplicateChecks.matchedAnotherAccount(asker: asker)
-                }
-                throw Self.duplicateError
-            case .noMatch: return
-            case .retry: continue
-            }
         }
     }
 

@@ -1,9 +1,10 @@
 import DBusCore
 import LocalAuthShared
 
-/// What the Enroller uses of the readers (Enroller.swift, EnrollerChips.swift):
-/// which reader serves a user, the reader queue, libfprint's operations on
-/// a held reader, and the EnrollStatus signal. The service gives the real
+/// What the Enroller uses of the readers (Enroller.swift, EnrollerChips.swift)
+/// beyond the one enroll operation (Enrollment.swift): which reader serves a
+/// user, holding one for a chip's maintenance, libfprint's operations on its
+/// chip, and the EnrollStatus signal. The service gives the real
 /// ones (EnrollmentWiring.swift); the unit tests give fakes.
 @ServiceActor
 protocol EnrollerSeams: AnyObject {
@@ -16,20 +17,12 @@ protocol EnrollerSeams: AnyObject {
     /// The usable readers that keep prints on their chip.
     var chipReaders: [Readers.Identity] { get }
     func storesPrints(_ reader: Readers.Identity) -> Bool
+    /// The reader refuses a finger it holds already (its enroll fails "duplicate").
+    func checksDuplicates(_ reader: Readers.Identity) -> Bool
 
     // The reader queue (SensorQueue) and holding a reader (Readers).
     /// Whether `sender` is enrolling now.
     func isEnrolling(_ sender: String) -> Bool
-    /// Waits for `ticket`'s turn at its reader, at most the queue wait; false: not given.
-    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool
-    func releaseTurn()
-    /// Opens `reader` for one operation, within the scan timeout.
-    func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> Readers.Reader
-    func relinquish(_ device: Readers.Reader)
     /// Runs `body` with `identity` held for one operation of `record`'s call:
     /// its turn in the queue, opened, given back afterwards.
     func withReader<T>(
@@ -38,15 +31,6 @@ protocol EnrollerSeams: AnyObject {
     ) async throws(ServiceError) -> T
 
     // libfprint's operations on a held reader.
-    func enrollStages(on reader: Readers.Identity) -> Int
-    func enroll(
-        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> GObjectRef
-    func identify(
-        _ gallery: [GObjectRef], on device: Readers.Reader,
-        cancellable: Cancellable
-    ) async throws(GLibError) -> Readers.ScanResult
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef]
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError)
     /// The reader's errors that mean it cannot be used now (it is forgotten if removed).

@@ -1,9 +1,37 @@
+internal import CFprint
 import DBusCore
 import LocalAuthShared
 
 // Wiring only: the reader choice, reader queue, readers and bus as the
-// Enroller's seams, the print store as its prints, each given as the
-// components they are; a print saved or deleted is an event (ServiceEvents).
+// Enroller's seams, the print store as its prints, the readers as the one
+// enroll operation takes them, each given as the components they are; a
+// print saved or deleted is an event (ServiceEvents).
+
+/// The readers as the one enroll operation takes them (Enrollment.swift), for both contracts.
+@ServiceActor
+final class ServiceEnrollmentReaders: EnrollmentReaders {
+    private let readers: Readers
+    private let gate: ReaderGate
+    private let readerChoice: ReaderChoice
+
+    init(readers: Readers, gate: ReaderGate, readerChoice: ReaderChoice) {
+        self.readers = readers
+        self.gate = gate
+        self.readerChoice = readerChoice
+    }
+
+    func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> any EnrollSession {
+        let device = try await gate.open(
+            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
+        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
+    }
+
+    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
+}
 
 @ServiceActor
 final class ServiceEnrollerSeams: EnrollerSeams {
@@ -26,22 +54,9 @@ final class ServiceEnrollerSeams: EnrollerSeams {
     func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
     var chipReaders: [Readers.Identity] { readers.usableReaders.filter(storesPrints) }
     func storesPrints(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.storesPrints == true }
+    func checksDuplicates(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.checksDuplicates == true }
 
     func isEnrolling(_ sender: String) -> Bool { queue.isEnrolling(sender) }
-    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
-        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
-        defer { waitLimit.cancel() }
-        return await queue.acquire(ticket)
-    }
-    func releaseTurn() { queue.release() }
-    func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> Readers.Reader {
-        try await gate.open(reader, cancellable: cancellable, interruption: interruption, busy: busy)
-    }
-    func relinquish(_ device: Readers.Reader) { readers.relinquish(device) }
     func withReader<T>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
@@ -49,21 +64,6 @@ final class ServiceEnrollerSeams: EnrollerSeams {
         try await gate.withReader(identity, for: record, uid: uid, body)
     }
 
-    func enrollStages(on reader: Readers.Identity) -> Int { readers.enrollStages(on: reader) }
-    func enroll(
-        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> GObjectRef {
-        try await readers.enroll(
-            finger: finger.fpFinger, username: username, on: device,
-            cancellable: cancellable, progress: progress)
-    }
-    func identify(
-        _ gallery: [GObjectRef], on device: Readers.Reader,
-        cancellable: Cancellable
-    ) async throws(GLibError) -> Readers.ScanResult {
-        try await readers.identify(gallery, on: device, cancellable: cancellable)
-    }
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] {
         try await readers.chipPrints(on: device)
     }
@@ -111,5 +111,34 @@ final class ServiceEnrollerPrints: EnrollerPrints {
     func deleteAll(uid: UInt32) throws -> Int {
         defer { events.publishUserChanged(uid) }
         return try prints.deleteAll(uid: uid)
+    }
+}
+
+/// What an enrollment does with a held libfprint reader beyond a verify's scans.
+extension LibfprintReaderSession: EnrollSession {
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate {
+        try await readers.enroll(
+            finger: finger.fpFinger, username: username, on: device, cancellable: cancellable,
+            progress: progress)
+    }
+
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {
+        guard let print = print as? GObjectRef else { throw Readers.noReader(device.identity) }
+        try await readers.deleteFromChip(print, on: device)
+    }
+
+    func failure(_ error: GLibError) -> ReaderFailure {
+        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
+            readers.forget(device)
+            return .removed
+        }
+        if error.isCancelled { return .cancelled }
+        if error.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { return .dataFull }
+        if error.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { return .duplicate }
+        if error.isDevice(FP_DEVICE_ERROR_DATA_NOT_FOUND_VALUE) { return .notFound }
+        return .other
     }
 }

@@ -44,7 +44,8 @@ protocol ReaderSession: AnyObject {
 
 /// libfprint's errors, as fprintd's statuses tell them apart.
 enum ReaderFailure: Equatable {
-    case removed, cancelled, dataFull, duplicate, other
+    /// `notFound`: the prints asked for are not on the reader's chip.
+    case removed, cancelled, dataFull, duplicate, notFound, other
 }
 
 /// What one scan found.

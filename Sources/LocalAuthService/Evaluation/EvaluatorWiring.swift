@@ -60,9 +60,7 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
     // MARK: EvaluationPrints
 
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
-        prints.prints(of: uid, for: reader).map {
-            EnrolledPrint(finger: $0.finger, source: $0.source, stamp: $0.stamp, template: $0.print)
-        }
+        prints.prints(of: uid, for: reader).map(\.enrolled)
     }
 
     func hasPrints(of uid: UInt32, on reader: Readers.Identity) -> Bool {
@@ -159,3 +157,10 @@ final class LibfprintReaderSession: ReaderSession {
 
 /// libfprint's FpPrint is what a real reader compares with.
 extension GObjectRef: PrintTemplate {}
+
+extension PrintStore.StoredPrint {
+    /// The print as a scan compares with it (and where it is kept).
+    var enrolled: EnrolledPrint {
+        EnrolledPrint(finger: finger, source: source, stamp: stamp, template: print, location: path)
+    }
+}

@@ -51,6 +51,8 @@ struct VerifyRequest {
     var openBy: ContinuousClock.Instant? = nil
     /// The wait for a finger.
     let fingerWait: FingerWait
+    /// Which contract asked, for the log (" through fprintd's interface").
+    var via = ""
 
     enum FingerWait {
         /// Bounds the opening and every scan together, from the turn: an
@@ -188,7 +190,7 @@ extension Evaluator {
                 } catch {
                     throw .notRecorded
                 }
-                Log.notice("failed fingerprint match for uid \(uid) on \(session.identity) "
+                Log.notice("failed fingerprint match for uid \(uid) on \(session.identity)\(request.via) "
                            + "(\(failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
                 switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut, attemptsPerEvaluation: request.attempts) {

@@ -1,21 +1,22 @@
 import DBusCore
 import LocalAuthShared
 
-/// A verify or enroll of fprintd's contract, from its Start to its Stop.
+/// A verify or enroll of fprintd's contract, from its Start to its Stop:
+/// fprintd's front-end of the one verify operation (Evaluator.verify,
+/// Evaluation/Verification.swift) and of the one enroll operation
+/// (Enrollment, Enrollment/Enrollment.swift).
 ///
-/// Sharing the reader: a Claim holds nothing (fprintd opens the device on
-/// Claim and keeps it until Release, which would lock every app and other
-/// program out for as long as a lock screen sits claimed). VerifyStart and
-/// EnrollStart take the reader for their operation only, as every operation
-/// here does: a turn in the service's one queue (SensorQueue, fair between
-/// users), then the device opened (`FprintdSeams.open`); both before the call
-/// answers, so "started" means the reader is open and waiting for a finger,
-/// as it is in fprintd, and a reader that cannot be had is the call's error.
-/// The reader is given back with the operation's final status (not at
-/// VerifyStop), and closes after the linger. Sleep and the lid end the
+/// Sharing the reader: VerifyStart and EnrollStart take the reader for
+/// their operation, as every operation here does: a turn in the service's
+/// one queue (SensorQueue, fair between users), then the device opened
+/// through the gate; both before the call answers, so "started" means the
+/// reader is open and waiting for a finger, as it is in fprintd, and a
+/// reader that cannot be had is the call's error. The operation holds its
+/// first scan until Start has answered. The reader is given back with the
+/// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
-final class FprintdOperation: VerifyingCall {
+final class FprintdOperation: VerifyingCall, EnrollingCall {
     enum Kind { case verify, enroll }
     let kind: Kind
     let cancellable = Cancellable()
@@ -30,8 +31,8 @@ final class FprintdOperation: VerifyingCall {
     fileprivate(set) var timedOut = false
     /// Sleep or the lid ended it (Start's error says so, if it had not started).
     fileprivate(set) var interruption: Evaluation.Interruption?
-    /// Bounds each wait for a finger; restarted by every scan.
-    private var timer: EventLoop.Timer?
+    /// No turn in the reader queue within Start's time: another operation kept it.
+    private(set) var waitedTooLong = false
     private weak var queue: SensorQueue?
 
     /// How long Start waits for its turn and for the device to open: less
@@ -46,6 +47,7 @@ final class FprintdOperation: VerifyingCall {
         ticket.interrupt = { [weak self] reason in self?.interrupt(reason) }
     }
 
+    /// Stop, Release, the claimer gone, SIGTERM.
     func cancel() {
         cancellable.cancel()
         queue?.withdraw(ticket)
@@ -65,11 +67,14 @@ final class FprintdOperation: VerifyingCall {
         cancel()
     }
 
-    // MARK: As the one verify operation sees it (Evaluation/Verification.swift)
+    // MARK: As the one verify and enroll operations see it
 
     var biometricInterruption: Evaluation.Interruption? { interruption }
 
-    /// The verify ends it early: no finger in time is an error status; no
+    /// Every end of a claim cancels the operation (`cancel`).
+    var hasEnded: Bool { cancellable.isCancelled }
+
+    /// The operation ends it early: no finger in time is an error status; no
     /// turn in the queue in time, Start's "busy".
     func stopBiometrics(_ reason: Evaluation.Interruption) {
         guard reason == .queueTimedOut else { return interrupt(reason) }
@@ -77,15 +82,33 @@ final class FprintdOperation: VerifyingCall {
         queue?.withdraw(ticket)
     }
 
-    /// No turn in the reader queue within Start's time: another operation kept it.
-    private(set) var waitedTooLong = false
+    // MARK: Start's answer
 
-    /// Resumed once, when the verify has the reader open (nil) or ended before (why).
-    private var startWaiter: CheckedContinuation<VerifyFailure?, Never>?
-    private var startOutcome: VerifyFailure??
-    /// The verify's first scan, held until Start has answered and VerifyFingerSelected gone out.
+    /// Resumed once: the operation has the reader open (nil), or Start's error.
+    private var startWaiter: CheckedContinuation<ServiceError?, Never>?
+    private var startOutcome: ServiceError??
+    /// The operation's first scan, held until Start has answered (and
+    /// VerifyFingerSelected gone out).
     private var firstScan: CheckedContinuation<Void, Never>?
     private var answered = false
+
+    /// Returns once the operation has opened the reader (nil), or with Start's error.
+    func started() async -> ServiceError? {
+        if let startOutcome { return startOutcome }
+        return await withCheckedContinuation { startWaiter = $0 }
+    }
+
+    /// The reader is open (nil), or the operation ended before that (Start's
+    /// error); the first word counts.
+    func start(_ outcome: ServiceError?) {
+        guard startOutcome == nil else { return }
+        startOutcome = .some(outcome)
+        startWaiter?.resume(returning: outcome)
+        startWaiter = nil
+    }
+
+    /// Whether Start answered that the operation runs (its final status is then due).
+    var hasStarted: Bool { startOutcome.map { $0 == nil } ?? false }
 
     /// The reader is open: Start may answer; the first scan waits for `answeredStart`.
     func readerReady() async {
@@ -94,29 +117,14 @@ final class FprintdOperation: VerifyingCall {
         await withCheckedContinuation { firstScan = $0 }
     }
 
-    /// Start has answered and said which finger: the scans may begin.
+    /// Start has answered: the scans may begin.
     func answeredStart() {
         answered = true
         firstScan?.resume()
         firstScan = nil
     }
 
-    /// Returns once the verify has opened the reader (nil), or why it could not.
-    func started() async -> VerifyFailure? {
-        if let startOutcome { return startOutcome }
-        return await withCheckedContinuation { startWaiter = $0 }
-    }
-
-    /// The verify's reader is open (nil), or the verify ended before that; the first word counts.
-    func start(_ outcome: VerifyFailure?) {
-        guard startOutcome == nil else { return }
-        startOutcome = .some(outcome)
-        startWaiter?.resume(returning: outcome)
-        startWaiter = nil
-    }
-
-    /// Whether Start answered that the verify runs (its final status is then due).
-    var hasStarted: Bool { startOutcome.map { $0 == nil } ?? false }
+    // MARK: The end
 
     /// Returns once the scans have ended and the reader is given back (at once if they had).
     func finished() async {
@@ -125,60 +133,29 @@ final class FprintdOperation: VerifyingCall {
     }
 
     fileprivate func finish() {
-        stopTimer()
         done = true
         for waiter in waiters { waiter.resume() }
         waiters = []
     }
-
-    /// (Re)starts the wait for a finger: `seconds` without a scan end the operation.
-    func restartTimer(_ seconds: Double) {
-        timer?.cancel()
-        timer = EventLoopTimers.after(seconds) { [weak self] in
-            guard let self else { return }
-            self.timedOut = true
-            self.cancel()
-        }
-    }
-
-    func stopTimer() {
-        timer?.cancel()
-        timer = nil
-    }
 }
 
 extension FprintdDevice {
-    // MARK: Taking the reader for one operation
+    // MARK: Starting
 
-    /// Starts `operation`: its turn in the reader queue and the device open,
-    /// within `FprintdOperation.startWait`. On failure the operation is over
-    /// (and finished) and the error is fprintd's.
-    private func begin(_ operation: FprintdOperation) async throws(ServiceError) -> any FprintdSession {
+    /// Runs `operation` (its body: the one verify or enroll, then the final
+    /// status) as a task of the service, and answers Start once it has the
+    /// reader open, or with why not. On failure the operation is over.
+    private func start(
+        _ operation: FprintdOperation, _ body: @escaping @ServiceActor () async -> Void
+    ) async throws(ServiceError) {
         self.operation = operation
-        do throws(ServiceError) {
-            return try await takeReader(for: operation)
-        } catch {
-            if self.operation === operation { self.operation = nil }
+        spawn {
+            await body()
             operation.finish()
-            throw error
         }
-    }
-
-    private func takeReader(for operation: FprintdOperation) async throws(ServiceError) -> any FprintdSession {
-        let deadline = ContinuousClock.now + .seconds(FprintdOperation.startWait)
-        let waitLimit = EventLoopTimers.after(FprintdOperation.startWait) { [queue, ticket = operation.ticket] in
-            queue.withdraw(ticket)
-        }
-        let acquired = await queue.acquire(operation.ticket)
-        waitLimit.cancel()
-        guard acquired else { throw startError(operation, busy: "another operation kept the fingerprint reader; try again") }
-        do throws(ServiceError) {
-            guard !operation.cancellable.isCancelled else { throw ServiceError(.la(.systemCancel), "stopped") }
-            return try await seams.open(identity, until: deadline, cancellable: operation.cancellable)
-        } catch {
-            queue.release()
-            // Another program holds it: try again; gone, asleep or stopped: why, in fprintd's words.
-            throw startError(operation, busy: error.kind == .readerInUse ? error.message : "")
+        if let refused = await operation.started() {
+            if self.operation === operation { self.operation = nil }
+            throw refused
         }
     }
 
@@ -192,13 +169,6 @@ extension FprintdDevice {
             return ServiceError(.failed, "the operation was stopped before it started")
         }
         return ServiceError(.failed, busy)
-    }
-
-    /// The operation's reader goes back: the queue's next, the device closing after the linger.
-    private func end(_ operation: FprintdOperation, _ session: any FprintdSession) {
-        operation.stopTimer()
-        session.release()
-        queue.release()
     }
 
     // MARK: Verify
@@ -239,18 +209,11 @@ extension FprintdDevice {
         try refuseWhileBusy()
         guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
         let operation = FprintdOperation(.verify, uid: claim.uid, purpose: .evaluation, reader: identity, queue: queue)
-        self.operation = operation
         let sender = request.sender
         // The one verify operation (Evaluation/Verification.swift), one judged
         // scan long: Start answers once it has the reader open, as fprintd does.
-        spawn { [self] in
-            await runVerify(operation, verifyRequest(uid: claim.uid, finger: finger), sender: sender)
-            operation.finish()
-        }
-        if let failure = await operation.started() {
-            if self.operation === operation { self.operation = nil }
-            throw startError(operation, failure)
-        }
+        let verify = verifyRequest(uid: claim.uid, finger: finger)
+        try await start(operation) { [self] in await runVerify(operation, verify, sender: sender) }
         // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's
         // answer, and the first scan follows both, as in fprintd.
         spawn { [self] in
@@ -266,21 +229,25 @@ extension FprintdDevice {
     func verifyRequest(uid: UInt32, finger: FingerName?) -> VerifyRequest {
         VerifyRequest(
             uid: uid, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
-            openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout))
+            openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout),
+            via: " through fprintd's interface")
     }
 
-    /// Why Start could not have the reader, in fprintd's vocabulary.
+    /// Why a verify's Start could not have the reader, in fprintd's vocabulary.
     private func startError(_ operation: FprintdOperation, _ failure: VerifyFailure) -> ServiceError {
         switch failure {
         case .refused(let refusal) where refusal.kind == .readerCoolingDown:
             return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(refusal.message)")
-        case .notOpened(let error) where error.kind == .readerInUse:
-            return startError(operation, busy: error.message)
-        case .interrupted where operation.waitedTooLong:
-            return startError(operation, busy: "another operation kept the fingerprint reader; try again")
-        default:
-            return startError(operation, busy: "")
+        case .notOpened(let error): return startError(operation, notOpened: error)
+        default: return startError(operation, busy: "")
         }
+    }
+
+    /// Why Start could not have the reader when the gate could not open it (or no turn came).
+    private func startError(_ operation: FprintdOperation, notOpened error: ServiceError?) -> ServiceError {
+        if operation.waitedTooLong { return startError(operation, busy: "another operation kept the fingerprint reader; try again") }
+        // Another program holds it: try again; gone, asleep or stopped: why, in fprintd's words.
+        return startError(operation, busy: error?.kind == .readerInUse ? error?.message ?? "" : "")
     }
 
     private func refuseWhileBusy() throws(ServiceError) {
@@ -337,7 +304,7 @@ extension FprintdDevice {
                 if case .retry(let kind) = progress { status(FprintdBus.VerifyResult(kind)) }
             }
         } catch {
-            guard operation.hasStarted else { return operation.start(error) }
+            guard operation.hasStarted else { return operation.start(startError(operation, error)) }
             status(finalStatus(error, operation))
             return
         }
@@ -402,99 +369,101 @@ extension FprintdDevice {
         let sender = request.sender
         let operation = FprintdOperation(.enroll, uid: claim.uid, purpose: .enrollment(sender: sender), reader: identity,
                                          queue: queue)
-        let session = try await begin(operation)
-        // As fprintd: enrolling a finger again deletes its print first (on a
-        // reader with storage, its slot on the chip too, with the reader held).
-        if seams.allPrints(of: claim.uid, on: identity).contains(where: { $0.finger == finger }) {
-            do throws(ServiceError) {
-                try await delete(finger, uid: claim.uid, on: session)
-            } catch {
-                end(operation, session)
-                if self.operation === operation { self.operation = nil }
-                operation.finish()
-                throw error
-            }
-        }
-        spawn { [self] in
-            await runEnroll(operation, on: session, finger: finger, claim: claim, asker: asker, sender: sender)
-            end(operation, session)
-            operation.finish()
-        }
+        let enroll = enrollRequest(finger, claim: claim, asker: asker)
+        try await start(operation) { [self] in await runEnroll(operation, enroll, sender: sender) }
+        // Runs after this call's reply: the scans follow EnrollStart's answer.
+        spawn { operation.answeredStart() }
         return []
     }
 
-    private func runEnroll(_ operation: FprintdOperation, on session: any FprintdSession, finger: FingerName, claim: Claim,
-                           asker: UInt32, sender: String) async {
+    /// An EnrollStart's request to the one enroll operation, in fprintd's ways.
+    private func enrollRequest(_ finger: FingerName, claim: Claim, asker: UInt32) -> EnrollRequest {
+        EnrollRequest(
+            uid: claim.uid, username: claim.username, finger: finger, reader: identity, storesPrints: reader.storesPrints,
+            queueWait: FprintdOperation.startWait, openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait),
+            fingerWait: scanTimeout,
+            // As fprintd: enrolling a finger again deletes its print first (on a
+            // reader with storage, its slot on the chip too, with the reader held).
+            first: { [self] session throws(ServiceError) in
+                guard seams.allPrints(of: claim.uid, on: identity).contains(where: { $0.finger == finger }) else { return }
+                try await delete(finger, uid: claim.uid, on: session)
+            },
+            // fprintd's duplicate check, on a reader that identifies: every
+            // print on this reader, the user's own included.
+            duplicateCandidates: { [self] in
+                guard supportsIdentify else { return nil }
+                let own = Set(seams.allPrints(of: claim.uid, on: identity).map(\.stamp))
+                return (seams.everyPrint(on: identity), own)
+            },
+            asker: asker,
+            save: { [self] print throws(ServiceError) in
+                do {
+                    try seams.save(print, finger: finger, username: claim.username, uid: claim.uid, reader: identity)
+                } catch {
+                    Log.error("fprintd device \(id): could not store the print: \(error)")
+                    throw ServiceError(.storageFailed, "could not store the print")
+                }
+            })
+    }
+
+    /// Runs the enrollment and says how it went in fprintd's statuses: each
+    /// stage and retry as it comes (the last stage is told by the final
+    /// status), then one final status.
+    private func runEnroll(_ operation: FprintdOperation, _ request: EnrollRequest, sender: String) async {
         func status(_ result: FprintdBus.EnrollResult) {
             emit(FprintdBus.Signal.enrollStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
-        let seconds = scanTimeout
-        operation.restartTimer(seconds)
-        do throws(GLibError) {
-            // No print twice, for anyone: one identify over every print on this
-            // reader first (fprintd's duplicate check, counted as a stage).
-            if supportsIdentify {
-                let everyone = seams.everyPrint(on: identity)
-                let own = Set(seams.allPrints(of: claim.uid, on: identity).map(\.stamp))
-                while true {
-                    let outcome = try await session.scan(everyone, cancellable: operation.cancellable)
-                    operation.restartTimer(seconds)
-                    switch outcome {
-                    case .match(let index):
-                        // A hit on another account's print is a guess that came true.
-                        if index.map({ !own.contains(everyone[$0].stamp) }) ?? true {
-                            seams.duplicateChecks.matchedAnotherAccount(asker: asker)
-                        }
-                        status(.duplicate)
-                        return
-                    case .retry(let kind):
-                        status(FprintdBus.EnrollResult(kind))
-                        continue
-                    case .noMatch:
-                        status(.stagePassed)
-                    }
-                    break
+        var stages = reader.enrollStages
+        do throws(EnrollFailure) {
+            try await seams.enrollment.run(request, for: operation) { event in
+                switch event {
+                case .readerBusy: break
+                case .readerReady(let count): stages = count
+                case .duplicateCheckPassed: status(.stagePassed)
+                case .stagePassed(let stage): if stage < stages { status(.stagePassed) }
+                case .retry(let kind, _): status(FprintdBus.EnrollResult(kind))
                 }
             }
-            let stages = reader.enrollStages
-            let print = try await session.enroll(finger, username: claim.username, cancellable: operation.cancellable) {
-                stage, retry in
-                operation.restartTimer(seconds)
-                // The last stage is told by the final status.
-                if stage < stages || retry != nil { status(retry.map(FprintdBus.EnrollResult.init) ?? .stagePassed) }
-            }
-            // The claimer left (or Release, SIGTERM) while the last stage
-            // completed: no print is saved for a claim that has ended.
-            guard !operation.cancellable.isCancelled else {
-                if reader.storesPrints { try? await session.deleteFromChip(print) }
-                status(.failed)
-                return
-            }
-            do {
-                try seams.save(print, finger: finger, username: claim.username, uid: claim.uid, reader: identity)
-            } catch {
-                Log.error("fprintd device \(id): could not store the print: \(error)")
-                // A print that no file owns must not keep a slot on the chip.
-                try? await session.deleteFromChip(print)
-                status(.failed)
-                return
-            }
-            Log.info("enrolled \(finger.rawValue) of \(claim.username) on \(identity) through fprintd's interface")
-            status(.completed)
-            seams.userChanged(claim.uid)  // the user's LAEnvironment subscribers hear the new print
         } catch {
-            switch session.failure(error) {
-            case _ where operation.disconnected, .removed: status(.disconnected)
-            case .cancelled: status(operation.timedOut ? .unknownError : .failed)
-            case .dataFull: status(.dataFull)
-            case .duplicate:
-                // The chip's own check: it does not say whose print.
-                seams.duplicateChecks.matchedAnotherAccount(asker: asker)
-                status(.duplicate)
-            case .other:
-                Log.warning("fprintd device \(id): enroll failed: \(error)")
-                status(.unknownError)
-            }
+            guard operation.hasStarted else { return operation.start(startError(operation, error)) }
+            status(finalStatus(error, operation))
+            return
+        }
+        Log.info("enrolled \(request.finger.rawValue) of \(request.username) on \(identity) through fprintd's interface")
+        status(.completed)
+        seams.userChanged(request.uid)  // the user's LAEnvironment subscribers hear the new print
+    }
+
+    /// Why an enroll's Start could not have the reader, in fprintd's vocabulary.
+    private func startError(_ operation: FprintdOperation, _ failure: EnrollFailure) -> ServiceError {
+        switch failure {
+        case .refused(let error): return error
+        case .notOpened(let error): return startError(operation, notOpened: error)
+        default: return startError(operation, busy: "")
+        }
+    }
+
+    /// The final status of an enrollment that kept no print, as fprintd says it.
+    private func finalStatus(_ failure: EnrollFailure, _ operation: FprintdOperation) -> FprintdBus.EnrollResult {
+        if operation.disconnected { return .disconnected }
+        switch failure {
+        case .duplicate:
+            return .duplicate
+        case .interrupted, .readerFailed(_, .cancelled, _):
+            // EnrollStop, Release, the claimer gone: enroll-failed; no finger in time, sleep: an error.
+            return operation.timedOut ? .unknownError : .failed
+        case .readerFailed(_, .removed, _):
+            return .disconnected
+        case .readerFailed(_, .dataFull, _):
+            return .dataFull
+        case .readerFailed(let error, _, _):
+            Log.warning("fprintd device \(id): enroll failed: \(error)")
+            return .unknownError
+        case .notSaved:
+            return .failed
+        case .refused(let error), .notOpened(let error):
+            Log.warning("fprintd device \(id): enroll ended: \(error.message)")
+            return .unknownError
         }
     }
 }

@@ -23,19 +23,6 @@ protocol FprintdReader: AnyObject {
     func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void)
 }
 
-/// A reader held for one fprintd operation until `release`: the scans of
-/// an evaluation's session, and what fprintd does beyond them.
-@ServiceActor
-protocol FprintdSession: ReaderSession {
-    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
-    func enroll(
-        _ finger: FingerName, username: String, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> any PrintTemplate
-    /// Frees `print`'s slot on the reader's chip.
-    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
-}
-
 /// The one verify operation, and the lockout every client shares (the
 /// Evaluator's: Evaluation/Verification.swift).
 @ServiceActor
@@ -56,17 +43,13 @@ protocol FprintdVerifier: AnyObject {
 @ServiceActor
 protocol FprintdSeams: AnyObject {
     // Readers.
-    /// Opens `reader` for one operation (its queue turn already taken) by
-    /// `deadline`, through the one gate (ReaderGate.open): its errors are the
-    /// gate's (`readerInUse` while another program holds it).
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(ServiceError) -> any FprintdSession
+    /// The one enroll operation (Enrollment/Enrollment.swift).
+    var enrollment: Enrollment { get }
     /// Runs `body` with `reader` held for one operation of `record`'s call
     /// (ReaderGate.withReader); `failedToOpen` words the queue's and the opening's errors.
     func withReader(
         _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError)
     /// Whether a person can touch `reader` now (awake, not under a closed lid).

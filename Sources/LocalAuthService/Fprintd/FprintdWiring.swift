@@ -17,14 +17,16 @@ final class ServiceFprintdWiring: FprintdSeams {
     private let environment: Environment
     private let callers: Callers
     let duplicateChecks: DuplicateCheckBudget
+    let enrollment: Enrollment
     private let bus: BusConnection
     private let loginSecrets: LoginSecrets
 
     init(
         readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
-        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, bus: BusConnection,
-        loginSecrets: LoginSecrets
+        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, enrollment: Enrollment,
+        bus: BusConnection, loginSecrets: LoginSecrets
     ) {
+        self.enrollment = enrollment
         self.loginSecrets = loginSecrets
         self.duplicateChecks = duplicateChecks
         self.readers = readers
@@ -45,16 +47,9 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     // MARK: Readers
 
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(ServiceError) -> any FprintdSession {
-        let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: { nil }, busy: {})
-        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
-    }
-
     func withReader(
         _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError) {
         try await gate.withReader(
@@ -72,21 +67,15 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     // MARK: Prints
 
-    private func enrolled(_ stored: PrintStore.StoredPrint) -> EnrolledPrint {
-        EnrolledPrint(
-            finger: stored.finger, source: stored.source, stamp: stored.stamp, template: stored.print,
-            location: stored.path)
-    }
-
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
-        prints.prints(of: uid, for: reader).map(enrolled)
+        prints.prints(of: uid, for: reader).map(\.enrolled)
     }
 
     func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] {
-        prints.allPrints(of: uid).filter { $0.reader == reader }.map(enrolled)
+        prints.allPrints(of: uid).filter { $0.reader == reader }.map(\.enrolled)
     }
 
-    func everyPrint(on reader: Readers.Identity) -> [EnrolledPrint] { prints.everyPrint(on: reader).map(enrolled) }
+    func everyPrint(on reader: Readers.Identity) -> [EnrolledPrint] { prints.everyPrint(on: reader).map(\.enrolled) }
 
     func save(_ print: any PrintTemplate, finger: FingerName, username: String, uid: UInt32, reader: Readers.Identity) throws {
         // The prints came from a LibfprintReaderSession: libfprint's own.
@@ -157,32 +146,4 @@ final class LibfprintFprintdReader: FprintdReader {
 private final class FingerStatusBox {
     let changed: @ServiceActor (Bool, Bool) -> Void
     init(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void) { self.changed = changed }
-}
-
-/// What fprintd does with a held libfprint reader beyond an evaluation's scans.
-extension LibfprintReaderSession: FprintdSession {
-    func enroll(
-        _ finger: FingerName, username: String, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> any PrintTemplate {
-        try await readers.enroll(
-            finger: finger.fpFinger, username: username, on: device, cancellable: cancellable,
-            progress: progress)
-    }
-
-    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {
-        guard let print = print as? GObjectRef else { throw Readers.noReader(device.identity) }
-        try await readers.deleteFromChip(print, on: device)
-    }
-
-    func failure(_ error: GLibError) -> ReaderFailure {
-        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-            readers.forget(device)
-            return .removed
-        }
-        if error.isCancelled { return .cancelled }
-        if error.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { return .dataFull }
-        if error.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { return .duplicate }
-        return .other
-    }
 }

@@ -3,11 +3,11 @@ import DBusCore
 import LocalAuthShared
 import XCTest
 
-/// The readers as the Enroller sees them, for the paths that must end
-/// before a reader is touched: one reader serves everyone, the queue never
-/// gives a turn, and every use of the queue or a reader is logged.
+/// The readers as the Enroller and the one enroll operation see them, for
+/// the paths that must end before a reader is touched: one reader serves
+/// everyone, opening never gives one, and every use of a reader is logged.
 @ServiceActor
-final class FakeEnrollerSeams: EnrollerSeams {
+final class FakeEnrollerSeams: EnrollerSeams, EnrollmentReaders {
     static let reader = Readers.Identity(driver: "virtual_device", deviceID: "0")
 
     var serving: Readers.Identity? = FakeEnrollerSeams.reader
@@ -22,21 +22,17 @@ final class FakeEnrollerSeams: EnrollerSeams {
     func isReachable(_ reader: Readers.Identity) -> Bool { reader == serving }
     var chipReaders: [Readers.Identity] { Array(chips) }
     func storesPrints(_ reader: Readers.Identity) -> Bool { chips.contains(reader) }
+    func checksDuplicates(_ reader: Readers.Identity) -> Bool { false }
     func isEnrolling(_ sender: String) -> Bool { enrolling.contains(sender) }
-    func acquireTurn(_ ticket: SensorQueue.Ticket) async -> Bool {
-        used.append("acquire-turn")
-        return false
-    }
-    func releaseTurn() { used.append("release-turn") }
+    /// The one enroll operation's readers: opening gives none.
     func open(
-        _ reader: Readers.Identity, cancellable: Cancellable,
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> Readers.Reader {
+    ) async throws(ServiceError) -> any EnrollSession {
         used.append("open")
-        throw ServiceErrors.noReader
+        throw ServiceErrors.la(.systemCancel, "the fake gives no reader")
     }
-    func relinquish(_ device: Readers.Reader) { used.append("relinquish") }
     func withReader<T>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
@@ -44,17 +40,6 @@ final class FakeEnrollerSeams: EnrollerSeams {
         used.append("with-reader \(identity)")
         throw ServiceError(.readerInUse, "the fake holds no reader")
     }
-    func enrollStages(on reader: Readers.Identity) -> Int { 5 }
-    func enroll(
-        _ finger: FingerName, username: String, on device: Readers.Reader, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> GObjectRef {
-        throw GLibError.abandoned
-    }
-    func identify(
-        _ gallery: [GObjectRef], on device: Readers.Reader,
-        cancellable: Cancellable
-    ) async throws(GLibError) -> Readers.ScanResult { .noMatch }
     func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] { [] }
     func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {}
     func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { nil }

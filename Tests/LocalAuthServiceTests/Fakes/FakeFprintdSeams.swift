@@ -26,7 +26,7 @@ final class FakeFprintdReader: FprintdReader {
 
 /// The rig's FakeReader held for one operation; enrollment follows `steps`.
 @ServiceActor
-final class FakeFprintdSession: FprintdSession {
+final class FakeFprintdSession: EnrollSession {
     enum EnrollStep {
         case stage(Int)
         case retry(RetryKind)
@@ -80,7 +80,7 @@ final class FakeFprintdSession: FprintdSession {
 
 /// Everything else a Device object uses, over an EvaluatorRig.
 @ServiceActor
-final class FakeFprintdSeams: FprintdSeams {
+final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
     static let full = FakeReader.full
 
     let rig: EvaluatorRig
@@ -116,17 +116,21 @@ final class FakeFprintdSeams: FprintdSeams {
 
     init(rig: EvaluatorRig) { self.rig = rig }
 
+    /// The one enroll operation, over this fake's sessions.
+    lazy var enrollment = Enrollment(queue: rig.queue, readers: self, duplicateChecks: duplicateChecks, stages: { _ in 5 })
+
     func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant, cancellable: Cancellable
-    ) async throws(ServiceError) -> any FprintdSession {
-        if let openError { throw openError }
-        _ = try? await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: { nil }, busy: {})
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> any EnrollSession {
+        _ = try await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
         return FakeFprintdSession(reader: rig.reader, seams: self)
     }
 
     func withReader(
         _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any FprintdSession) async throws(ServiceError) -> Void,
+        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError) {
         if openError != nil { throw failedToOpen(ServiceError(.readerInUse, "held by another program")) }

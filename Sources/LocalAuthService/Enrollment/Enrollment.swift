@@ -1,0 +1,265 @@
+import DBusCore
+import LocalAuthShared
+
+// The one enroll operation, whichever contract asked for it: LocalAuth's
+// Enroll and EnrollWithOptions (Enroller.swift) and fprintd's EnrollStart
+// (Fprintd/FprintdOperations.swift). It owns the turn in the reader queue,
+// the reader (opened through the one gate), the check that the finger is not
+// enrolled already for anyone (its oracle bounded by the DuplicateCheckBudget),
+// each wait for a finger, the enroll's scans, the rule that nothing is kept
+// for a call that ended, and the chip slot of a print that is not kept. The
+// front-ends only translate: their arguments into an `EnrollRequest` (with
+// what their contract does first, and where their prints are saved),
+// `EnrollEvent` into their status signals, and the end into their answer.
+
+/// A reader held for an enrollment: the scans of a verify, and what an
+/// enrollment does beyond them.
+@ServiceActor
+protocol EnrollSession: ReaderSession {
+    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate
+    /// Frees `print`'s slot on the reader's chip.
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
+}
+
+/// The readers, as the enroll operation takes them.
+@ServiceActor
+protocol EnrollmentReaders: AnyObject {
+    /// Opens `reader` for one operation by `deadline` (nil: within the scan
+    /// timeout), through the one gate (ReaderGate.open: its errors).
+    func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        busy: @escaping @ServiceActor () -> Void
+    ) async throws(ServiceError) -> any EnrollSession
+    /// Whether a person can touch `reader` now (awake, not under a closed lid).
+    func isReachable(_ reader: Readers.Identity) -> Bool
+}
+
+/// An enrollment as its front-end keeps it (LocalAuth's call, fprintd's
+/// `FprintdOperation`): what ends it early.
+@ServiceActor
+protocol EnrollingCall: AnyObject {
+    /// Its place in the reader queue; sleep and the lid interrupt through it.
+    var ticket: SensorQueue.Ticket { get }
+    var cancellable: Cancellable { get }
+    /// Why it ended early, if it did.
+    var biometricInterruption: Evaluation.Interruption? { get }
+    /// Ends it early: no turn in the queue in time, no finger in time.
+    func stopBiometrics(_ reason: Evaluation.Interruption)
+    /// Its caller has gone (left the bus, released the claim): nothing is kept for it.
+    var hasEnded: Bool { get }
+    /// The reader is open and the first scan is next (fprintd's Start answers first).
+    func readerReady() async
+}
+
+/// What one enrollment is asked to do.
+struct EnrollRequest {
+    /// Whose finger, and their name (libfprint writes it into the print).
+    let uid: UInt32
+    let username: String
+    let finger: FingerName
+    let reader: Readers.Identity
+    /// The reader keeps prints on its chip: a print not kept leaves it.
+    let storesPrints: Bool
+    /// The longest wait for the turn in the reader queue.
+    let queueWait: Double
+    /// When opening must have succeeded; nil: within the scan timeout.
+    var openBy: ContinuousClock.Instant? = nil
+    /// Each wait for a finger, restarted by every stage and retry.
+    let fingerWait: Double
+    /// Before the scans, with the reader held: the contract's own first step
+    /// (freeing the slot of a print being replaced; fprintd deletes the old print).
+    var first: @ServiceActor (any EnrollSession) async throws(ServiceError) -> Void = { _ throws(ServiceError) in }
+    /// The duplicate check's gallery, read when the reader is held: every
+    /// account's prints this finger must not match (nil: no check), and
+    /// which of them are the enrolling user's own (a hit on one is no guess).
+    var duplicateCandidates: @ServiceActor () -> (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = { nil }
+    /// Who asks: a hit on another account's print counts in their own lockout.
+    let asker: UInt32
+    /// Keeps the new print where the contract keeps prints (throws: not kept).
+    let save: @ServiceActor (any PrintTemplate) throws(ServiceError) -> Void
+}
+
+/// What the person is told while an enrollment runs.
+enum EnrollEvent: Equatable {
+    case readerBusy
+    /// The reader is open: `stages` scans make the print.
+    case readerReady(stages: Int)
+    /// The duplicate check found no such finger (fprintd counts it as a stage).
+    case duplicateCheckPassed
+    /// Stage `stage` of the print is done.
+    case stagePassed(Int)
+    /// The scan must be repeated (at stage `stage`).
+    case retry(RetryKind, stage: Int)
+}
+
+/// How an enrollment ended without a kept print.
+enum EnrollFailure: Error {
+    /// A check or the contract's first step said no.
+    case refused(ServiceError)
+    /// It was stopped, cancelled, or its caller has gone: the front-end's record says why.
+    case interrupted
+    /// The gate could not open the reader (its error).
+    case notOpened(ServiceError)
+    /// The finger is enrolled already (the duplicate check, or the chip's own).
+    case duplicate
+    /// libfprint failed; `unusable`: what that means when the reader cannot be used now.
+    case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
+    /// The print was made but could not be kept (its slot on the chip is freed).
+    case notSaved(ServiceError)
+}
+
+/// The one enroll operation (see the top of this file).
+@ServiceActor
+final class Enrollment {
+    private let queue: SensorQueue
+    private let readers: any EnrollmentReaders
+    /// The match oracle of the duplicate check, bounded per uid.
+    private let duplicateChecks: DuplicateCheckBudget
+    /// libfprint's current number of stages of a reader.
+    private let stages: @ServiceActor (Readers.Identity) -> Int
+
+    init(
+        queue: SensorQueue, readers: any EnrollmentReaders, duplicateChecks: DuplicateCheckBudget,
+        stages: @escaping @ServiceActor (Readers.Identity) -> Int
+    ) {
+        self.queue = queue
+        self.readers = readers
+        self.duplicateChecks = duplicateChecks
+        self.stages = stages
+    }
+
+    /// Runs one enrollment to its end: the print, saved by `request.save`, or why not.
+    func run(
+        _ request: EnrollRequest, for call: any EnrollingCall,
+        progress: @escaping @ServiceActor (EnrollEvent) -> Void
+    ) async throws(EnrollFailure) {
+        call.ticket.reader = request.reader
+        let waitLimit = EventLoopTimers.after(request.queueWait) { [queue] in
+            call.stopBiometrics(.queueTimedOut)
+            queue.withdraw(call.ticket)
+        }
+        let acquired = await queue.acquire(call.ticket)
+        waitLimit.cancel()
+        guard acquired else { throw .interrupted }
+        defer { queue.release() }
+        guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
+        // While the caller waited, the reader may have gone.
+        guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
+        let session: any EnrollSession
+        do {
+            session = try await readers.open(
+                request.reader, until: request.openBy, cancellable: call.cancellable,
+                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+        } catch {
+            throw .notOpened(error)
+        }
+        defer { session.release() }
+        do {
+            try await request.first(session)
+        } catch {
+            throw .refused(error)
+        }
+        await call.readerReady()
+        guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
+
+        // Each wait for a finger; every stage or retry restarts it, so a
+        // slow person is not cut off between scans.
+        var fingerWait: EventLoop.Timer?
+        func waitForFinger() {
+            fingerWait?.cancel()
+            fingerWait = EventLoopTimers.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
+        }
+        defer { fingerWait?.cancel() }
+        waitForFinger()
+        progress(.readerReady(stages: stages(request.reader)))
+        try await refuseDuplicate(request, on: session, call: call, progress: { event in
+            waitForFinger()
+            progress(event)
+        })
+        let print: any PrintTemplate
+        do {
+            print = try await session.enroll(
+                request.finger, username: request.username, cancellable: call.cancellable
+            ) { stage, retry in
+                waitForFinger()
+                progress(retry.map { .retry($0, stage: stage) } ?? .stagePassed(stage))
+            }
+        } catch {
+            throw failure(error, request, on: session, call: call)
+        }
+        fingerWait?.cancel()
+        // The caller left (or Release, SIGTERM) while the last stage
+        // completed: nothing is kept for a call that has ended.
+        guard !call.cancellable.isCancelled, !call.hasEnded else {
+            await freeSlot(of: print, request, on: session)
+            throw .interrupted
+        }
+        do {
+            try request.save(print)
+        } catch {
+            // A print that no file owns must not keep a slot on the chip.
+            await freeSlot(of: print, request, on: session)
+            throw .notSaved(error)
+        }
+    }
+
+    /// What libfprint's `error` ends the enrollment with.
+    private func failure(
+        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall
+    ) -> EnrollFailure {
+        let failure = session.failure(error)
+        if failure == .cancelled, call.cancellable.isCancelled { return .interrupted }
+        if failure == .duplicate {
+            // The chip's own check: it does not say whose print.
+            duplicateChecks.matchedAnotherAccount(asker: request.asker)
+            return .duplicate
+        }
+        return .readerFailed(error, failure, unusable: session.unusable(error))
+    }
+
+    /// The duplicate check: one identify over every account's prints this
+    /// finger must not match (scans to repeat are repeated). A hit on another
+    /// account's print is a guess that came true: it counts as a failed match
+    /// of the asker's own (DuplicateCheckBudget).
+    private func refuseDuplicate(
+        _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall,
+        progress: @ServiceActor (EnrollEvent) -> Void
+    ) async throws(EnrollFailure) {
+        guard let candidates = request.duplicateCandidates() else { return }
+        while true {
+            let outcome: ScanOutcome
+            do {
+                outcome = try await session.scan(candidates.gallery, cancellable: call.cancellable)
+            } catch {
+                // The chip holds no such print: a new finger.
+                if session.failure(error) == .notFound { return progress(.duplicateCheckPassed) }
+                throw failure(error, request, on: session, call: call)
+            }
+            switch outcome {
+            case .match(let index):
+                Log.notice("enrollment refused: the finger is already enrolled on \(request.reader)")
+                let own = index.map { candidates.gallery.indices.contains($0) && candidates.own.contains(candidates.gallery[$0].stamp) }
+                if own != true { duplicateChecks.matchedAnotherAccount(asker: request.asker) }
+                throw .duplicate
+            case .retry(let kind):
+                progress(.retry(kind, stage: 0))
+            case .noMatch:
+                return progress(.duplicateCheckPassed)
+            }
+        }
+    }
+
+    private func freeSlot(of print: any PrintTemplate, _ request: EnrollRequest, on session: any EnrollSession) async {
+        guard request.storesPrints else { return }
+        do {
+            try await session.deleteFromChip(print)
+        } catch {
+            Log.warning("a print not kept stays on the chip of \(request.reader): \(error.message)")
+        }
+    }
+}

@@ -25,7 +25,6 @@ final class EnrollmentTests: XCTestCase {
             stopped = reason
             cancellable.cancel()
         }
-        func readerReady() async {}
     }
 
     @ServiceActor

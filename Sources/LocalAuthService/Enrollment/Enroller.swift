@@ -236,6 +236,4 @@ final class EnrollCall: EnrollingCall {
         // The queue's wait is withdrawn by the operation; a wait for a finger ends the scan.
         if reason != .queueTimedOut { record.cancellable.cancel() }
     }
-
-    func readerReady() async {}
 }

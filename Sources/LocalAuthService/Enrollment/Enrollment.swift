@@ -39,21 +39,12 @@ protocol EnrollmentReaders: AnyObject {
     func isReachable(_ reader: Readers.Identity) -> Bool
 }
 
-/// An enrollment as its front-end keeps it (LocalAuth's call, fprintd's
-/// `FprintdOperation`): what ends it early.
+/// An enrollment as its front-end keeps it (LocalAuth's `EnrollCall`,
+/// fprintd's `FprintdOperation`).
 @ServiceActor
-protocol EnrollingCall: AnyObject {
-    /// Its place in the reader queue; sleep and the lid interrupt through it.
-    var ticket: SensorQueue.Ticket { get }
-    var cancellable: Cancellable { get }
-    /// Why it ended early, if it did.
-    var biometricInterruption: Evaluation.Interruption? { get }
-    /// Ends it early: no turn in the queue in time, no finger in time.
-    func stopBiometrics(_ reason: Evaluation.Interruption)
+protocol EnrollingCall: ReaderCall {
     /// Its caller has gone (left the bus, released the claim): nothing is kept for it.
     var hasEnded: Bool { get }
-    /// The reader is open and the first scan is next (fprintd's Start answers first).
-    func readerReady() async
 }
 
 /// What one enrollment is asked to do.

@@ -25,9 +25,9 @@ final class ServiceEnrollmentReaders: EnrollmentReaders {
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession {
-        let device = try await gate.open(
-            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
-        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
+        try await LibfprintReaderSession.open(
+            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy, gate: gate,
+            readers: readers)
     }
 
     func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }

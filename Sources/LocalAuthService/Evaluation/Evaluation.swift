@@ -4,7 +4,7 @@ import LocalAuthShared
 /// One evaluation in progress (EvaluatePolicy, VerifyUser, AuthorizeRight):
 /// what ends it early, and what its prompt shows.
 @ServiceActor
-final class Evaluation: VerifyingCall {
+final class Evaluation: ReaderCall {
     /// Why an evaluation ended early, and the error the caller gets for it.
     enum Interruption: Sendable {
         case appCancelled       // Cancel(request-id): AppCancel

@@ -52,9 +52,9 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
-        let device = try await gate.open(
-            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
-        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
+        try await LibfprintReaderSession.open(
+            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy, gate: gate,
+            readers: readers)
     }
 
     // MARK: EvaluationPrints
@@ -129,6 +129,16 @@ final class LibfprintReaderSession: ReaderSession {
     let device: Readers.Reader
     /// Whether `release` gives the device back (not when `ReaderGate.withReader` does).
     private let releases: Bool
+
+    /// Opens `reader` through the gate (ReaderGate.open: its errors) for one operation.
+    static func open(
+        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
+        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?, busy: @escaping @ServiceActor () -> Void,
+        gate: ReaderGate, readers: Readers
+    ) async throws(ServiceError) -> LibfprintReaderSession {
+        let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
+        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
+    }
 
     init(readers: Readers, gate: ReaderGate, device: Readers.Reader, releases: Bool = true) {
         self.readers = readers

@@ -12,10 +12,11 @@ import LocalAuthShared
 // `VerifyResult` or `VerifyFailure` into their answer (an LAError, or
 // fprintd's final VerifyStatus).
 
-/// A verify as its front-end keeps it (an `Evaluation`, fprintd's
-/// `FprintdOperation`): what ends it early, and why it ended.
+/// A verify or an enrollment as its front-end keeps it (an `Evaluation`,
+/// LocalAuth's `EnrollCall`, fprintd's `FprintdOperation`): what ends it
+/// early, and why it ended.
 @ServiceActor
-protocol VerifyingCall: AnyObject {
+protocol ReaderCall: AnyObject {
     /// Its place in the reader queue; sleep and the lid interrupt through it.
     var ticket: SensorQueue.Ticket { get }
     /// Cancels the wait for the reader and the scan in progress.
@@ -30,7 +31,7 @@ protocol VerifyingCall: AnyObject {
     func readerReady() async
 }
 
-extension VerifyingCall {
+extension ReaderCall {
     func readerReady() async {}
 }
 
@@ -106,7 +107,7 @@ extension Evaluator {
     /// until a match, `request.attempts` judged no-matches, the lockout, or
     /// an interruption. Every judged scan counts in the one lockout.
     func verify(
-        _ request: VerifyRequest, for call: any VerifyingCall,
+        _ request: VerifyRequest, for call: any ReaderCall,
         progress: @escaping @ServiceActor (VerifyProgress) -> Void
     ) async throws(VerifyFailure) -> VerifyResult {
         let uid = request.uid

@@ -16,7 +16,7 @@ import LocalAuthShared
 /// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
-final class FprintdOperation: VerifyingCall, EnrollingCall {
+final class FprintdOperation: EnrollingCall {
     enum Kind { case verify, enroll }
     let kind: Kind
     let cancellable = Cancellable()

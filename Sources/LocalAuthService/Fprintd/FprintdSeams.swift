@@ -30,7 +30,7 @@ protocol FprintdVerifier: AnyObject {
     func isLockedOut(_ uid: UInt32) -> Bool
     /// Runs one verify to its end (Evaluator.verify).
     func verify(
-        _ request: VerifyRequest, for call: any VerifyingCall,
+        _ request: VerifyRequest, for call: any ReaderCall,
         progress: @escaping @ServiceActor (VerifyProgress) -> Void
     ) async throws(VerifyFailure) -> VerifyResult
     /// What the next scan of `request` would compare with on `held`, or why there is none.

@@ -16,7 +16,7 @@ import LocalAuthShared
 /// LocalAuth's `EnrollCall`, fprintd's `FprintdOperation`): what ends it
 /// early, and why it ended.
 @ServiceActor
-protocol ReaderCall: AnyObject {
+protocol ReaderCall: AnyObject, Sendable {
     /// Its place in the reader queue; sleep and the lid interrupt through it.
     var ticket: SensorQueue.Ticket { get }
     /// Cancels the wait for the reader and the scan in progress.

@@ -79,6 +79,14 @@ final class RightsRulesTests: XCTestCase {
         XCTAssertEqual(ProcessFacts.startTime(stat: stat), 987654)
         XCTAssertNil(ProcessFacts.startTime(stat: "4242 (x) S 1"))
         XCTAssertNotNil(ProcessFacts.startTime(pid: UInt32(getpid())))
+        // The byte parser agrees with the fields as proc(5) numbers them, and with the kernel's own file.
+        let bytes = Array(stat.utf8)
+        XCTAssertEqual(ProcessFacts.statNumber(bytes, field: 4), 1, "the parent")
+        XCTAssertEqual(ProcessFacts.statNumber(bytes, field: 8), -1, "a negative field")
+        XCTAssertNil(ProcessFacts.statNumber(bytes, field: 3), "the state is no number")
+        XCTAssertNil(ProcessFacts.statNumber(bytes, field: 40), "past the end")
+        XCTAssertEqual(ProcessFacts.parentPID(pid: UInt32(getpid())), UInt32(getppid()))
+        XCTAssertEqual(ProcessFacts.statNumber(Array((stat + "\n").utf8), field: 22), 987654, "the file's newline")
     }
 
     /// A sandboxed caller's declared id is ignored; a host caller cannot

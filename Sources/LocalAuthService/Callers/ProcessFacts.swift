@@ -11,17 +11,34 @@ enum ProcessFacts {
     /// new process has a later start time.
     static func startTime(pid: UInt32) -> UInt64? {
         guard let bytes = Posix.readFile("/proc/\(pid)/stat") else { return nil }
-        return startTime(stat: String(decoding: bytes, as: UTF8.self))
+        return statNumber(bytes, field: 22).flatMap(UInt64.init(exactly:))
     }
 
-    /// The parser: fields after the command name, which is in parentheses and
-    /// may itself contain spaces and ")", so the last ")" ends it.
     static func startTime(stat: String) -> UInt64? {
-        guard let close = stat.lastIndex(of: ")") else { return nil }
-        let fields = stat[stat.index(after: close)...].split(separator: " ")
-        // fields[0] is field 3 (state); field 22 is fields[19].
-        guard fields.count > 19 else { return nil }
-        return UInt64(fields[19])
+        statNumber(Array(stat.utf8), field: 22).flatMap(UInt64.init(exactly:))
+    }
+
+    /// Field `field` (numbered as proc(5) numbers them: 3 is the state) of
+    /// /proc/PID/stat, a number. The command name (field 2) is in parentheses
+    /// and may itself contain spaces and ")", so the last ")" ends it. Read as
+    /// bytes, not Characters: every call checks its caller's process with it
+    /// (CallerRecord.livePID), and the String parse cost a preflight 420,000
+    /// instructions (BENCHMARKS.md, "callgrind-paths").
+    static func statNumber(_ stat: [UInt8], field: Int) -> Int64? {
+        guard field >= 3, let close = stat.lastIndex(of: UInt8(ascii: ")")) else { return nil }
+        var current = 2
+        var index = close + 1
+        while index < stat.count {
+            // Each field starts after one space.
+            guard stat[index] == UInt8(ascii: " ") else { return nil }
+            index += 1
+            current += 1
+            let start = index
+            while index < stat.count, stat[index] != UInt8(ascii: " "), stat[index] != UInt8(ascii: "\n") { index += 1 }
+            if current == field { return Int64(String(decoding: stat[start..<index], as: UTF8.self)) }
+            if index < stat.count, stat[index] == UInt8(ascii: "\n") { return nil }
+        }
+        return nil
     }
 
     /// Fields 3 on of /proc/PID/stat (after the command name).
@@ -37,8 +54,8 @@ enum ProcessFacts {
 
     /// The parent's pid (field 4 of /proc/PID/stat).
     static func parentPID(pid: UInt32) -> UInt32? {
-        guard let fields = statFields(pid: pid), fields.count > 1 else { return nil }
-        return UInt32(fields[1])
+        guard let bytes = Posix.readFile("/proc/\(pid)/stat") else { return nil }
+        return statNumber(bytes, field: 4).flatMap(UInt32.init(exactly:))
     }
 
     /// The controlling terminal's device number (`tty_nr`, field 7 of

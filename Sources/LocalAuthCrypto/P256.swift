@@ -42,6 +42,16 @@ public enum P256 {
         }
     }
 
+    /// Refuses anything but a P-256 key that passes libcrypto's `check`
+    /// (`function`): the whole-key check for a private key (the scalar is in
+    /// range and matches the public point), the public one for a public key.
+    static func validate(_ handle: KeyHandle, _ function: String, _ check: (OpaquePointer) -> Int32) throws(CryptoError) {
+        try requireP256(handle)
+        try withContext(handle) { (context) throws(CryptoError) in
+            try OpenSSL.check(function, as: .invalidKey) { check(context) }
+        }
+    }
+
     /// Refuses anything but an EC key on P-256.
     static func requireP256(_ handle: KeyHandle) throws(CryptoError) {
         guard EVP_PKEY_is_a(handle.pointer, cString("EC")) == 1 else { throw CryptoError(.invalidKey, "not an EC key") }

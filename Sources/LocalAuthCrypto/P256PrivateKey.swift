@@ -30,11 +30,7 @@ extension P256 {
         }
 
         private init(checked handle: KeyHandle) throws(CryptoError) {
-            try P256.requireP256(handle)
-            // A whole-key check: the scalar is in range and matches the public point.
-            try P256.withContext(handle) { (context) throws(CryptoError) in
-                try OpenSSL.check("EVP_PKEY_check", as: .invalidKey) { EVP_PKEY_check(context) }
-            }
+            try P256.validate(handle, "EVP_PKEY_check") { EVP_PKEY_check($0) }
             self.handle = handle
             // The public half as its own public-only key, so that a PublicKey
             // never carries the private scalar with it.

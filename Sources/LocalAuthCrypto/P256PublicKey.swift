@@ -40,10 +40,7 @@ extension P256 {
         }
 
         private init(checked handle: KeyHandle) throws(CryptoError) {
-            try P256.requireP256(handle)
-            try P256.withContext(handle) { (context) throws(CryptoError) in
-                try OpenSSL.check("EVP_PKEY_public_check", as: .invalidKey) { EVP_PKEY_public_check(context) }
-            }
+            try P256.validate(handle, "EVP_PKEY_public_check") { EVP_PKEY_public_check($0) }
             self.handle = handle
             x963Representation = try P256.encodedPoint(handle)
         }

@@ -23,12 +23,6 @@ public enum ECDSASignature {
             BN_free(bigS)
             throw OpenSSL.failure("ECDSA_SIG_set0", as: .library)
         }
-        let count = try OpenSSL.length("i2d_ECDSA_SIG") { i2d_ECDSA_SIG(signature, nil) }
-        var der = [UInt8](repeating: 0, count: count)
-        _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return try OpenSSL.length("i2d_ECDSA_SIG") { i2d_ECDSA_SIG(signature, &cursor) }
-        }
-        return der
+        return try OpenSSL.encode("i2d_ECDSA_SIG") { i2d_ECDSA_SIG(signature, $0) }
     }
 }

@@ -26,6 +26,32 @@ extension P256.PrivateKey {
 /// its public half D, and the password wrap is ECIES(D, K).
 public enum LoginPasswordKey {
     public static let seedByteCount = 32
+
+    /// Argon2id v1.3's cost for the seed: passes, memory in KiB, lanes. One
+    /// type for the client that derives the key (LocalAuthKeyring) and the
+    /// service that keeps what a key was made with (LocalAuthRights).
+    public struct Parameters: Sendable, Hashable {
+        public let time: UInt32
+        public let memoryKiB: UInt32
+        public let lanes: UInt32
+
+        public init(time: UInt32, memoryKiB: UInt32, lanes: UInt32) {
+            self.time = time
+            self.memoryKiB = memoryKiB
+            self.lanes = lanes
+        }
+
+        /// RFC 9106's second recommended option with one lane (no threads in
+        /// a setuid PAM host): t = 3, 64 MiB; the PAM module's default too.
+        public static let standard = Parameters(time: 3, memoryKiB: 64 * 1024, lanes: 1)
+
+        /// Within what a PAM host can afford (pam/login_secret.h has the same
+        /// bounds): 1–10 passes, 8 to 256 MiB, 1–4 lanes. The user chooses
+        /// them (enable); a login of theirs, or `su` to them, runs them as root.
+        public var isAffordable: Bool {
+            (1...10).contains(time) && (8 * 1024...256 * 1024).contains(memoryKiB) && (1...4).contains(lanes)
+        }
+    }
     static let info = Array("org.example.LocalAuth login password key 1".utf8)
 
     public static func privateKey(seed: [UInt8]) throws(CryptoError) -> P256.PrivateKey {

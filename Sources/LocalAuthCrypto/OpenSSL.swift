@@ -28,6 +28,20 @@ enum OpenSSL {
         return Int(result)
     }
 
+    /// The DER an i2d function writes: asked once with no buffer for the
+    /// length, then again to write it (i2d advances the cursor it is given).
+    static func encode(
+        _ what: String, _ i2d: (UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>?) -> Int32
+    ) throws(CryptoError) -> [UInt8] {
+        let count = try length(what) { i2d(nil) }
+        var der = [UInt8](repeating: 0, count: count)
+        _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
+            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+            return try length(what) { i2d(&cursor) }
+        }
+        return der
+    }
+
     /// The error for a failed call, with OpenSSL's reasons; the queue is left empty.
     static func failure(_ what: String, as code: CryptoError.Code) -> CryptoError {
         var reasons: [String] = []

@@ -22,6 +22,36 @@ public enum P256 {
         return try body(context)
     }
 
+    /// The object a d2i function makes of `der`, which it must take whole:
+    /// too large, empty, unreadable or followed by more bytes is `.invalidKey`
+    /// (`kind` names the key in the message; `free` releases what d2i made
+    /// when bytes are left over).
+    static func decodeDER(
+        _ der: [UInt8], _ kind: String, _ function: String,
+        _ d2i: (UnsafeMutablePointer<UnsafePointer<UInt8>?>, Int) -> OpaquePointer?, free: (OpaquePointer) -> Void
+    ) throws(CryptoError) -> OpaquePointer {
+        guard !der.isEmpty, der.count <= maximumDERByteCount else { throw CryptoError(.invalidKey, "a \(kind) of \(der.count) bytes") }
+        return try der.withCBytes { (bytes, count) throws(CryptoError) -> OpaquePointer in
+            var cursor: UnsafePointer<UInt8>? = bytes
+            let object = try OpenSSL.object(function, as: .invalidKey) { d2i(&cursor, count) }
+            guard cursor == bytes + count else {
+                free(object)
+                throw CryptoError(.invalidKey, "trailing bytes after the \(kind)")
+            }
+            return object
+        }
+    }
+
+    /// Refuses anything but a P-256 key that passes libcrypto's `check`
+    /// (`function`): the whole-key check for a private key (the scalar is in
+    /// range and matches the public point), the public one for a public key.
+    static func validate(_ handle: KeyHandle, _ function: String, _ check: (OpaquePointer) -> Int32) throws(CryptoError) {
+        try requireP256(handle)
+        try withContext(handle) { (context) throws(CryptoError) in
+            try OpenSSL.check(function, as: .invalidKey) { check(context) }
+        }
+    }
+
     /// Refuses anything but an EC key on P-256.
     static func requireP256(_ handle: KeyHandle) throws(CryptoError) {
         guard EVP_PKEY_is_a(handle.pointer, cString("EC")) == 1 else { throw CryptoError(.invalidKey, "not an EC key") }

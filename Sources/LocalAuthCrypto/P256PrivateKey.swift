@@ -22,27 +22,15 @@ extension P256 {
         /// Anything else (another curve, trailing bytes, a private scalar that
         /// does not match its public point) is `.invalidKey`.
         public init(derRepresentation der: [UInt8]) throws(CryptoError) {
-            guard !der.isEmpty, der.count <= maximumDERByteCount else { throw CryptoError(.invalidKey, "a PKCS#8 key of \(der.count) bytes") }
-            let info = try der.withCBytes { (bytes, count) throws(CryptoError) -> OpaquePointer in
-                var cursor: UnsafePointer<UInt8>? = bytes
-                let info = try OpenSSL.object("d2i_PKCS8_PRIV_KEY_INFO", as: .invalidKey) { d2i_PKCS8_PRIV_KEY_INFO(nil, &cursor, count) }
-                guard cursor == bytes + count else {
-                    PKCS8_PRIV_KEY_INFO_free(info)
-                    throw CryptoError(.invalidKey, "trailing bytes after the PKCS#8 key")
-                }
-                return info
-            }
+            let info = try P256.decodeDER(
+                der, "PKCS#8 key", "d2i_PKCS8_PRIV_KEY_INFO", { d2i_PKCS8_PRIV_KEY_INFO(nil, $0, $1) }, free: PKCS8_PRIV_KEY_INFO_free)
             defer { PKCS8_PRIV_KEY_INFO_free(info) }
             let key = try OpenSSL.object("EVP_PKCS82PKEY", as: .invalidKey) { EVP_PKCS82PKEY(info) }
             try self.init(checked: KeyHandle(key))
         }
 
         private init(checked handle: KeyHandle) throws(CryptoError) {
-            try P256.requireP256(handle)
-            // A whole-key check: the scalar is in range and matches the public point.
-            try P256.withContext(handle) { (context) throws(CryptoError) in
-                try OpenSSL.check("EVP_PKEY_check", as: .invalidKey) { EVP_PKEY_check(context) }
-            }
+            try P256.validate(handle, "EVP_PKEY_check") { EVP_PKEY_check($0) }
             self.handle = handle
             // The public half as its own public-only key, so that a PublicKey
             // never carries the private scalar with it.
@@ -54,13 +42,7 @@ extension P256 {
             get throws(CryptoError) {
                 let info = try OpenSSL.object("EVP_PKEY2PKCS8") { EVP_PKEY2PKCS8(handle.pointer) }
                 defer { PKCS8_PRIV_KEY_INFO_free(info) }
-                let count = try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, nil) }
-                var der = [UInt8](repeating: 0, count: count)
-                _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-                    var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                    return try OpenSSL.length("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, &cursor) }
-                }
-                return der
+                return try OpenSSL.encode("i2d_PKCS8_PRIV_KEY_INFO") { i2d_PKCS8_PRIV_KEY_INFO(info, $0) }
             }
         }
 

@@ -35,24 +35,12 @@ extension P256 {
 
         /// A key from SubjectPublicKeyInfo DER (the body of a "PUBLIC KEY" PEM).
         public init(derRepresentation der: [UInt8]) throws(CryptoError) {
-            guard !der.isEmpty, der.count <= maximumDERByteCount else { throw CryptoError(.invalidKey, "a public key of \(der.count) bytes") }
-            let key = try der.withCBytes { (bytes, count) throws(CryptoError) -> OpaquePointer in
-                var cursor: UnsafePointer<UInt8>? = bytes
-                let key = try OpenSSL.object("d2i_PUBKEY", as: .invalidKey) { d2i_PUBKEY(nil, &cursor, count) }
-                guard cursor == bytes + count else {
-                    EVP_PKEY_free(key)
-                    throw CryptoError(.invalidKey, "trailing bytes after the public key")
-                }
-                return key
-            }
+            let key = try P256.decodeDER(der, "public key", "d2i_PUBKEY", { d2i_PUBKEY(nil, $0, $1) }, free: EVP_PKEY_free)
             try self.init(checked: KeyHandle(key))
         }
 
         private init(checked handle: KeyHandle) throws(CryptoError) {
-            try P256.requireP256(handle)
-            try P256.withContext(handle) { (context) throws(CryptoError) in
-                try OpenSSL.check("EVP_PKEY_public_check", as: .invalidKey) { EVP_PKEY_public_check(context) }
-            }
+            try P256.validate(handle, "EVP_PKEY_public_check") { EVP_PKEY_public_check($0) }
             self.handle = handle
             x963Representation = try P256.encodedPoint(handle)
         }
@@ -60,13 +48,7 @@ extension P256 {
         /// SubjectPublicKeyInfo DER.
         public var derRepresentation: [UInt8] {
             get throws(CryptoError) {
-                let count = try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, nil) }
-                var der = [UInt8](repeating: 0, count: count)
-                _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-                    var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-                    return try OpenSSL.length("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, &cursor) }
-                }
-                return der
+                try OpenSSL.encode("i2d_PUBKEY") { i2d_PUBKEY(handle.pointer, $0) }
             }
         }
 

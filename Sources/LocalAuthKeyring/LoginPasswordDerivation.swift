@@ -7,18 +7,7 @@ import LocalAuthCrypto
 /// For `localauthctl keyring`, which asks the password itself; the service
 /// never runs it.
 public enum LoginPasswordDerivation {
-    public struct Parameters: Sendable, Hashable {
-        public let time: UInt32
-        public let memoryKiB: UInt32
-        public let lanes: UInt32
-        public init(time: UInt32, memoryKiB: UInt32, lanes: UInt32) {
-            self.time = time
-            self.memoryKiB = memoryKiB
-            self.lanes = lanes
-        }
-        /// The module's and the service's default: t = 3, 64 MiB, one lane.
-        public static let standard = Parameters(time: 3, memoryKiB: 64 * 1024, lanes: 1)
-    }
+    public typealias Parameters = LoginPasswordKey.Parameters
 
     public struct Failure: Error, CustomStringConvertible {
         public let description: String

@@ -5,26 +5,7 @@ import LocalAuthCrypto
 /// seed → `LoginPasswordKey.privateKey(seed:)` → d; this is D = d·G.
 public struct LoginPasswordKeyInfo: Sendable, Hashable {
     /// Argon2id v1.3's cost: passes, memory in KiB, lanes.
-    public struct Parameters: Sendable, Hashable {
-        public let time: UInt32
-        public let memoryKiB: UInt32
-        public let lanes: UInt32
-
-        /// RFC 9106's second recommended option with one lane (no threads in a setuid PAM host).
-        public static let standard = try! Parameters(time: 3, memoryKiB: 64 * 1024, lanes: 1)
-
-        /// Bounds a PAM host can afford (pam/login_secret.h has the same): 1–10
-        /// passes, 8 to 256 MiB, 1–4 lanes. The user chooses them (enable); a
-        /// login of theirs, or `su` to them, runs them as root.
-        public init(time: UInt32, memoryKiB: UInt32, lanes: UInt32) throws(RightsError) {
-            guard (1...10).contains(time), (8 * 1024...256 * 1024).contains(memoryKiB), (1...4).contains(lanes) else {
-                throw RightsError(.malformed, "Argon2id parameters t=\(time) m=\(memoryKiB) KiB p=\(lanes) are out of bounds")
-            }
-            self.time = time
-            self.memoryKiB = memoryKiB
-            self.lanes = lanes
-        }
-    }
+    public typealias Parameters = LoginPasswordKey.Parameters
 
     public static let saltBytes = 16...64
 
@@ -34,6 +15,11 @@ public struct LoginPasswordKeyInfo: Sendable, Hashable {
 
     public init(salt: [UInt8], parameters: Parameters, publicKey: P256.PublicKey) throws(RightsError) {
         guard Self.saltBytes.contains(salt.count) else { throw RightsError(.malformed, "a salt of \(salt.count) bytes; 16 to 64") }
+        guard parameters.isAffordable else {
+            throw RightsError(
+                .malformed,
+                "Argon2id parameters t=\(parameters.time) m=\(parameters.memoryKiB) KiB p=\(parameters.lanes) are out of bounds")
+        }
         self.salt = salt
         self.parameters = parameters
         self.publicKey = publicKey

@@ -113,7 +113,7 @@ enum LoginSecretCoding {
             throw RightsError(.malformed, "a login password key of \(bytes.count) bytes")
         }
         let at = 1 + saltCount
-        let parameters = try LoginPasswordKeyInfo.Parameters(
+        let parameters = LoginPasswordKeyInfo.Parameters(
             time: readUInt32(bytes, at), memoryKiB: readUInt32(bytes, at + 4),
             lanes: readUInt32(bytes, at + 8))
         let publicKey: P256.PublicKey

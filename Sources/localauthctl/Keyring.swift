@@ -45,6 +45,27 @@ func hexBytes(_ bytes: [UInt8]) -> [UInt8] {
 
 func clear(_ bytes: inout [UInt8]) { for index in bytes.indices { bytes[index] = 0 } }
 
+/// What opens the login keyring: the login password, or the login secret.
+enum KeyringPassword { case loginPassword, loginSecret }
+
+/// Changes the login keyring's password between the login password and the
+/// login secret, which `wrap` holds as the service answered it (ECIES to the
+/// password's key) and gnome-keyring is given in hex; both copies of the
+/// secret are cleared from memory after, whatever happened. A wrap that does
+/// not open fails as gnome-keyring's refusal does: the keyring is unchanged.
+func changeKeyringPassword(to new: KeyringPassword, password: [UInt8], wrap: [UInt8], key: P256.PrivateKey) throws {
+    var secret = try ECIES.decrypt(wrap, with: key)
+    var master = hexBytes(secret)
+    defer {
+        clear(&secret)
+        clear(&master)
+    }
+    switch new {
+    case .loginSecret: try GnomeKeyring.changeLoginPassword(from: password, to: master)
+    case .loginPassword: try GnomeKeyring.changeLoginPassword(from: master, to: password)
+    }
+}
+
 func keyring(_ arguments: ArraySlice<String>) async -> Int32 {
     var arguments = arguments
     guard let verb = arguments.popFirst(), arguments.isEmpty else { usageError("keyring needs status, enable or disable") }
@@ -75,14 +96,8 @@ func keyring(_ arguments: ArraySlice<String>) async -> Int32 {
             let wrap = try await LALoginSecret.enable(
                 passwordKey: key.publicKey.x963Representation, salt: salt, time: parameters.time,
                 memoryKiB: parameters.memoryKiB, lanes: parameters.lanes)
-            var secret = try ECIES.decrypt(wrap, with: key)
-            var master = hexBytes(secret)
-            defer {
-                clear(&secret)
-                clear(&master)
-            }
             do {
-                try GnomeKeyring.changeLoginPassword(from: password, to: master)
+                try changeKeyringPassword(to: .loginSecret, password: password, wrap: wrap, key: key)
             } catch {
                 // The keyring kept its password: take the login secret back out.
                 _ = try? await LALoginSecret.disable(proof: key.signature(for: LALoginSecret.disableProofMessage()), commit: true)
@@ -102,14 +117,8 @@ func keyring(_ arguments: ArraySlice<String>) async -> Int32 {
             let key = try LoginPasswordDerivation.privateKey(password: password, salt: status.salt, parameters: parameters)
             let proof = try key.signature(for: LALoginSecret.disableProofMessage())
             let wrap = try await LALoginSecret.disable(proof: proof, commit: false)
-            var secret = try ECIES.decrypt(wrap, with: key)
-            var current = hexBytes(secret)
-            defer {
-                clear(&secret)
-                clear(&current)
-            }
             do {
-                try GnomeKeyring.changeLoginPassword(from: current, to: password)
+                try changeKeyringPassword(to: .loginPassword, password: password, wrap: wrap, key: key)
             } catch {
                 complain("the login keyring kept the login secret as its password (nothing removed): \(error)")
                 return Exit.failed

@@ -12,6 +12,21 @@ final class LoginSecretStoreTests: XCTestCase {
         return (key, try LoginPasswordKeyInfo(salt: [UInt8](repeating: byte, count: 16), parameters: .standard, publicKey: key.publicKey))
     }
 
+    /// The PAM host's bounds on Argon2id's cost hold for every key the
+    /// service keeps: a call's options and a file read back alike.
+    func testArgon2ParametersOutsideThePAMHostsBoundsAreRefused() throws {
+        let key = try LoginPasswordKey.privateKey(seed: [UInt8](repeating: 7, count: 32))
+        let salt = [UInt8](repeating: 7, count: 16)
+        for (time, memoryKiB, lanes) in [(0, 65536, 1), (11, 65536, 1), (3, 4096, 1), (3, 512 * 1024, 1), (3, 65536, 0), (3, 65536, 5)] {
+            let parameters = LoginPasswordKeyInfo.Parameters(time: UInt32(time), memoryKiB: UInt32(memoryKiB), lanes: UInt32(lanes))
+            XCTAssertThrowsError(try LoginPasswordKeyInfo(salt: salt, parameters: parameters, publicKey: key.publicKey), "\(parameters)") {
+                XCTAssertEqual(($0 as? RightsError)?.code, .malformed)
+            }
+        }
+        XCTAssertNoThrow(try LoginPasswordKeyInfo(
+            salt: salt, parameters: .init(time: 1, memoryKiB: 8 * 1024, lanes: 4), publicKey: key.publicKey))
+    }
+
     func testBothWrapsGiveTheSameSecretAndTheFileHoldsNeither() throws {
         let state = try StateDirectory()
         let protector = try SoftwareKeyProtector(stateDirectory: state.path)

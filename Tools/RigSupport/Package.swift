@@ -11,7 +11,10 @@ let package = Package(
         .library(name: "RigSupport", targets: ["RigSupport"])
     ],
     targets: [
-        .target(name: "RigSupport")
+        // glibc's posix_spawn extensions, which Swift's Glibc module does not declare.
+        .target(name: "CRigSpawn"),
+        .target(name: "RigSupport", dependencies: ["CRigSpawn"]),
+        .testTarget(name: "RigSupportTests", dependencies: ["RigSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -19,28 +19,30 @@ typedef struct {
 /// installation (the packages depend on them): it prints why and aborts.
 void *lazy_library_symbol(LazyLibrary *library, const char *name);
 
+/// The library's `name`, resolved at the forwarder's first call and kept in
+/// the forwarder's own `resolved`: every later call costs one atomic load.
+/// (Inline, so a forwarder is no slower than one that spells this out.)
+static inline void *lazy_library_function(LazyLibrary *library, const char *name, void *_Atomic *resolved) {
+    void *function = atomic_load_explicit(resolved, memory_order_acquire);
+    if (!function) {
+        function = lazy_library_symbol(library, name);
+        atomic_store_explicit(resolved, function, memory_order_release);
+    }
+    return function;
+}
+
 /// Defines `name` (declared by the library's header) as a forwarder to the
 /// library's `name`, resolved at its first call.
 #define LAZY_FUNCTION(library, ret, name, params, args)                                            \
     ret name params {                                                                               \
-        static __typeof__(&name) _Atomic resolved;                                                  \
-        __typeof__(&name) function = atomic_load_explicit(&resolved, memory_order_acquire);         \
-        if (!function) {                                                                            \
-            function = (__typeof__(&name))lazy_library_symbol(&library, #name);                     \
-            atomic_store_explicit(&resolved, function, memory_order_release);                       \
-        }                                                                                           \
-        return function args;                                                                       \
+        static void *_Atomic resolved;                                                              \
+        return ((__typeof__(&name))lazy_library_function(&library, #name, &resolved))args;          \
     }
 
-/// The same for a function that returns nothing.
+/// The same for a function that returns nothing (C allows no `return` of a void call).
 #define LAZY_PROCEDURE(library, name, params, args)                                                \
     void name params {                                                                              \
-        static __typeof__(&name) _Atomic resolved;                                                  \
-        __typeof__(&name) function = atomic_load_explicit(&resolved, memory_order_acquire);         \
-        if (!function) {                                                                            \
-            function = (__typeof__(&name))lazy_library_symbol(&library, #name);                     \
-            atomic_store_explicit(&resolved, function, memory_order_release);                       \
-        }                                                                                           \
-        function args;                                                                              \
+        static void *_Atomic resolved;                                                              \
+        ((__typeof__(&name))lazy_library_function(&library, #name, &resolved))args;                 \
     }
 #endif

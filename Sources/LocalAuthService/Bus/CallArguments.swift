@@ -41,6 +41,38 @@ struct NoArguments: CallArguments {
     init(_ arguments: [DBusValue]) throws(ServiceError) {}
 }
 
+/// The pieces the arguments structs are made of, one way each, so that every
+/// method names a malformed argument alike ("options must be a{sv}", "<key>
+/// must be a boolean").
+enum CallArgument {
+    /// An `a{sv}` of options, else InvalidArgs. Keys a method does not know
+    /// are the caller's to send: they are ignored (forward compatibility).
+    static func options(_ value: DBusValue) throws(ServiceError) -> [String: DBusValue] {
+        guard let options = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
+        return options
+    }
+
+    /// A string argument; `what` names it in the error ("the identifier").
+    static func text(_ value: DBusValue, _ what: String) throws(ServiceError) -> String {
+        guard let text = value.string else { throw ServiceErrors.invalidArgs("\(what) must be a string") }
+        return text
+    }
+}
+
+extension [String: DBusValue] {
+    /// The option `key`, which a call may leave out: nil when absent, its
+    /// value as `read` takes it when present, and InvalidArgs ("<key> must
+    /// be <expected>") when `read` refuses it (another type) or `valid` does
+    /// (out of range).
+    func option<Typed>(
+        _ key: String, _ read: (DBusValue) -> Typed?, _ expected: String, where valid: (Typed) -> Bool = { _ in true }
+    ) throws(ServiceError) -> Typed? {
+        guard let value = self[key] else { return nil }
+        guard let typed = read(value), valid(typed) else { throw ServiceErrors.invalidArgs("\(key) must be \(expected)") }
+        return typed
+    }
+}
+
 /// One call on its way to its handler: who calls (`request`) and what it
 /// asks, typed.
 @ServiceActor

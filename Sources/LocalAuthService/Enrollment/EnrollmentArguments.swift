@@ -1,8 +1,8 @@
 import DBusCore
 import LocalAuthShared
 
-// The arguments of the enrollment methods, decoded and validated once at the
-// top of each handler (one struct per method). Whose prints a call is about
+// The arguments of the enrollment methods, decoded and validated once at
+// arrival (one struct per shape of arguments, below). Whose prints a call is about
 // (the `user` option) needs the manage action: Authorization.swift reads it
 // with `PrintOptions` before polkit is asked.
 
@@ -13,20 +13,10 @@ struct PrintOptions {
     var replace = false
 
     init(_ value: DBusValue) throws(ServiceError) {
-        guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
-        for (key, value) in entries {
-            switch key {
-            case LocalAuthBus.PrintOption.user:
-                guard let name = value.string else { throw ServiceErrors.invalidArgs("user must be a string (a user name)") }
-                guard !name.isEmpty, name.utf8.count <= 256 else { throw ServiceErrors.invalidArgs("user must be 1 to 256 bytes") }
-                user = name
-            case LocalAuthBus.PrintOption.replace:
-                guard let flag = value.bool else { throw ServiceErrors.invalidArgs("replace must be a boolean") }
-                replace = flag
-            default:
-                continue  // forward compatibility, as for EvaluatePolicy
-            }
-        }
+        let entries = try CallArgument.options(value)
+        user = try entries.option(LocalAuthBus.PrintOption.user, \.string, "a string (a user name)")
+        if let user, user.isEmpty || user.utf8.count > 256 { throw ServiceErrors.invalidArgs("user must be 1 to 256 bytes") }
+        replace = try entries.option(LocalAuthBus.PrintOption.replace, \.bool, "a boolean") ?? false
     }
 }
 
@@ -42,93 +32,66 @@ extension FingerName {
     }
 }
 
-/// Reads `count` arguments or says which signature the method takes.
-private func expect(_ arguments: [DBusValue], _ count: Int, _ method: String, _ signature: String) throws(ServiceError) {
-    guard arguments.count == count else { throw ServiceErrors.invalidArgs("\(method) takes (\(signature))") }
+// The methods come in four shapes of arguments, one struct each; each method
+// takes its shape's struct under its own name (the table at the end), by
+// which its handler takes it.
+// The router has checked the signature before decoding; the count is checked
+// again for a struct made anywhere else.
+
+/// Reads `count` arguments or says which the method takes.
+private func expect(_ arguments: [DBusValue], _ count: Int, _ signature: String) throws(ServiceError) {
+    guard arguments.count == count else { throw ServiceErrors.invalidArgs("the method takes (\(signature))") }
 }
 
-/// Enroll(s finger): the caller's own finger, never replacing.
-struct EnrollArguments: CallArguments {
+/// (s finger): the caller's own finger; Enroll never replaces.
+struct FingerArguments: CallArguments {
     let finger: FingerName
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "Enroll", "s")
+        try expect(arguments, 1, "s finger")
         finger = try FingerName(argument: arguments[0])
     }
 }
 
-/// EnrollWithOptions(s finger, a{sv} options): `user`, `replace`.
-struct EnrollWithOptionsArguments: CallArguments {
+/// (s finger, a{sv} options): `user`; EnrollWithOptions also `replace`.
+struct FingerWithOptionsArguments: CallArguments {
     var namedUser: String? { options.user }
     let finger: FingerName
     let options: PrintOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 2, "EnrollWithOptions", "sa{sv}")
-        finger = try FingerName(argument: arguments[0])
-        options = try PrintOptions(arguments[1])
-    }
-}
-
-/// ListEnrolledPrints(a{sv} options): `user`.
-struct ListEnrolledPrintsArguments: CallArguments {
-    var namedUser: String? { options.user }
-    let options: PrintOptions
-
-    init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "ListEnrolledPrints", "a{sv}")
-        options = try PrintOptions(arguments[0])
-    }
-}
-
-/// DeleteEnrolledFinger(s finger).
-struct DeleteEnrolledFingerArguments: CallArguments {
-    let finger: FingerName
-
-    init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "DeleteEnrolledFinger", "s")
-        finger = try FingerName(argument: arguments[0])
-    }
-}
-
-/// DeleteEnrolledFingerWithOptions(s finger, a{sv} options): `user`.
-struct DeleteEnrolledFingerWithOptionsArguments: CallArguments {
-    var namedUser: String? { options.user }
-    let finger: FingerName
-    let options: PrintOptions
-
-    init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 2, "DeleteEnrolledFingerWithOptions", "sa{sv}")
+        try expect(arguments, 2, "s finger, a{sv} options")
         finger = try FingerName(argument: arguments[0])
         options = try PrintOptions(arguments[1])
     }
 }
 
-/// DeleteEnrolledFingersWithOptions(a{sv} options): `user`.
-struct DeleteEnrolledFingersWithOptionsArguments: CallArguments {
+/// (a{sv} options): `user`.
+struct PrintOptionsArguments: CallArguments {
     var namedUser: String? { options.user }
     let options: PrintOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "DeleteEnrolledFingersWithOptions", "a{sv}")
+        try expect(arguments, 1, "a{sv} options")
         options = try PrintOptions(arguments[0])
     }
 }
 
-/// ListReaderPrints(a{sv} options): no option is defined yet; unknown ones
-/// are ignored (forward compatibility).
-struct ListReaderPrintsArguments: CallArguments {
+/// (a{sv} options) of the administrators' methods: no option is defined
+/// yet; unknown ones are ignored (forward compatibility).
+struct ReaderPrintsArguments: CallArguments {
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "ListReaderPrints", "a{sv}")
-        guard arguments[0].stringKeyedDictionary != nil else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
+        try expect(arguments, 1, "a{sv} options")
+        _ = try CallArgument.options(arguments[0])
     }
 }
 
-/// RemoveOrphanPrints(a{sv} options): no option is defined yet; unknown ones
-/// are ignored (forward compatibility).
-struct RemoveOrphanPrintsArguments: CallArguments {
-    init(_ arguments: [DBusValue]) throws(ServiceError) {
-        try expect(arguments, 1, "RemoveOrphanPrints", "a{sv}")
-        guard arguments[0].stringKeyedDictionary != nil else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
-    }
-}
+// Each method's arguments, by its shape.
+typealias EnrollArguments = FingerArguments
+typealias DeleteEnrolledFingerArguments = FingerArguments
+typealias EnrollWithOptionsArguments = FingerWithOptionsArguments
+typealias DeleteEnrolledFingerWithOptionsArguments = FingerWithOptionsArguments
+typealias ListEnrolledPrintsArguments = PrintOptionsArguments
+typealias DeleteEnrolledFingersWithOptionsArguments = PrintOptionsArguments
+typealias ListReaderPrintsArguments = ReaderPrintsArguments
+typealias RemoveOrphanPrintsArguments = ReaderPrintsArguments

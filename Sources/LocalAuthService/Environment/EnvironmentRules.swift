@@ -76,21 +76,15 @@ enum EnvironmentRules {
 
     /// Why biometrics are not offered to such a caller; nil: they may be.
     static func refusal(_ presence: Presence) -> ServiceError? {
+        let why: String
         switch presence {
         case .local, .unknown: return nil
-        case .remote:
-            return ServiceError(.notAtTheReader,
-                                       "the caller's session is remote: nobody there can touch the fingerprint reader")
-        case .noSeat:
-            return ServiceError(.notAtTheReader,
-                                       "the caller has no session on a seat: nobody there can touch the fingerprint reader")
-        case .inactive:
-            return ServiceError(.notAtTheReader,
-                                       "the caller's session is not the active one on its seat: someone else is at the reader")
-        case .logindAway:
-            return ServiceError(.notAtTheReader,
-                                "logind, which says who is at the reader, has left the bus (restarting?): nobody is until it is back")
+        case .remote: why = "the caller's session is remote: nobody there can touch the fingerprint reader"
+        case .noSeat: why = "the caller has no session on a seat: nobody there can touch the fingerprint reader"
+        case .inactive: why = "the caller's session is not the active one on its seat: someone else is at the reader"
+        case .logindAway: why = "logind, which says who is at the reader, has left the bus (restarting?): nobody is until it is back"
         }
+        return ServiceError(.notAtTheReader, why)
     }
 
     // MARK: Password after boot

@@ -54,7 +54,7 @@ enum FprintdBus {
     static let anyFinger = "any"
 
     /// VerifyStatus results; `done` says whether the client should now call VerifyStop.
-    enum VerifyResult: String, CaseIterable {
+    enum VerifyResult: String, CaseIterable, RetryStatus {
         case noMatch = "verify-no-match"
         case match = "verify-match"
         case retryScan = "verify-retry-scan"
@@ -64,25 +64,11 @@ enum FprintdBus {
         case disconnected = "verify-disconnected"
         case unknownError = "verify-unknown-error"
 
-        var done: Bool {
-            switch self {
-            case .retryScan, .swipeTooShort, .fingerNotCentered, .removeAndRetry: false
-            default: true
-            }
-        }
-
-        init(_ retry: RetryKind) {
-            switch retry {
-            case .general: self = .retryScan
-            case .tooShort: self = .swipeTooShort
-            case .centerFinger: self = .fingerNotCentered
-            case .removeFinger: self = .removeAndRetry
-            }
-        }
+        var done: Bool { !isRetry }
     }
 
     /// EnrollStatus results.
-    enum EnrollResult: String, CaseIterable {
+    enum EnrollResult: String, CaseIterable, RetryStatus {
         case completed = "enroll-completed"
         case failed = "enroll-failed"
         case stagePassed = "enroll-stage-passed"
@@ -95,22 +81,32 @@ enum FprintdBus {
         case disconnected = "enroll-disconnected"
         case unknownError = "enroll-unknown-error"
 
-        var done: Bool {
-            switch self {
-            case .stagePassed, .retryScan, .swipeTooShort, .fingerNotCentered, .removeAndRetry: false
-            default: true
-            }
-        }
+        var done: Bool { !isRetry && self != .stagePassed }
+    }
+}
 
-        init(_ retry: RetryKind) {
-            switch retry {
-            case .general: self = .retryScan
-            case .tooShort: self = .swipeTooShort
-            case .centerFinger: self = .fingerNotCentered
-            case .removeFinger: self = .removeAndRetry
-            }
+/// The four statuses of a scan to try again, which VerifyStatus and
+/// EnrollStatus both send, each under its own prefix ("verify-retry-scan",
+/// "enroll-retry-scan"): one mapping from libfprint's retry for both.
+protocol RetryStatus: Equatable {
+    static var retryScan: Self { get }
+    static var swipeTooShort: Self { get }
+    static var fingerNotCentered: Self { get }
+    static var removeAndRetry: Self { get }
+}
+
+extension RetryStatus {
+    init(_ retry: RetryKind) {
+        switch retry {
+        case .general: self = .retryScan
+        case .tooShort: self = .swipeTooShort
+        case .centerFinger: self = .fingerNotCentered
+        case .removeFinger: self = .removeAndRetry
         }
     }
+
+    /// A retry: the operation goes on, so the client must not stop it yet (`done` is false).
+    var isRetry: Bool { [.retryScan, .swipeTooShort, .fingerNotCentered, .removeAndRetry].contains(self) }
 }
 
 extension ErrorTable {

@@ -15,9 +15,7 @@ struct PasswordKeyOptions {
         }
         let standard = LoginPasswordKeyInfo.Parameters.standard
         func number(_ key: String, _ fallback: UInt32) throws(ServiceError) -> UInt32 {
-            guard let value = entries[key] else { return fallback }
-            guard let number = value.uint32 else { throw ServiceErrors.invalidArgs("\(key) must be a uint32") }
-            return number
+            try entries.option(key, \.uint32, "a uint32") ?? fallback
         }
         do {
             let publicKey = try P256.PublicKey(x963Representation: point)
@@ -33,10 +31,8 @@ struct PasswordKeyOptions {
     }
 }
 
-func optionsDictionary(_ value: DBusValue) throws(ServiceError) -> [String: DBusValue] {
-    guard let entries = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
-    return entries
-}
+/// A password proof: an ECDSA signature, DER (`LocalAuthLoginSecretBus.ProofLabel`).
+private func isProof(_ bytes: [UInt8]) -> Bool { (1...128).contains(bytes.count) }
 
 func userName(_ value: DBusValue) throws(ServiceError) -> String {
     guard let name = value.string, !name.isEmpty, name.utf8.count <= LocalAuthBus.maximumTextLength else {
@@ -48,7 +44,7 @@ func userName(_ value: DBusValue) throws(ServiceError) -> String {
 /// EnableLoginSecret(a{sv} options): password-key, salt, argon2-*.
 struct EnableLoginSecretArguments: CallArguments {
     let password: LoginPasswordKeyInfo
-    init(_ arguments: [DBusValue]) throws(ServiceError) { password = try PasswordKeyOptions(optionsDictionary(arguments[0])).info }
+    init(_ arguments: [DBusValue]) throws(ServiceError) { password = try PasswordKeyOptions(CallArgument.options(arguments[0])).info }
 }
 
 /// DisableLoginSecret(ay proof, a{sv} options): commit.
@@ -56,15 +52,9 @@ struct DisableLoginSecretArguments: CallArguments {
     let proof: [UInt8]
     let commit: Bool
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        guard let proof = arguments[0].byteArray, (1...128).contains(proof.count) else { throw ServiceErrors.invalidArgs("proof must be a signature") }
+        guard let proof = arguments[0].byteArray, isProof(proof) else { throw ServiceErrors.invalidArgs("proof must be a signature") }
         self.proof = proof
-        let entries = try optionsDictionary(arguments[1])
-        if let value = entries[Key.commit] {
-            guard let flag = value.bool else { throw ServiceErrors.invalidArgs("commit must be a boolean") }
-            commit = flag
-        } else {
-            commit = false
-        }
+        commit = try CallArgument.options(arguments[1]).option(Key.commit, \.bool, "a boolean") ?? false
     }
 }
 
@@ -81,7 +71,7 @@ struct ReleaseLoginSecretArguments: CallArguments {
             throw ServiceErrors.invalidArgs("ephemeral_key must be a P-256 public key (65 bytes, 04 ‖ X ‖ Y)")
         }
         ephemeralKey = key
-        _ = try optionsDictionary(arguments[3])
+        _ = try CallArgument.options(arguments[3])
     }
 }
 
@@ -90,7 +80,7 @@ struct GetLoginSecretPasswordWrapArguments: CallArguments {
     let user: String
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         user = try userName(arguments[0])
-        _ = try optionsDictionary(arguments[1])
+        _ = try CallArgument.options(arguments[1])
     }
 }
 
@@ -101,14 +91,9 @@ struct ChangeLoginSecretPasswordArguments: CallArguments {
     let proof: [UInt8]?
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         user = try userName(arguments[0])
-        let entries = try optionsDictionary(arguments[1])
+        let entries = try CallArgument.options(arguments[1])
         password = try PasswordKeyOptions(entries).info
-        if let value = entries[Key.proof] {
-            guard let proof = value.byteArray, (1...128).contains(proof.count) else { throw ServiceErrors.invalidArgs("proof must be a signature") }
-            self.proof = proof
-        } else {
-            proof = nil
-        }
+        proof = try entries.option(Key.proof, \.byteArray, "a signature", where: isProof)
     }
 }
 

@@ -159,13 +159,7 @@ final class PrintStore {
 
     private func loadOwn(_ path: String, uid: UInt32, finger: FingerName, driverName: String,
                          deviceName: String) -> StoredPrint? {
-        let bytes: [UInt8]
-        switch SafeFile.read(path, maximumSize: PrintFile.maximumSize) {
-        case .success(let read): bytes = read.bytes
-        case .failure(let problem):
-            report(path, "\(problem); skipped")
-            return nil
-        }
+        guard let bytes = read(path, store: "")?.bytes else { return nil }
         let file: PrintFile
         do {
             file = try PrintFile.decode(bytes)
@@ -182,15 +176,8 @@ final class PrintStore {
             report(path, "is foreign: it says \(file.finger.rawValue) on \(file.driver)/\(file.deviceID); skipped")
             return nil
         }
-        let print: GObjectRef
-        do {
-            print = try PrintCodec.deserialize(file.print)
-        } catch {
-            report(path, "is corrupt: libfprint cannot read the print (\(error)); skipped")
-            return nil
-        }
-        guard PrintCodec.driver(of: print) == file.driver, PrintCodec.deviceID(of: print) == file.deviceID,
-              PrintCodec.finger(of: print) == finger.fpFinger else {
+        guard let print = deserialize(file.print, path, store: "") else { return nil }
+        guard Self.print(print, isOf: finger, on: file.driver, file.deviceID) else {
             report(path, "is foreign: the print inside was made for another reader or finger; skipped")
             return nil
         }
@@ -225,32 +212,48 @@ final class PrintStore {
 
     private func loadFprintd(_ path: String, user: String, finger: FingerName, driver: String,
                              deviceID: String) -> StoredPrint? {
-        let read: SafeFile.Contents
-        switch SafeFile.read(path, maximumSize: PrintFile.maximumSize) {
-        case .success(let contents): read = contents
-        case .failure(let problem):
-            report(path, "(fprintd's store) \(problem); skipped")
-            return nil
-        }
-        let print: GObjectRef
-        do {
-            print = try PrintCodec.deserialize(read.bytes)
-        } catch {
-            report(path, "(fprintd's store) is corrupt: \(error); skipped")
-            return nil
-        }
+        let store = "(fprintd's store) "
+        guard let contents = read(path, store: store), let print = deserialize(contents.bytes, path, store: store) else { return nil }
         // fprintd's own checks on load: the print must say what its path says.
-        guard PrintCodec.driver(of: print) == driver, PrintCodec.deviceID(of: print) == deviceID,
-              PrintCodec.finger(of: print) == finger.fpFinger,
-              PrintCodec.username(of: print).map({ $0 == user }) ?? true else {
-            report(path, "(fprintd's store) is foreign: the print was made for another user, finger or reader; skipped")
+        guard Self.print(print, isOf: finger, on: driver, deviceID), PrintCodec.username(of: print).map({ $0 == user }) ?? true else {
+            report(path, "\(store)is foreign: the print was made for another user, finger or reader; skipped")
             return nil
         }
-        var stamp = Array("fprintd \(read.modified)\n".utf8)
-        stamp += Digest.sha256(read.bytes)
-        return StoredPrint(finger: finger, print: print, bytes: read.bytes, source: .fprintd,
+        var stamp = Array("fprintd \(contents.modified)\n".utf8)
+        stamp += Digest.sha256(contents.bytes)
+        return StoredPrint(finger: finger, print: print, bytes: contents.bytes, source: .fprintd,
                            reader: Readers.Identity(driver: driver, deviceID: deviceID),
                            created: PrintCodec.enrollDate(of: print), path: path, stamp: stamp)
+    }
+
+    // What loading a file of either store starts with. `store` says whose
+    // in the log: "" ours, "(fprintd's store) " fprintd's.
+
+    /// The file's bytes, or nil once the problem is reported.
+    private func read(_ path: String, store: String) -> SafeFile.Contents? {
+        switch SafeFile.read(path, maximumSize: PrintFile.maximumSize) {
+        case .success(let contents): return contents
+        case .failure(let problem):
+            report(path, "\(store)\(problem); skipped")
+            return nil
+        }
+    }
+
+    /// The libfprint print in `bytes`, or nil once it is reported as corrupt.
+    private func deserialize(_ bytes: [UInt8], _ path: String, store: String) -> GObjectRef? {
+        do {
+            return try PrintCodec.deserialize(bytes)
+        } catch {
+            report(path, "\(store)is corrupt: libfprint cannot read the print (\(error)); skipped")
+            return nil
+        }
+    }
+
+    /// Whether the print says it was made on this reader for this finger
+    /// (what its path, and our file's header, say it is).
+    private static func print(_ print: GObjectRef, isOf finger: FingerName, on driver: String, _ deviceID: String) -> Bool {
+        PrintCodec.driver(of: print) == driver && PrintCodec.deviceID(of: print) == deviceID
+            && PrintCodec.finger(of: print) == finger.fpFinger
     }
 
     /// Logs a problem with `path` once for each version of the file.

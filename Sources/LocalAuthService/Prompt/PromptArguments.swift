@@ -2,31 +2,21 @@ import DBusCore
 import LocalAuthShared
 
 // The arguments of the methods prompt agents call, decoded and validated
-// once at the top of each handler (one struct per method).
+// once at arrival (one struct per shape of arguments).
 
-/// RegisterPromptAgent(o agent_path).
-struct RegisterPromptAgentArguments: CallArguments {
+/// RegisterPromptAgent(o agent_path), UnregisterPromptAgent(o agent_path).
+struct PromptAgentPathArguments: CallArguments {
     let path: ObjectPath
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard arguments.count == 1, case .objectPath(let path) = arguments[0] else {
-            throw ServiceErrors.invalidArgs("RegisterPromptAgent takes (o)")
+            throw ServiceErrors.invalidArgs("the method takes (o agent_path)")
         }
         self.path = path
     }
 }
-
-/// UnregisterPromptAgent(o agent_path).
-struct UnregisterPromptAgentArguments: CallArguments {
-    let path: ObjectPath
-
-    init(_ arguments: [DBusValue]) throws(ServiceError) {
-        guard arguments.count == 1, case .objectPath(let path) = arguments[0] else {
-            throw ServiceErrors.invalidArgs("UnregisterPromptAgent takes (o)")
-        }
-        self.path = path
-    }
-}
+typealias RegisterPromptAgentArguments = PromptAgentPathArguments
+typealias UnregisterPromptAgentArguments = PromptAgentPathArguments
 
 /// PromptAnswer(s prompt_id, s answer): `answer` is user-cancel or user-fallback.
 struct PromptAnswerArguments: CallArguments {

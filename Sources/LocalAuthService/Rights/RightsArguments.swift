@@ -14,14 +14,11 @@ struct RightsAppOptions {
     var declaredAppID: String?
 
     init(_ value: DBusValue) throws(ServiceError) {
-        try self.init(RightsArgument.options(value))
+        try self.init(CallArgument.options(value))
     }
 
     init(_ options: [String: DBusValue]) throws(ServiceError) {
-        if let value = options[LocalAuthRightsBus.Option.appID] {
-            guard let id = value.string else { throw ServiceErrors.invalidArgs("app-id must be a string") }
-            declaredAppID = id
-        }
+        declaredAppID = try options.option(LocalAuthRightsBus.Option.appID, \.string, "a string")
     }
 }
 
@@ -33,22 +30,17 @@ struct SaveRightArguments: CallArguments {
     let secret: [UInt8]?
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        identifier = try RightsArgument.text(arguments[0], "the identifier")
-        let name = try RightsArgument.text(arguments[1], "the requirement")
+        identifier = try CallArgument.text(arguments[0], "the identifier")
+        let name = try CallArgument.text(arguments[1], "the requirement")
         guard let requirement = RightRequirementName(rawValue: name) else {
             throw ServiceErrors.invalidArgs(
                 "unknown requirement \(ServiceErrors.echo(name)); use "
                     + RightRequirementName.allCases.map(\.rawValue).joined(separator: ", "))
         }
         self.requirement = requirement
-        let options = try RightsArgument.options(arguments[2])
+        let options = try CallArgument.options(arguments[2])
         app = try RightsAppOptions(options)
-        if let value = options[LocalAuthRightsBus.Option.secret] {
-            guard let bytes = value.byteArray else { throw ServiceErrors.invalidArgs("secret must be ay") }
-            secret = bytes
-        } else {
-            secret = nil
-        }
+        secret = try options.option(LocalAuthRightsBus.Option.secret, \.byteArray, "ay")
     }
 }
 
@@ -58,7 +50,7 @@ struct RightIdentifierArguments: CallArguments {
     let app: RightsAppOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        identifier = try RightsArgument.text(arguments[0], "the identifier")
+        identifier = try CallArgument.text(arguments[0], "the identifier")
         app = try RightsAppOptions(arguments[1])
     }
 }
@@ -89,8 +81,8 @@ struct AuthorizeRightArguments: CallArguments {
     let evaluation: EvaluationOptions
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        identifier = try RightsArgument.text(arguments[0], "the identifier")
-        reason = try RightsArgument.text(arguments[1], "the localized reason")
+        identifier = try CallArgument.text(arguments[0], "the identifier")
+        reason = try CallArgument.text(arguments[1], "the localized reason")
         guard !reason.trimmed.isEmpty, reason.utf8.count <= LocalAuthBus.maximumTextLength else {
             throw ServiceErrors.invalidArgs("the localized reason must be 1 to \(LocalAuthBus.maximumTextLength) bytes")
         }
@@ -107,7 +99,7 @@ struct RightHandleArguments: CallArguments {
     let handle: String
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        handle = try RightsArgument.text(arguments[0], "the handle")
+        handle = try CallArgument.text(arguments[0], "the handle")
     }
 }
 typealias DeauthorizeArguments = RightHandleArguments
@@ -120,8 +112,8 @@ struct RightKeyOperationArguments {
     let data: [UInt8]
 
     init(_ arguments: [DBusValue], _ operation: KeyAlgorithm.Operation, _ verb: String) throws(ServiceError) {
-        handle = try RightsArgument.text(arguments[0], "the handle")
-        algorithm = try RightsArgument.algorithm(arguments[1])
+        handle = try CallArgument.text(arguments[0], "the handle")
+        algorithm = try KeyAlgorithm(argument: arguments[1])
         guard let bytes = arguments[2].byteArray else { throw ServiceErrors.invalidArgs("the data must be ay") }
         guard bytes.count <= RightsServiceLimits.keyOperationInputBytes else {
             throw ServiceErrors.limit("the data is larger than \(RightsServiceLimits.keyOperationInputBytes) bytes")
@@ -151,24 +143,15 @@ struct ExchangeKeysArguments: CallArguments {
     let sharedInfo: [UInt8]
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
-        handle = try RightsArgument.text(arguments[0], "the handle")
-        algorithm = try RightsArgument.algorithm(arguments[1])
+        handle = try CallArgument.text(arguments[0], "the handle")
+        algorithm = try KeyAlgorithm(argument: arguments[1])
         guard let peerBytes = arguments[2].byteArray else { throw ServiceErrors.invalidArgs("the public key must be ay") }
-        let parameters = try RightsArgument.options(arguments[3])
-        var requestedSize: Int?
-        if let value = parameters[LocalAuthRightsBus.Option.requestedSize] {
-            guard let size = value.uint32, size > 0, size <= 1024 else {
-                throw ServiceErrors.invalidArgs("requested-size must be a u from 1 to 1024")
-            }
-            requestedSize = Int(size)
-        }
-        var sharedInfo: [UInt8] = []
-        if let value = parameters[LocalAuthRightsBus.Option.sharedInfo] {
-            guard let info = value.byteArray, info.count <= 1024 else {
-                throw ServiceErrors.invalidArgs("shared-info must be ay of at most 1024 bytes")
-            }
-            sharedInfo = info
-        }
+        let parameters = try CallArgument.options(arguments[3])
+        let requestedSize = try parameters.option(
+            LocalAuthRightsBus.Option.requestedSize, \.uint32, "a u from 1 to 1024", where: { (1...1024).contains($0) }
+        ).map(Int.init)
+        let sharedInfo = try parameters.option(
+            LocalAuthRightsBus.Option.sharedInfo, \.byteArray, "ay of at most 1024 bytes", where: { $0.count <= 1024 }) ?? []
         guard algorithm.operation == .keyExchange else { throw ServiceErrors.invalidArgs("\(algorithm.rawValue) cannot exchange keys") }
         if algorithm.derivesWithX963, requestedSize == nil {
             throw ServiceErrors.invalidArgs("\(algorithm.rawValue) needs requested-size")
@@ -190,23 +173,13 @@ extension KeyAlgorithm {
     }
 }
 
-/// The pieces the argument structs are made of.
-enum RightsArgument {
-    static func options(_ value: DBusValue) throws(ServiceError) -> [String: DBusValue] {
-        guard let options = value.stringKeyedDictionary else { throw ServiceErrors.invalidArgs("options must be a{sv}") }
-        return options
-    }
-
-    static func text(_ value: DBusValue, _ what: String) throws(ServiceError) -> String {
-        guard let text = value.string else { throw ServiceErrors.invalidArgs("\(what) must be a string") }
-        return text
-    }
-
-    static func algorithm(_ value: DBusValue) throws(ServiceError) -> KeyAlgorithm {
-        let name = try text(value, "the algorithm")
+extension KeyAlgorithm {
+    /// An algorithm named by a caller: one of KeyAlgorithm's names, else InvalidArgs.
+    init(argument value: DBusValue) throws(ServiceError) {
+        let name = try CallArgument.text(value, "the algorithm")
         guard let algorithm = KeyAlgorithm(rawValue: name) else {
             throw ServiceErrors.invalidArgs("unknown algorithm \(ServiceErrors.echo(name))")
         }
-        return algorithm
+        self = algorithm
     }
 }

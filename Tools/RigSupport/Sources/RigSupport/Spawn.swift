@@ -1,9 +1,10 @@
+import CRigSpawn
 import Glibc
 
 /// Processes for the test rig and the benchmark, started with posix_spawn.
 ///
 /// Output goes to files, never pipes: rig.sh leaves daemons running that would
-/// hold a pipe open for ever. Foundation's Process is not used: its exit
+/// hold a pipe open for ever. Children get descriptors 0, 1 and 2 only. Foundation's Process is not used: its exit
 /// detection missed children here. Children start with no signal blocked and
 /// default handlers, as from a shell (test runners block some signals in
 /// their threads, and a child inherits that).
@@ -21,6 +22,14 @@ public enum Spawn {
             posix_spawn_file_actions_adddup2(&actions, 1, 2)
         } else {
             posix_spawn_file_actions_addopen(&actions, 2, stderrPath, O_WRONLY | O_CREAT | O_APPEND, 0o644)
+        }
+        // Nothing else of ours: a descriptor opened without O_CLOEXEC (the
+        // rig's lock, which `flock LOCK swift test …` leaves open in the test
+        // process; a test's socket) would live on in a daemon that outlives
+        // the test. An orphaned localauthd holding the lock once blocked every
+        // later rig run for 40 minutes. (glibc 2.34+; Debian 12 has 2.36.)
+        guard rig_spawn_file_actions_addclosefrom(&actions, 3) == 0 else {
+            throw RigError("cannot start \(program): posix_spawn_file_actions_addclosefrom_np failed")
         }
         var merged = currentEnvironment()
         for (key, value) in environment { merged[key] = value }

@@ -13,7 +13,7 @@ public struct Swtpm: Sendable {
     public var tcti: String { "swtpm:host=127.0.0.1,port=\(port)" }
 
     /// Starts swtpm over `stateDirectory` on a free port pair, and returns once
-    /// its control port accepts. A port lost to a race makes swtpm exit; then
+    /// both its ports accept. A port lost to a race makes swtpm exit; then
     /// another pair is tried, five times in all.
     public static func start(stateDirectory: String) throws -> Swtpm {
         guard access(program, X_OK) == 0 else {
@@ -30,7 +30,9 @@ public struct Swtpm: Sendable {
             ], stdoutPath: log, stderrPath: log)
             for _ in 0..<250 {
                 if Spawn.wait(pid, timeout: 0) != nil { break }
-                if accepts(port: port + 1) { return Swtpm(pid: pid, port: port) }
+                // Both: swtpm listens on the control port before the command
+                // port, and a loaded machine can run the TPM test in between.
+                if accepts(port: port + 1), accepts(port: port) { return Swtpm(pid: pid, port: port) }
                 usleep(20_000)
             }
             Spawn.terminate(pid, grace: 2)

@@ -34,9 +34,11 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
     /// Where the current service keeps prints in fprintd's layout.
     private var store = ""
 
-    private func fprintdService(store chosen: String? = nil) throws -> ServiceProcess {
-        let started = try ServiceProcess(bus: rig, fprintdStore: chosen, environment: ["G_DEBUG": "fatal-criticals"],
-                                         arguments: ["--fprintd"])
+    private func fprintdService(store chosen: String? = nil, environment: [String: String] = [:],
+                                arguments: [String] = []) throws -> ServiceProcess {
+        let started = try ServiceProcess(bus: rig, fprintdStore: chosen,
+                                         environment: ["G_DEBUG": "fatal-criticals"].merging(environment) { $1 },
+                                         arguments: ["--fprintd"] + arguments)
         store = chosen ?? (started.stateDirectory as NSString).deletingLastPathComponent + "/fprintd-store"
         return started
     }
@@ -259,6 +261,73 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("net.reactivated.fprint.device.setusername", "yes")
         let other = try runAs(65534, "/usr/bin/python3", [try testScript("fprintd-client.py"), "calls", "Claim:root", "Release"])
         XCTAssertEqual(other.stdout, "Claim ok \nRelease ok \n", other.output)
+        stopCleanly()
+    }
+
+    // MARK: A claim holds the reader
+
+    /// How often the log says the reader opened, and closed: open now if they differ.
+    private func readerOpenings() -> (opened: Int, closed: Int) {
+        let log = service.log
+        return (log.components(separatedBy: "reader virtual_device/0 open (").count - 1,
+                log.components(separatedBy: "reader virtual_device/0 closed").count - 1)
+    }
+
+    private var readerIsOpen: Bool { readerOpenings().opened > readerOpenings().closed }
+
+    /// fprintd opens the device at Claim and keeps it open until Release
+    /// (src/device.c: fprint_device_claim, fprint_device_release), and its
+    /// tests talk to libfprint's virtual device between Claim and
+    /// VerifyStart: the device listens on its socket only while it is open.
+    /// Ours holds the reader for the claim without a turn in the reader
+    /// queue, so an app's evaluation still runs while the device is claimed
+    /// and idle. `--reader-linger 0`: a reader nothing holds closes at once.
+    /// On main nothing was open after Claim, and a scan sent then found no socket.
+    func testAClaimOpensTheReaderUntilReleaseAndAnAppStillEvaluates() async throws {
+        service.stop()
+        service = try fprintdService(arguments: ["--reader-linger", "0"])
+        try await enroll("right-index-finger", as: "owner")
+        try waitUntil("the reader closed after the enrollment") { !readerIsOpen }
+        let (holder, output) = try start("/usr/bin/python3", [client, "claim-then-verify", "any"])
+        defer { if holder.isRunning { holder.signal(SIGKILL); holder.wait() } }
+        try waitForText("claimed", in: output)
+        XCTAssertTrue(readerIsOpen, "Claim opened the reader:\n\(service.log)")
+
+        present("owner")
+        let unlocked = await evaluate()
+        XCTAssertTrue(unlocked.succeeded, "an app's evaluation while the device is claimed: \(unlocked)")
+        XCTAssertTrue(readerIsOpen, "the claim still holds the reader after the evaluation:\n\(service.log)")
+
+        // A scan sent between Claim and VerifyStart waits in the device, as in fprintd's tests.
+        try ServiceProcess.send("SCAN owner", to: service.sensorSocket, retryFor: 1)
+        holder.signal(SIGUSR1)
+        XCTAssertEqual(holder.wait(timeout: 20), 0, readText(output))
+        XCTAssertEqual(readText(output).split(separator: "\n").map(String.init),
+                       ["claimed", "verifying", "selected right-index-finger", "status verify-match true", "released"])
+        try waitUntil("Release gave the reader back") { !readerIsOpen }
+        stopCleanly()
+    }
+
+    /// fprintd's Claim opens the device once; if that fails the answer is
+    /// Internal, "Open failed with error: …", and the device stays free
+    /// (src/device.c: dev_open_cb). As fprintd's test_claim_device_open_fail,
+    /// the virtual device's directory is moved away. On main the Claim
+    /// succeeded with nothing open.
+    func testAClaimWhoseOpenFailsIsInternalAndLeavesTheDeviceFree() throws {
+        service.stop()
+        let directory = rig.directory + "/fprintd-claim-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        service = try fprintdService(environment: ["FP_VIRTUAL_DEVICE": directory + "/vfp.sock"])
+        try FileManager.default.moveItem(atPath: directory, toPath: directory + "-moved")
+        let failed = try run("/usr/bin/python3", [client, "calls", "Claim:", "Release"])
+        let lines = failed.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, failed.output)
+        XCTAssertTrue(lines.first?.hasPrefix("Claim error net.reactivated.Fprint.Error.Internal: Open failed with error: ") ?? false,
+                      failed.output)
+        XCTAssertEqual(lines.last, "Release error net.reactivated.Fprint.Error.ClaimDevice: Device was not claimed before use")
+        try FileManager.default.moveItem(atPath: directory + "-moved", toPath: directory)
+        let claimed = try run("/usr/bin/python3", [client, "calls", "Claim:", "Release"])
+        XCTAssertEqual(claimed.output, "Claim ok \nRelease ok \n")
         stopCleanly()
     }
 
@@ -581,16 +650,14 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {
         try await enroll("right-index-finger", as: "owner")
-        // Claimed and idle: a claim holds no reader open (other programs may
-        // use it); the enrollment's open closes after the linger, claim or not.
+        // Claimed and idle: the claim keeps the reader open (as fprintd's
+        // Claim opens the device), and gives it back at SIGTERM, so the
+        // readers close and the service exits.
         let (holder, held) = try start("/usr/bin/python3", [client, "hold", ""])
         try waitForText("claimed", in: held)
-        try waitUntil("the reader is closed while claimed") {
-            let log = self.service.log
-            return log.components(separatedBy: "reader virtual_device/0 open").count
-                == log.components(separatedBy: "reader virtual_device/0 closed").count
-        }
+        XCTAssertTrue(readerIsOpen, service.log)
         stopCleanly()
+        XCTAssertFalse(readerIsOpen, "closed before the exit: \(service.log)")
         holder.signal(SIGTERM)
         holder.wait()
 

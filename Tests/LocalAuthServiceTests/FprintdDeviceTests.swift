@@ -111,6 +111,111 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertTrue(rig.router.registry.isEmpty)
     }
 
+    /// fprintd opens the device at Claim and closes it at Release
+    /// (src/device.c: fprint_device_claim, fprint_device_release). Ours
+    /// keeps the reader open through the one gate (Readers.acquire's count)
+    /// without a turn in the reader queue: an app's evaluation still runs
+    /// while the device is claimed and idle, and a verify's scans take their
+    /// turn. On main a Claim held nothing (no hold was ever taken).
+    @ServiceActor
+    func testAClaimKeepsTheReaderOpenUntilReleaseWithoutTakingTheQueue() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.expect(Self.ok, "Claim", "")
+        XCTAssertTrue(rig.seams.held, "Claim opened the reader")
+        XCTAssertTrue(rig.evaluation.queueIsFree, "a claim takes no turn in the reader queue")
+
+        // An app of the same machine evaluates meanwhile, on the reader the claim keeps open.
+        rig.evaluation.prints.enroll(.leftIndex, for: rig.evaluation.uid)
+        rig.evaluation.reader.script = [.match(0)]
+        let evaluated = await rig.evaluation.evaluate().value
+        XCTAssertNil(evaluated, "an evaluation while the device is claimed and idle")
+        XCTAssertTrue(rig.seams.held)
+
+        // A verify takes its turn and gives it back with its final status; the claim keeps the reader.
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        XCTAssertFalse(rig.evaluation.queueIsFree, "the verify's turn")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-match done")
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+        XCTAssertTrue(rig.seams.held, "the verify's end does not end the claim's hold")
+        await rig.expect(Self.ok, "VerifyStop")
+        XCTAssertTrue(rig.seams.held)
+        await rig.expect(Self.ok, "Release")
+        XCTAssertFalse(rig.seams.held, "Release gives the reader back")
+        XCTAssertEqual(rig.seams.holdsTaken, 1)
+
+        // Every other way a claim ends gives it back too.
+        await rig.expect(Self.ok, "Claim", "")
+        rig.device.senderVanished(rig.claimer)
+        XCTAssertFalse(rig.seams.held, "the claimer left the bus")
+        await rig.expect(Self.ok, "Claim", "")
+        rig.device.stopAll()
+        XCTAssertFalse(rig.seams.held, "SIGTERM: the readers must close")
+        let other = try FprintdRig()
+        await other.expect(Self.ok, "Claim", "")
+        other.device.readerGone()
+        XCTAssertFalse(other.seams.held, "the reader was unplugged")
+    }
+
+    /// fprintd answers a Claim whose open failed with Internal, "Open failed
+    /// with error: …" (src/device.c: dev_open_cb), after one attempt, and
+    /// the device stays unclaimed. On main the Claim succeeded without
+    /// opening anything.
+    @ServiceActor
+    func testAClaimWhoseOpenFailsAnswersAsFprintdAndLeavesTheDeviceFree() async throws {
+        let rig = try FprintdRig()
+        rig.seams.holdError = ServiceError(.readerInUse, "Failed to bind to socket")
+        let (answer, message) = await rig.call("Claim", "")
+        XCTAssertEqual(answer, Self.failed("Internal"))
+        XCTAssertEqual(message, "Open failed with error: Failed to bind to socket")
+        XCTAssertNil(rig.device.claim, "left unclaimed")
+        XCTAssertFalse(rig.seams.held)
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+        rig.seams.holdError = nil
+        await rig.expect(Self.ok, "Claim", "", from: rig.other, note: "free for anyone")
+        XCTAssertTrue(rig.seams.held)
+    }
+
+    /// Readers.closeAll (before suspend) waits for every holder, so a claim
+    /// gives its hold back when sleep begins and the claim stays (as
+    /// fprintd's); resume opens the reader for it again. A Claim while
+    /// asleep is a claim without a hold until resume.
+    @ServiceActor
+    func testSleepTakesAClaimsReaderBackAndResumeOpensItAgain() async throws {
+        let rig = try FprintdRig()
+        await rig.expect(Self.ok, "Claim", "")
+        rig.seams.asleep = true
+        rig.device.sleepBegan()
+        XCTAssertFalse(rig.seams.held, "given back before the readers close")
+        XCTAssertNotNil(rig.device.claim, "the claim stays")
+        rig.seams.asleep = false
+        rig.device.readersOffered()
+        await rig.settle()
+        XCTAssertTrue(rig.seams.held, "opened again after resume")
+        XCTAssertEqual(rig.seams.holdsTaken, 2)
+        await rig.expect(Self.ok, "Release")
+        XCTAssertFalse(rig.seams.held)
+
+        rig.seams.asleep = true
+        await rig.expect(Self.ok, "Claim", "", note: "while asleep")
+        XCTAssertFalse(rig.seams.held)
+        rig.seams.asleep = false
+        rig.device.readersOffered()
+        await rig.settle()
+        XCTAssertTrue(rig.seams.held)
+        // A resume that cannot open it: the claim goes on without a hold.
+        rig.seams.asleep = true
+        rig.device.sleepBegan()
+        rig.seams.asleep = false
+        rig.seams.holdError = ServiceError(.readerInUse, "Failed to bind to socket")
+        rig.device.readersOffered()
+        await rig.settle()
+        XCTAssertFalse(rig.seams.held)
+        await rig.expect(Self.ok, "Release")
+    }
+
     // MARK: Verify
 
     @ServiceActor

@@ -6,13 +6,16 @@ import LocalAuthShared
 /// Evaluation/Verification.swift) and of the one enroll operation
 /// (Enrollment, Enrollment/Enrollment.swift).
 ///
-/// Sharing the reader: VerifyStart and EnrollStart take the reader for
-/// their operation, as every operation here does: a turn in the service's
-/// one queue (SensorQueue, fair between users), then the device opened
-/// through the gate; both before the call answers, so "started" means the
-/// reader is open and waiting for a finger, as it is in fprintd, and a
-/// reader that cannot be had is the call's error. The operation holds its
-/// first scan until Start has answered. The reader is given back with the
+/// Sharing the reader: a Claim opens the reader and keeps it open until the
+/// claim ends, as fprintd's does, but it holds no turn in the service's one
+/// queue (SensorQueue, fair between users), so an app's evaluation still runs
+/// while a lock screen sits claimed (FprintdDevice.swift, docs/FPRINTD.md).
+/// VerifyStart and EnrollStart take their turn in the queue as every
+/// operation does, then the reader (through the gate: already open for the
+/// claim, it costs no open); both before the call answers, so "started"
+/// means the reader is open and waiting for a finger, as it is in fprintd,
+/// and a turn that cannot be had is the call's error. The operation holds
+/// its first scan until Start has answered. The turn is given back with the
 /// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor

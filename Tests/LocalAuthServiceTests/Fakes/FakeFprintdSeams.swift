@@ -94,6 +94,13 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         get { rig.reader.reachable }
         set { rig.reader.reachable = newValue }
     }
+    /// What a Claim's open throws (another program holds the reader: `readerInUse`).
+    var holdError: ServiceError?
+    /// Claims' holds of the reader: taken, and given back.
+    private(set) var holdsTaken = 0
+    private(set) var holdsReleased = 0
+    /// Whether a claim keeps the reader open now.
+    var held: Bool { holdsTaken > holdsReleased }
     var asleep = false
     var presence: EnvironmentRules.Presence = .local
     var passwordNeededError: ServiceError?
@@ -126,6 +133,15 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
     ) async throws(ServiceError) -> any EnrollSession {
         _ = try await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
         return FakeFprintdSession(reader: rig.reader, seams: self)
+    }
+
+    func hold(_ reader: Readers.Identity, cancellable: Cancellable) async throws(ServiceError) -> (any FprintdHold)? {
+        // An await, as opening a real reader is.
+        await Task.yield()
+        if asleep { return nil }
+        if let holdError { throw holdError }
+        holdsTaken += 1
+        return FakeHold { [weak self] in self?.holdsReleased += 1 }
     }
 
     func withReader(
@@ -179,6 +195,17 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
             if case .boolean(true)? = signal.arguments.last { words.append("done") }
             return words.joined(separator: " ")
         }
+    }
+}
+
+/// A Claim's hold: counts its one release.
+@ServiceActor
+final class FakeHold: FprintdHold {
+    private var released: (@ServiceActor () -> Void)?
+    init(_ released: @escaping @ServiceActor () -> Void) { self.released = released }
+    func release() {
+        released?()
+        released = nil
     }
 }
 

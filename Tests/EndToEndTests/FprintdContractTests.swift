@@ -222,7 +222,8 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
             "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprints enrolled",
             "VerifyStop error net.reactivated.Fprint.Error.NoActionInProgress: No verification in progress",
             "EnrollStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
-            "VerifyStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name pinky",
+            // As fprintd: a name that is no finger's is "any" (here nobody's prints).
+            "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprints enrolled",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.NoEnrolledPrints: Fingerprint for finger left-thumb is not enrolled",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
             "DeleteEnrolledFingers2 error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprint enrolled",
@@ -548,6 +549,23 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         stopCleanly()
     }
 
+    /// fprintd's VerifyStart (src/device.c finger_name_to_fp_finger): a
+    /// name that is no finger's is "any", and a finger not enrolled is
+    /// NoEnrolledPrints "No such print N". On main the first was
+    /// InvalidFingername.
+    func testAFingerNameThatIsNoFingersVerifiesAnyAndOneNotEnrolledIsNoEnrolledPrints() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "some-garbage"])
+        try waitForText("verifying", in: verifying)
+        try service.sensor("SCAN owner")
+        XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
+        XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\nstatus verify-match true\n")
+        let missing = try run("/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:right-little-finger", "Release"])
+        XCTAssertEqual(missing.output.split(separator: "\n").map(String.init),
+                       ["Claim ok ", "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No such print 10", "Release ok "])
+        stopCleanly()
+    }
+
     // MARK: A reader that identifies (virtual_device_storage)
 
     /// fprintd's duplicate check (one identify over every print on the reader,
@@ -587,7 +605,8 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try waitForText("verifying", in: verifying)
         try ServiceProcess.send("SCAN alpha", to: socket)
         XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
-        XCTAssertEqual(readText(verifying), "verifying\nselected any\nstatus verify-match true\n")
+        // One print: fprintd 1.94 verifies it and names its finger, even on a reader that identifies.
+        XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\nstatus verify-match true\n")
 
         // Deleting through fprintd's interface deletes on the chip, as localauthctl's delete does.
         try rig.polkit("org.example.LocalAuth.manage", "yes")

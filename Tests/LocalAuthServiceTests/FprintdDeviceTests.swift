@@ -289,10 +289,60 @@ final class FprintdDeviceTests: XCTestCase {
         let refused2 = await refusal()
         XCTAssertEqual(refused2, FprintdRefusal.passwordRequired)
         rig.seams.passwordNeededError = nil
-        await rig.expect(Self.failed("InvalidFingername"), "VerifyStart", "pinky")
         await rig.expect(Self.failed("NoEnrolledPrints"), "VerifyStart", "left-thumb")
         XCTAssertEqual(rig.evaluation.reader.opens, 0, "no refusal touches the reader")
         XCTAssertNil(rig.device.operation)
+    }
+
+    /// fprintd 1.94's VerifyStart (src/device.c finger_name_to_fp_finger,
+    /// fprint_device_verify_start): a name that is no finger's ("", garbage)
+    /// is "any", not an error; a finger's name that is not enrolled is
+    /// NoEnrolledPrints "No such print N" (libfprint's finger number). On
+    /// main an unknown name was InvalidFingername.
+    @ServiceActor
+    func testAnUnknownFingerNameIsAnyAndAFingerNotEnrolledIsNoEnrolledPrints() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        rig.seams.enroll(.leftThumb, for: rig.uid)
+        await rig.expect(Self.ok, "Claim", "")
+        for name in ["some-garbage", "", "Right-Index-Finger"] {
+            rig.evaluation.reader.script = [.match(0)]
+            await rig.expect(Self.ok, "VerifyStart", name, note: "'\(name)' is any")
+            await rig.settle()
+            await rig.expect(Self.ok, "VerifyStop")
+        }
+        // A verify-only reader: the print the rotation is at (the finger that matched last), named.
+        XCTAssertEqual(rig.evaluation.reader.galleries.map(\.first), [.rightIndex, .rightIndex, .rightIndex])
+        XCTAssertEqual(
+            rig.statuses,
+            Array(repeating: ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-match done"], count: 3).flatMap { $0 })
+        let (answer, message) = await rig.call("VerifyStart", "right-little-finger")
+        XCTAssertEqual(answer, Self.failed("NoEnrolledPrints"))
+        XCTAssertEqual(message, "No such print 10", "fprintd's words: the finger's number")
+        XCTAssertEqual(rig.evaluation.reader.scans, 3, "no scan for a finger not enrolled")
+        XCTAssertNil(rig.device.operation)
+    }
+
+    /// fprintd 1.94 verifies a user's only print, even on a reader that
+    /// identifies, and names its finger in VerifyFingerSelected; "any" with
+    /// more prints there is identification, selected "any".
+    @ServiceActor
+    func testAnyWithOnePrintOnAReaderThatIdentifiesNamesItsFinger() async throws {
+        let rig = try FprintdRig()
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.expect(Self.ok, "Claim", "")
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        await rig.settle()
+        await rig.expect(Self.ok, "VerifyStop")
+        rig.seams.enroll(.leftThumb, for: rig.uid)
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.expect(Self.ok, "VerifyStart", "not-a-finger")
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses.filter { $0.hasPrefix("VerifyFingerSelected") },
+            ["VerifyFingerSelected right-index-finger", "VerifyFingerSelected any"])
     }
 
     @ServiceActor

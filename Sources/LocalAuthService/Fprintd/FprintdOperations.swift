@@ -180,28 +180,26 @@ extension FprintdDevice {
         let request = call.request
         let claim = try currentClaim(request.sender)
         try refuseWhileBusy()
-        let name = call.arguments.name
-        let finger: FingerName?
-        if name == FprintdBus.anyFinger {
-            finger = nil
-        } else {
-            guard let named = FingerName(rawValue: name) else {
-                throw ServiceError(.invalidArgs, "Invalid finger name \(ServiceErrors.echo(name))")
-            }
-            finger = named
-        }
+        // As fprintd's finger_name_to_fp_finger: "any", "" and a name that is
+        // no finger's all mean any enrolled finger (not an error).
+        let finger = FingerName(rawValue: call.arguments.name)
         // What the first scan compares with, and the finger fprintd reports
-        // as selected: "any" on a reader that identifies; on one that cannot,
-        // the verify-only rotation's print (the LAContext scan's, not
-        // fprintd's "the first finger": docs/FPRINTD.md).
+        // as selected: "any" when a reader that identifies compares with
+        // several prints; else the one print's finger (fprintd 1.94 verifies
+        // a user's only print, and names it), on a reader that cannot
+        // identify the verify-only rotation's print (the LAContext scan's,
+        // not fprintd's "the first finger": docs/FPRINTD.md).
         let selected: String
         switch gallery(uid: claim.uid, finger: finger) {
         case .success(let first):
-            selected = finger == nil && supportsIdentify ? FprintdBus.anyFinger : first[0].finger.rawValue
+            selected = finger == nil && supportsIdentify && first.count > 1 ? FprintdBus.anyFinger : first[0].finger.rawValue
         case .failure(let refused):
-            if case .notEnrolled = refused.kind { throw refused }
+            if case .notEnrolled = refused.kind {
+                // fprintd names a finger not enrolled by libfprint's number.
+                throw finger.map { ServiceError(.notEnrolled, "No such print \($0.fpFinger)") } ?? refused
+            }
             // The rules below say it in fprintd's words.
-            selected = name
+            selected = finger?.rawValue ?? FprintdBus.anyFinger
         }
         // The same rules as an LAContext evaluation, in fprintd's vocabulary.
         if let refusal = await refusal(request.caller, uid: claim.uid, reader: identity) {

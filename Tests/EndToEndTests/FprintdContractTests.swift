@@ -549,6 +549,31 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         stopCleanly()
     }
 
+    /// libfprint's errors from the real virtual device (its ERROR command,
+    /// as fprintd's tests send them) end a verify and an enroll with fprintd
+    /// 1.94's statuses: PROTO is "disconnected", DATA_NOT_FOUND ends a verify
+    /// with verify-no-match (counted nowhere). On main both PROTOs were
+    /// unknown-error, and so was DATA_NOT_FOUND.
+    func testLibfprintErrorsEndAVerifyAndAnEnrollWithFprintdsStatus() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        for (code, expected) in [(5, "status verify-disconnected true"), (7, "status verify-no-match true")] {
+            let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
+            try waitForText("verifying", in: verifying)
+            try service.sensor("ERROR \(code)")
+            XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
+            XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\n\(expected)\n", "ERROR \(code)")
+        }
+        XCTAssertFalse(service.log.contains("failed fingerprint match"), "no scan was judged: \(service.log)")
+        let (enroller, enrolling) = try start("/usr/bin/python3", [client, "gnome-settings-enroll", "left-thumb"])
+        try waitForText("enrolling", in: enrolling)
+        try service.sensor("SCAN thumb")
+        try waitForText("status enroll-stage-passed", in: enrolling)
+        try service.sensor("ERROR 5")
+        try waitForText("status enroll-disconnected true", in: enrolling)
+        XCTAssertEqual(enroller.wait(timeout: 20), 0, readText(enrolling))
+        stopCleanly()
+    }
+
     /// fprintd's VerifyStart (src/device.c finger_name_to_fp_finger): a
     /// name that is no finger's is "any", and a finger not enrolled is
     /// NoEnrolledPrints "No such print N". On main the first was

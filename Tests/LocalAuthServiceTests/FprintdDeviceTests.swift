@@ -666,6 +666,71 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertTrue(rig.evaluation.queueIsFree)
     }
 
+    // MARK: libfprint's errors in fprintd's statuses
+
+    /// fprintd 1.94's verify_result_to_name and enroll_result_to_name
+    /// (src/device.c; Debian's fprintd 1.94.2 compares exactly these codes),
+    /// error by error as fprintd's own tests list them (tests/fprintd.py,
+    /// test_verify_error_*, test_enroll_error_*): PROTO is "disconnected",
+    /// DATA_FULL ends an enroll with enroll-data-full, DATA_NOT_FOUND a verify
+    /// with verify-no-match (judged by no reader: counted nowhere), every
+    /// other error is "unknown-error". Ours differ where docs/FPRINTD.md says
+    /// why: REMOVED (unplugged) is "disconnected", DATA_DUPLICATE (the chip's
+    /// own check) enroll-duplicate. On main PROTO was unknown-error on both
+    /// sides and DATA_NOT_FOUND verify-unknown-error.
+    @ServiceActor
+    func testEveryLibfprintErrorEndsAVerifyAndAnEnrollWithFprintdsStatus() async throws {
+        let verify: [FprintDeviceError: FprintdBus.VerifyResult] = [
+            .general: .unknownError, .notSupported: .unknownError, .notOpen: .unknownError, .alreadyOpen: .unknownError,
+            .busy: .unknownError, .proto: .disconnected, .dataInvalid: .unknownError, .dataNotFound: .noMatch,
+            .dataFull: .unknownError, .dataDuplicate: .unknownError, .removed: .disconnected, .tooHot: .unknownError,
+        ]
+        let enroll: [FprintDeviceError: FprintdBus.EnrollResult] = [
+            .general: .unknownError, .notSupported: .unknownError, .notOpen: .unknownError, .alreadyOpen: .unknownError,
+            .busy: .unknownError, .proto: .disconnected, .dataInvalid: .unknownError, .dataNotFound: .unknownError,
+            .dataFull: .dataFull, .dataDuplicate: .duplicate, .removed: .disconnected, .tooHot: .unknownError,
+        ]
+        XCTAssertEqual(Set(verify.keys), Set(FprintDeviceError.allCases))
+        XCTAssertEqual(Set(enroll.keys), Set(FprintDeviceError.allCases))
+        for error in FprintDeviceError.allCases {
+            let rig = try FprintdRig()
+            rig.seams.enroll(.rightIndex, for: rig.uid)
+            await rig.expect(Self.ok, "Claim", "")
+            rig.evaluation.reader.script = [.fail(error.error("\(error)"))]
+            await rig.expect(Self.ok, "VerifyStart", "any")
+            await rig.settle()
+            XCTAssertEqual(rig.statuses.last, "VerifyStatus \(verify[error]!.rawValue) done", "\(error)")
+            XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "\(error): no reader judged a scan")
+            await rig.expect(Self.ok, "VerifyStop")
+            rig.seams.enrollSteps = [.stage(1), .fail(error.error("\(error)"))]
+            await rig.expect(Self.ok, "EnrollStart", "left-thumb")
+            await rig.settle()
+            let final = "EnrollStatus \(enroll[error]!.rawValue) done"
+            XCTAssertEqual(rig.statuses.suffix(2), ["EnrollStatus enroll-stage-passed", final], "\(error)")
+            await rig.expect(Self.ok, "EnrollStop")
+        }
+    }
+
+    /// fprintd's duplicate check before an enrollment on a reader that
+    /// identifies takes DATA_NOT_FOUND as "no duplicate": the stage passes
+    /// (src/device.c enroll_identify_cb; tests/fprintd.py
+    /// test_enroll_error_data_not_found). The one enroll operation does this
+    /// (Enrollment.refuseDuplicate); here it is held to fprintd's statuses.
+    @ServiceActor
+    func testADuplicateCheckThatFindsNothingOnTheChipPassesItsStage() async throws {
+        let rig = try FprintdRig()
+        rig.reader.supportsIdentify = true
+        rig.seams.enroll(.leftThumb, for: 1234)
+        await rig.expect(Self.ok, "Claim", "")
+        rig.evaluation.reader.script = [.fail(FprintDeviceError.dataNotFound.error("Print was not found on the device"))]
+        rig.seams.enrollSteps = [.stage(1), .stage(2), .stage(3), .stage(4), .stage(5)]
+        await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
+        await rig.settle()
+        XCTAssertEqual(rig.statuses.first, "EnrollStatus enroll-stage-passed")
+        XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-completed done")
+        XCTAssertEqual(rig.seams.saved.map(\.0), [.rightIndex])
+    }
+
     // MARK: Deleting
 
     @ServiceActor

@@ -335,8 +335,12 @@ extension FprintdDevice {
             // counted nowhere), and the Stop waits for it (so at SIGTERM). A
             // timeout or sleep is an error to report.
             return operation.timedOut ? .unknownError : .noMatch
-        case .readerFailed(_, .removed, _):
+        // PROTO is fprintd's "disconnected"; an unplugged reader is ours (docs/FPRINTD.md).
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
             return .disconnected
+        case .readerFailed(_, .notFound, _):
+            // fprintd 1.94: the chip lacks the print, so it did not match (judged by no scan: counted nowhere).
+            return operation.disconnected ? .disconnected : .noMatch
         case .readerFailed(let error, _, _):
             if operation.disconnected { return .disconnected }
             Log.warning("fprintd device \(id): verify failed: \(error)")
@@ -444,7 +448,9 @@ extension FprintdDevice {
         }
     }
 
-    /// The final status of an enrollment that kept no print, as fprintd says it.
+    /// The final status of an enrollment that kept no print, as fprintd says
+    /// it (fprintd 1.94's enroll_result_to_name), but for an unplugged reader
+    /// and the chip's duplicate check (docs/FPRINTD.md).
     private func finalStatus(_ failure: EnrollFailure, _ operation: FprintdOperation) -> FprintdBus.EnrollResult {
         if operation.disconnected { return .disconnected }
         switch failure {
@@ -453,7 +459,8 @@ extension FprintdDevice {
         case .interrupted, .readerFailed(_, .cancelled, _):
             // EnrollStop, Release, the claimer gone: enroll-failed; no finger in time, sleep: an error.
             return operation.timedOut ? .unknownError : .failed
-        case .readerFailed(_, .removed, _):
+        // PROTO is fprintd's "disconnected"; an unplugged reader is ours.
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
             return .disconnected
         case .readerFailed(_, .dataFull, _):
             return .dataFull

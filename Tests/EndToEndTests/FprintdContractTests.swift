@@ -160,6 +160,9 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(deleted.status, 0, deleted.output)
         XCTAssertTrue(deleted.output.contains("Fingerprints of user root deleted"), deleted.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+        // As fprintd's file storage leaves it: no directory of a user without prints, the store stays.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: store + "/root"), "fprintd's store keeps no empty directory")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: store))
         let none = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(none.output.contains("User root has no fingers enrolled"), none.output)
         let after = try await LAFingerprints.enrolledFingers()
@@ -202,6 +205,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         // Deleted through org.example.LocalAuth: gone for fprintd's clients too.
         try await LAFingerprints.deleteAll()
         XCTAssertEqual(files(below: store), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: store + "/root"), "as fprintd leaves its store")
         let listed = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(listed.output.contains("User root has no fingers enrolled"), listed.output)
         stopCleanly()

@@ -753,6 +753,30 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertFalse(rig.evaluation.reader.isOpen)
     }
 
+    /// fprintd's delete_enrolled_fingers (src/device.c): a print whose file
+    /// cannot be removed is PrintsNotDeleted, "Impossible to delete
+    /// fingerprint reference …", after the user's other prints have gone
+    /// (tests/fprintd.py: the not-writable print stays, the other is
+    /// deleted). On main the first failure stopped the delete, with
+    /// another text.
+    @ServiceActor
+    func testAPrintThatCannotBeDeletedIsPrintsNotDeletedAndTheOthersGo() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        rig.seams.enroll(.leftThumb, for: rig.uid)
+        rig.seams.unremovable = ["\(rig.uid)/right-index-finger"]
+        await rig.expect(Self.ok, "Claim", "")
+        let (answer, message) = await rig.call("DeleteEnrolledFingers2")
+        XCTAssertEqual(answer, Self.failed("PrintsNotDeleted"))
+        XCTAssertTrue(message.hasPrefix("Impossible to delete fingerprint reference got error: "), message)
+        XCTAssertEqual(rig.seams.prints(of: rig.uid, on: rig.reader.identity).map(\.finger), [.rightIndex], "the others went")
+        XCTAssertEqual(rig.seams.changedUsers, [rig.uid])
+        await rig.expect(Self.failed("PrintsNotDeleted"), "DeleteEnrolledFinger", "right-index-finger")
+        rig.seams.unremovable = []
+        await rig.expect(Self.ok, "DeleteEnrolledFinger", "right-index-finger")
+        XCTAssertTrue(rig.seams.prints(of: rig.uid, on: rig.reader.identity).isEmpty)
+    }
+
     // MARK: Properties
 
     @ServiceActor

@@ -296,16 +296,21 @@ final class FprintdDevice {
         try removeFiles(doomed, finger: finger, uid: uid)
     }
 
+    /// As fprintd's delete_enrolled_fingers: every print is tried, and one
+    /// whose file stays is PrintsNotDeleted in fprintd's words (the first such).
     private func removeFiles(_ doomed: [EnrolledPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
         // The user's LAEnvironment subscribers hear it.
         defer { seams.userChanged(uid) }
+        var failure: ServiceError?
         for stored in doomed {
             do {
                 try seams.remove(stored)
             } catch {
-                throw ServiceError(.storageFailed, "Failed to delete fingerprint: \(error)")
+                Log.error("fprintd device \(id): could not delete \(stored.location): \(error)")
+                failure = failure ?? ServiceError(.storageFailed, "Impossible to delete fingerprint reference got error: \(error)")
             }
         }
+        if let failure { throw failure }
         Log.info("fprintd device \(id): deleted \(finger?.rawValue ?? "every finger") of uid \(uid) on \(identity)")
     }
 

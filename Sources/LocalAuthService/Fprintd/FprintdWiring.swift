@@ -98,7 +98,14 @@ final class ServiceFprintdWiring: FprintdSeams {
         try prints.saveInFprintdLayout(print, finger: finger, username: username, uid: uid, reader: reader)
     }
 
-    func remove(_ print: EnrolledPrint) throws { try AtomicFile.remove(print.location) }
+    func remove(_ print: EnrolledPrint) throws {
+        // fprintd's store is left as fprintd leaves it (no empty directories); ours keeps its own rules.
+        if print.source == .fprintd {
+            try prints.removeFromFprintdLayout(print.location)
+        } else {
+            try AtomicFile.remove(print.location)
+        }
+    }
 
     // MARK: Rules and who hears
 

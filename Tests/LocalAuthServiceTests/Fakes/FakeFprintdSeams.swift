@@ -167,7 +167,11 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         enroll(finger, for: uid)
     }
 
+    /// Prints whose removal fails (by location), as a file that cannot be unlinked.
+    var unremovable: Set<String> = []
+
     func remove(_ print: EnrolledPrint) throws {
+        if unremovable.contains(print.location) { throw POSIXError(.EISDIR) }
         stored = stored.mapValues { $0.filter { $0.location != print.location } }
     }
 

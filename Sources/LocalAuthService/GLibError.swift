@@ -54,6 +54,41 @@ enum RetryKind: Sendable, CaseIterable {
     case general, tooShort, centerFinger, removeFinger
 }
 
+/// libfprint's device errors (fp-device.h's FpDeviceError), every one by
+/// name, so that a table deciding on them (ReaderFailure) decides on each.
+enum FprintDeviceError: CaseIterable, Sendable {
+    case general, notSupported, notOpen, alreadyOpen, busy, proto, dataInvalid
+    case dataNotFound, dataFull, dataDuplicate, removed, tooHot
+
+    private var value: FpDeviceError {
+        switch self {
+        case .general: FP_DEVICE_ERROR_GENERAL
+        case .notSupported: FP_DEVICE_ERROR_NOT_SUPPORTED
+        case .notOpen: FP_DEVICE_ERROR_NOT_OPEN
+        case .alreadyOpen: FP_DEVICE_ERROR_ALREADY_OPEN
+        case .busy: FP_DEVICE_ERROR_BUSY
+        case .proto: FP_DEVICE_ERROR_PROTO
+        case .dataInvalid: FP_DEVICE_ERROR_DATA_INVALID
+        case .dataNotFound: FP_DEVICE_ERROR_DATA_NOT_FOUND
+        case .dataFull: FP_DEVICE_ERROR_DATA_FULL
+        case .dataDuplicate: FP_DEVICE_ERROR_DATA_DUPLICATE
+        case .removed: FP_DEVICE_ERROR_REMOVED
+        case .tooHot: FP_DEVICE_ERROR_TOO_HOT
+        }
+    }
+
+    /// The one `error` is, if it is one of libfprint's device errors.
+    init?(_ error: GLibError) {
+        guard error.isDeviceError, let known = Self.allCases.first(where: { error.isDevice($0.value) }) else { return nil }
+        self = known
+    }
+
+    /// This error as libfprint reports it.
+    func error(_ message: String = "") -> GLibError {
+        GLibError(domain: cfprint_device_error_quark(), code: Int32(value.rawValue), message: message)
+    }
+}
+
 // libfprint's device errors, named for the checks the service makes.
 let FP_DEVICE_ERROR_REMOVED_VALUE = FP_DEVICE_ERROR_REMOVED
 let FP_DEVICE_ERROR_TOO_HOT_VALUE = FP_DEVICE_ERROR_TOO_HOT

@@ -140,7 +140,7 @@ public final class LocalAuthService {
                     readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
                     environment: environment, callers: callers, duplicateChecks: duplicateChecks, enrollment: enrollment,
                     bus: bus, loginSecrets: loginSecrets),
-                router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout,
+                router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout, events: events,
                 spawn: { [work] body in work.yield(.task(body)) })
             : nil
     }

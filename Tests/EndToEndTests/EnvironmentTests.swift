@@ -133,6 +133,43 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(readText(matching).contains("status verify-match true"), readText(matching))
     }
 
+    /// `--fprintd`: a claim keeps the reader open (fprintd's Claim opens the
+    /// device), so sleep takes it back: the reader closes before the
+    /// inhibitor goes while the device stays claimed, and after resume the
+    /// claim has the reader open again, until its claimer leaves. On main a
+    /// claim held nothing, and the reader stayed closed after resume.
+    func testSleepClosesAClaimedReaderAndResumeOpensItAgain() async throws {
+        try restart(arguments: ["--fprintd", "--reader-linger", "0"])
+        try waitUntil("the service holds a delay inhibitor") { try inhibitors().contains("sleep localauthd delay") }
+        func opened(_ word: String) -> Int { service.log.components(separatedBy: "reader virtual_device/0 \(word)").count - 1 }
+        var readerIsOpen: Bool { opened("open (") > opened("closed") }
+        let client = try testScript("fprintd-client.py")
+        let output = rig.directory + "/fprintd-sleep-claim-\(UInt32.random(in: 0...UInt32.max)).out"
+        let holder = try Child("/usr/bin/python3", [client, "hold", ""], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address],
+                               stdoutPath: output, stderrPath: output)
+        defer { if holder.isRunning { holder.signal(SIGKILL); holder.wait() } }
+        try waitForText("claimed", in: output)
+        XCTAssertTrue(readerIsOpen, "Claim opened the reader: \(service.log)")
+
+        try world(["sleep", "true"])
+        try waitUntil("the inhibitor is released") { try !inhibitors().contains("localauthd") }
+        XCTAssertFalse(readerIsOpen, "closed for sleep, claimed or not: \(service.log)")
+        let log = service.log
+        let closed = try XCTUnwrap(log.range(of: "reader virtual_device/0 closed"), log)
+        let released = try XCTUnwrap(log.range(of: "released logind's sleep inhibitor"), log)
+        XCTAssertLessThan(closed.lowerBound, released.lowerBound, log)
+
+        try world(["sleep", "false"])
+        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+        try waitUntil("resume opened the claimed reader again") { readerIsOpen }
+        let second = try runProgram("/usr/bin/python3", [client, "calls", "Claim:"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        XCTAssertEqual(second.stdout, "Claim error net.reactivated.Fprint.Error.AlreadyInUse: Device was already claimed\n",
+                       "the claim outlived the sleep: \(second.output)")
+        holder.signal(SIGTERM)
+        holder.wait()
+        try waitUntil("the claimer left: the reader closes") { !readerIsOpen }
+    }
+
     /// Issue 20, item 3: sleep ends AuthorizeRight's and VerifyUser's scans
     /// too (not only EvaluatePolicy's), before the inhibitor goes, and the
     /// reader works after resume.

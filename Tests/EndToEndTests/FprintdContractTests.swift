@@ -34,9 +34,11 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
     /// Where the current service keeps prints in fprintd's layout.
     private var store = ""
 
-    private func fprintdService(store chosen: String? = nil) throws -> ServiceProcess {
-        let started = try ServiceProcess(bus: rig, fprintdStore: chosen, environment: ["G_DEBUG": "fatal-criticals"],
-                                         arguments: ["--fprintd"])
+    private func fprintdService(store chosen: String? = nil, environment: [String: String] = [:],
+                                arguments: [String] = []) throws -> ServiceProcess {
+        let started = try ServiceProcess(bus: rig, fprintdStore: chosen,
+                                         environment: ["G_DEBUG": "fatal-criticals"].merging(environment) { $1 },
+                                         arguments: ["--fprintd"] + arguments)
         store = chosen ?? (started.stateDirectory as NSString).deletingLastPathComponent + "/fprintd-store"
         return started
     }
@@ -158,6 +160,9 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(deleted.status, 0, deleted.output)
         XCTAssertTrue(deleted.output.contains("Fingerprints of user root deleted"), deleted.output)
         XCTAssertFalse(FileManager.default.fileExists(atPath: file))
+        // As fprintd's file storage leaves it: no directory of a user without prints, the store stays.
+        XCTAssertFalse(FileManager.default.fileExists(atPath: store + "/root"), "fprintd's store keeps no empty directory")
+        XCTAssertTrue(FileManager.default.fileExists(atPath: store))
         let none = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(none.output.contains("User root has no fingers enrolled"), none.output)
         let after = try await LAFingerprints.enrolledFingers()
@@ -200,6 +205,7 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         // Deleted through org.example.LocalAuth: gone for fprintd's clients too.
         try await LAFingerprints.deleteAll()
         XCTAssertEqual(files(below: store), [])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: store + "/root"), "as fprintd leaves its store")
         let listed = try run("/usr/bin/fprintd-list", ["root"])
         XCTAssertTrue(listed.output.contains("User root has no fingers enrolled"), listed.output)
         stopCleanly()
@@ -220,7 +226,8 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
             "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprints enrolled",
             "VerifyStop error net.reactivated.Fprint.Error.NoActionInProgress: No verification in progress",
             "EnrollStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
-            "VerifyStart error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name pinky",
+            // As fprintd: a name that is no finger's is "any" (here nobody's prints).
+            "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprints enrolled",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.NoEnrolledPrints: Fingerprint for finger left-thumb is not enrolled",
             "DeleteEnrolledFinger error net.reactivated.Fprint.Error.InvalidFingername: Invalid finger name",
             "DeleteEnrolledFingers2 error net.reactivated.Fprint.Error.NoEnrolledPrints: No fingerprint enrolled",
@@ -259,6 +266,73 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try rig.polkit("net.reactivated.fprint.device.setusername", "yes")
         let other = try runAs(65534, "/usr/bin/python3", [try testScript("fprintd-client.py"), "calls", "Claim:root", "Release"])
         XCTAssertEqual(other.stdout, "Claim ok \nRelease ok \n", other.output)
+        stopCleanly()
+    }
+
+    // MARK: A claim holds the reader
+
+    /// How often the log says the reader opened, and closed: open now if they differ.
+    private func readerOpenings() -> (opened: Int, closed: Int) {
+        let log = service.log
+        return (log.components(separatedBy: "reader virtual_device/0 open (").count - 1,
+                log.components(separatedBy: "reader virtual_device/0 closed").count - 1)
+    }
+
+    private var readerIsOpen: Bool { readerOpenings().opened > readerOpenings().closed }
+
+    /// fprintd opens the device at Claim and keeps it open until Release
+    /// (src/device.c: fprint_device_claim, fprint_device_release), and its
+    /// tests talk to libfprint's virtual device between Claim and
+    /// VerifyStart: the device listens on its socket only while it is open.
+    /// Ours holds the reader for the claim without a turn in the reader
+    /// queue, so an app's evaluation still runs while the device is claimed
+    /// and idle. `--reader-linger 0`: a reader nothing holds closes at once.
+    /// On main nothing was open after Claim, and a scan sent then found no socket.
+    func testAClaimOpensTheReaderUntilReleaseAndAnAppStillEvaluates() async throws {
+        service.stop()
+        service = try fprintdService(arguments: ["--reader-linger", "0"])
+        try await enroll("right-index-finger", as: "owner")
+        try waitUntil("the reader closed after the enrollment") { !readerIsOpen }
+        let (holder, output) = try start("/usr/bin/python3", [client, "claim-then-verify", "any"])
+        defer { if holder.isRunning { holder.signal(SIGKILL); holder.wait() } }
+        try waitForText("claimed", in: output)
+        XCTAssertTrue(readerIsOpen, "Claim opened the reader:\n\(service.log)")
+
+        present("owner")
+        let unlocked = await evaluate()
+        XCTAssertTrue(unlocked.succeeded, "an app's evaluation while the device is claimed: \(unlocked)")
+        XCTAssertTrue(readerIsOpen, "the claim still holds the reader after the evaluation:\n\(service.log)")
+
+        // A scan sent between Claim and VerifyStart waits in the device, as in fprintd's tests.
+        try ServiceProcess.send("SCAN owner", to: service.sensorSocket, retryFor: 1)
+        holder.signal(SIGUSR1)
+        XCTAssertEqual(holder.wait(timeout: 20), 0, readText(output))
+        XCTAssertEqual(readText(output).split(separator: "\n").map(String.init),
+                       ["claimed", "verifying", "selected right-index-finger", "status verify-match true", "released"])
+        try waitUntil("Release gave the reader back") { !readerIsOpen }
+        stopCleanly()
+    }
+
+    /// fprintd's Claim opens the device once; if that fails the answer is
+    /// Internal, "Open failed with error: …", and the device stays free
+    /// (src/device.c: dev_open_cb). As fprintd's test_claim_device_open_fail,
+    /// the virtual device's directory is moved away. On main the Claim
+    /// succeeded with nothing open.
+    func testAClaimWhoseOpenFailsIsInternalAndLeavesTheDeviceFree() throws {
+        service.stop()
+        let directory = rig.directory + "/fprintd-claim-\(UInt32.random(in: 0...UInt32.max))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        service = try fprintdService(environment: ["FP_VIRTUAL_DEVICE": directory + "/vfp.sock"])
+        try FileManager.default.moveItem(atPath: directory, toPath: directory + "-moved")
+        let failed = try run("/usr/bin/python3", [client, "calls", "Claim:", "Release"])
+        let lines = failed.output.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 2, failed.output)
+        XCTAssertTrue(lines.first?.hasPrefix("Claim error net.reactivated.Fprint.Error.Internal: Open failed with error: ") ?? false,
+                      failed.output)
+        XCTAssertEqual(lines.last, "Release error net.reactivated.Fprint.Error.ClaimDevice: Device was not claimed before use")
+        try FileManager.default.moveItem(atPath: directory + "-moved", toPath: directory)
+        let claimed = try run("/usr/bin/python3", [client, "calls", "Claim:", "Release"])
+        XCTAssertEqual(claimed.output, "Claim ok \nRelease ok \n")
         stopCleanly()
     }
 
@@ -479,6 +553,48 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         stopCleanly()
     }
 
+    /// libfprint's errors from the real virtual device (its ERROR command,
+    /// as fprintd's tests send them) end a verify and an enroll with fprintd
+    /// 1.94's statuses: PROTO is "disconnected", DATA_NOT_FOUND ends a verify
+    /// with verify-no-match (counted nowhere). On main both PROTOs were
+    /// unknown-error, and so was DATA_NOT_FOUND.
+    func testLibfprintErrorsEndAVerifyAndAnEnrollWithFprintdsStatus() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        for (code, expected) in [(5, "status verify-disconnected true"), (7, "status verify-no-match true")] {
+            let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "any"])
+            try waitForText("verifying", in: verifying)
+            try service.sensor("ERROR \(code)")
+            XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
+            XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\n\(expected)\n", "ERROR \(code)")
+        }
+        XCTAssertFalse(service.log.contains("failed fingerprint match"), "no scan was judged: \(service.log)")
+        let (enroller, enrolling) = try start("/usr/bin/python3", [client, "gnome-settings-enroll", "left-thumb"])
+        try waitForText("enrolling", in: enrolling)
+        try service.sensor("SCAN thumb")
+        try waitForText("status enroll-stage-passed", in: enrolling)
+        try service.sensor("ERROR 5")
+        try waitForText("status enroll-disconnected true", in: enrolling)
+        XCTAssertEqual(enroller.wait(timeout: 20), 0, readText(enrolling))
+        stopCleanly()
+    }
+
+    /// fprintd's VerifyStart (src/device.c finger_name_to_fp_finger): a
+    /// name that is no finger's is "any", and a finger not enrolled is
+    /// NoEnrolledPrints "No such print N". On main the first was
+    /// InvalidFingername.
+    func testAFingerNameThatIsNoFingersVerifiesAnyAndOneNotEnrolledIsNoEnrolledPrints() async throws {
+        try await enroll("right-index-finger", as: "owner")
+        let (verifier, verifying) = try start("/usr/bin/python3", [client, "verify", "some-garbage"])
+        try waitForText("verifying", in: verifying)
+        try service.sensor("SCAN owner")
+        XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
+        XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\nstatus verify-match true\n")
+        let missing = try run("/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:right-little-finger", "Release"])
+        XCTAssertEqual(missing.output.split(separator: "\n").map(String.init),
+                       ["Claim ok ", "VerifyStart error net.reactivated.Fprint.Error.NoEnrolledPrints: No such print 10", "Release ok "])
+        stopCleanly()
+    }
+
     // MARK: A reader that identifies (virtual_device_storage)
 
     /// fprintd's duplicate check (one identify over every print on the reader,
@@ -518,7 +634,8 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         try waitForText("verifying", in: verifying)
         try ServiceProcess.send("SCAN alpha", to: socket)
         XCTAssertEqual(verifier.wait(timeout: 20), 0, readText(verifying))
-        XCTAssertEqual(readText(verifying), "verifying\nselected any\nstatus verify-match true\n")
+        // One print: fprintd 1.94 verifies it and names its finger, even on a reader that identifies.
+        XCTAssertEqual(readText(verifying), "verifying\nselected right-index-finger\nstatus verify-match true\n")
 
         // Deleting through fprintd's interface deletes on the chip, as localauthctl's delete does.
         try rig.polkit("org.example.LocalAuth.manage", "yes")
@@ -581,16 +698,14 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
 
     func testSigtermDuringClaimVerifyOrEnrollExitsCleanly() async throws {
         try await enroll("right-index-finger", as: "owner")
-        // Claimed and idle: a claim holds no reader open (other programs may
-        // use it); the enrollment's open closes after the linger, claim or not.
+        // Claimed and idle: the claim keeps the reader open (as fprintd's
+        // Claim opens the device), and gives it back at SIGTERM, so the
+        // readers close and the service exits.
         let (holder, held) = try start("/usr/bin/python3", [client, "hold", ""])
         try waitForText("claimed", in: held)
-        try waitUntil("the reader is closed while claimed") {
-            let log = self.service.log
-            return log.components(separatedBy: "reader virtual_device/0 open").count
-                == log.components(separatedBy: "reader virtual_device/0 closed").count
-        }
+        XCTAssertTrue(readerIsOpen, service.log)
         stopCleanly()
+        XCTAssertFalse(readerIsOpen, "closed before the exit: \(service.log)")
         holder.signal(SIGTERM)
         holder.wait()
 

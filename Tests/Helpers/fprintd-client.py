@@ -26,12 +26,18 @@ It calls exactly what fprintd's clients call, in their order, on one connection.
         reply; ends after the reply and 2 s more of signals.
     fprintd-client.py hold USER
         Claim(USER), prints `claimed` (or the error) and waits until killed.
+    fprintd-client.py claim-then-verify FINGER
+        Claim(""), prints `claimed` (or `claim-error NAME: MESSAGE` and ends),
+        waits for SIGUSR1 (a test talks to the device meanwhile, as fprintd's
+        own tests do between Claim and VerifyStart), then VerifyStart(FINGER)
+        as `verify` does, VerifyStop, Release, and prints `released`.
     fprintd-client.py manager
         GetDevices and GetDefaultDevice; prints `devices P,…` and `default P`.
 
 Every line is flushed at once, so a test can wait for it.
 """
 import os
+import signal
 import sys
 
 from gi.repository import Gio, GLib
@@ -190,6 +196,27 @@ def hold(user):
     GLib.MainLoop().run()
 
 
+def claim_then_verify(finger):
+    device = default_device()
+    try:
+        call(device, "Claim", "")
+    except GLib.Error as error:
+        say("claim-error", error_name(error) + ":", error_message(error))
+        return
+    go_on = GLib.MainLoop()
+    # Before "claimed": the test signals once it has read that line.
+    GLib.unix_signal_add(GLib.PRIORITY_DEFAULT, signal.SIGUSR1, lambda: go_on.quit() or False)
+    say("claimed")
+    go_on.run()
+    loop = wait_for_done(device, ["VerifyStatus"])
+    call(device, "VerifyStart", finger)
+    say("verifying")
+    loop.run()
+    call(device, "VerifyStop")
+    call(device, "Release")
+    say("released")
+
+
 def show_manager():
     devices = manager.call_sync("GetDevices", None, Gio.DBusCallFlags.NONE, -1, None).unpack()[0]
     say("devices", ",".join(devices))
@@ -210,6 +237,8 @@ elif command == "interrupt":
     interrupt(sys.argv[2], sys.argv[3])
 elif command == "hold":
     hold(sys.argv[2])
+elif command == "claim-then-verify":
+    claim_then_verify(sys.argv[2])
 elif command == "manager":
     show_manager()
 else:

@@ -131,14 +131,31 @@ extension LibfprintReaderSession: EnrollSession {
     }
 
     func failure(_ error: GLibError) -> ReaderFailure {
-        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-            readers.forget(device)
-            return .removed
+        let failure = ReaderFailure(error)
+        if failure == .removed { readers.forget(device) }
+        return failure
+    }
+}
+
+extension ReaderFailure {
+    /// What libfprint's `error` is, as fprintd's statuses tell them apart:
+    /// every device error decided here, as fprintd 1.94 decides it
+    /// (src/device.c, verify_result_to_name and enroll_result_to_name).
+    init(_ error: GLibError) {
+        if error.isCancelled {
+            self = .cancelled
+            return
         }
-        if error.isCancelled { return .cancelled }
-        if error.isDevice(FP_DEVICE_ERROR_DATA_FULL_VALUE) { return .dataFull }
-        if error.isDevice(FP_DEVICE_ERROR_DATA_DUPLICATE_VALUE) { return .duplicate }
-        if error.isDevice(FP_DEVICE_ERROR_DATA_NOT_FOUND_VALUE) { return .notFound }
-        return .other
+        switch FprintDeviceError(error) {
+        case .removed?: self = .removed
+        case .proto?: self = .protocolError
+        case .dataFull?: self = .dataFull
+        case .dataDuplicate?: self = .duplicate
+        case .dataNotFound?: self = .notFound
+        // TOO_HOT included: fprintd 1.94 names it nowhere (the caller of an
+        // evaluation hears "cooling down": ReaderGate.unusable).
+        case .general?, .notSupported?, .notOpen?, .alreadyOpen?, .busy?, .dataInvalid?, .tooHot?, nil:
+            self = .other
+        }
     }
 }

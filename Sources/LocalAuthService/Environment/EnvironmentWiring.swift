@@ -77,6 +77,8 @@ final class ServiceSleepSeams: SleepSeams {
         // serves; and the calls still on their way to the queue.
         queue.closeForSleep(.systemSleeping)
         registry.interruptReaderWork(.systemSleeping)
+        // And what keeps a reader open between operations (fprintd's claims).
+        events.publishSleepChanged(true)
     }
 
     func closeReaders() async { await readers.closeAll() }
@@ -88,6 +90,7 @@ final class ServiceSleepSeams: SleepSeams {
     func offerReaders() {
         readers.resumeOpening()
         queue.reopen()
+        events.publishSleepChanged(false)
         events.publishEnvironmentMayHaveChanged()
     }
 }

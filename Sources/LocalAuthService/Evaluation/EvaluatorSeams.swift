@@ -42,10 +42,24 @@ protocol ReaderSession: AnyObject {
     func release()
 }
 
-/// libfprint's errors, as fprintd's statuses tell them apart.
+/// libfprint's errors, as fprintd's statuses tell them apart (fprintd 1.94's
+/// verify_result_to_name and enroll_result_to_name; the statuses:
+/// Fprintd/FprintdOperations.swift, the classification: ReaderFailure.init,
+/// Enrollment/EnrollmentWiring.swift).
 enum ReaderFailure: Equatable {
-    /// `notFound`: the prints asked for are not on the reader's chip.
-    case removed, cancelled, dataFull, duplicate, notFound, other
+    /// FP_DEVICE_ERROR_REMOVED: unplugged (the reader is forgotten).
+    case removed
+    /// FP_DEVICE_ERROR_PROTO: the reader stopped making sense: fprintd's "disconnected".
+    case protocolError
+    case cancelled
+    /// FP_DEVICE_ERROR_DATA_FULL: the chip has no room for another print.
+    case dataFull
+    /// FP_DEVICE_ERROR_DATA_DUPLICATE: the chip's own duplicate check.
+    case duplicate
+    /// FP_DEVICE_ERROR_DATA_NOT_FOUND: the chip does not hold a print it was given.
+    case notFound
+    /// Every other error (GENERAL, BUSY, TOO_HOT, …): fprintd's "unknown-error".
+    case other
 }
 
 /// What one scan found.

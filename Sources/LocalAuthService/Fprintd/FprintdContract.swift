@@ -179,7 +179,7 @@ extension FprintdDevice {
 
     nonisolated static let methods: [String: MethodSpec<FprintdDevice>] = [
         "Claim": row("s", [.verify, .enroll], .unclaimed, UsernameArgument.self) { device, call throws(ServiceError) in
-            try device.claim(call)
+            try await device.claim(call)
         },
         "Release": row("", [], .claimed, NoArguments.self) { device, call throws(ServiceError) in
             try await device.release(call.request)

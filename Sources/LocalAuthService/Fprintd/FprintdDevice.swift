@@ -11,6 +11,13 @@ import LocalAuthShared
 /// bus. One operation (verify or enroll) at a time; it stays "current" after
 /// its final status until VerifyStop / EnrollStop.
 ///
+/// As fprintd, Claim opens the reader and the claim keeps it open until it
+/// ends (`hold`); unlike fprintd's, the open reader is shared: the claim takes
+/// no turn in the reader queue, so the service's own operations run on it
+/// meanwhile, and a verify or enroll still takes its turn (docs/FPRINTD.md).
+/// Sleep takes the hold back (the readers close before logind may suspend)
+/// and resume gives it again.
+///
 /// It reaches the rest of the service only through its seams
 /// (FprintdSeams.swift), so its rules run in unit tests over fakes.
 @ServiceActor
@@ -34,8 +41,14 @@ final class FprintdDevice {
         let sender: String
         let username: String
         let uid: UInt32
+        /// Its Claim still waits for the reader to open (fprintd's ACTION_OPEN).
+        var opening = true
     }
     private(set) var claim: Claim?
+    /// The reader kept open for the claim. Nil while there is none, while
+    /// asleep, and when it could not be opened again after resume (each
+    /// verify and enroll then opens the reader for itself).
+    private var hold: (any FprintdHold)?
     /// The verify or enroll in progress (FprintdOperations.swift).
     var operation: FprintdOperation?
 
@@ -81,14 +94,18 @@ final class FprintdDevice {
     func currentClaim(_ sender: String) throws(ServiceError) -> Claim {
         guard let claim else { throw ServiceError(.notClaimed, "Device was not claimed before use") }
         guard claim.sender == sender else { throw ServiceError(.busy, "Device already in use by another user") }
+        // The claimer's calls before its Claim answered: fprintd's words.
+        guard !claim.opening else { throw ServiceError(.busy, "Claim already in progress") }
         return claim
     }
 
     // MARK: Claim and Release
 
     /// Claims for the caller, or for the user the call named (the router
-    /// asked setusername and looked the name up: `request.target`).
-    func claim(_ call: Call<UsernameArgument>) throws(ServiceError) -> [DBusValue] {
+    /// asked setusername and looked the name up: `request.target`), and
+    /// opens the reader for the claim, as fprintd does: one attempt; if it
+    /// fails, fprintd's Internal "Open failed with error: …" and no claim.
+    func claim(_ call: Call<UsernameArgument>) async throws(ServiceError) -> [DBusValue] {
         let request = call.request
         let username: String
         if call.arguments.username.isEmpty {
@@ -100,9 +117,45 @@ final class FprintdDevice {
             username = call.arguments.username
         }
         guard claim == nil else { throw ServiceError(.busy, "Device was already claimed") }
+        guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
+        // Set before the open: a second Claim meanwhile is AlreadyInUse, as in fprintd.
         claim = Claim(sender: request.sender, username: username, uid: request.target)
+        let opened: (any FprintdHold)?
+        do throws(ServiceError) {
+            // Asleep: the claim holds nothing until resume (`readersOffered`).
+            opened = seams.asleep ? nil : try await seams.hold(identity, cancellable: request.record.cancellable)
+        } catch {
+            if claim?.sender == request.sender { claim = nil }
+            Log.notice("fprintd device \(id): Claim by \(request.sender) could not open the reader: \(error.message)")
+            throw ServiceError(.failed, "Open failed with error: \(error.message)")
+        }
+        // Released (the claimer left), unplugged or stopped while it opened: nothing is kept.
+        guard claim?.sender == request.sender, !isGone, !stopping else {
+            opened?.release()
+            throw ServiceError(.failed, "the claim ended while the reader opened")
+        }
+        keep(opened)
+        claim?.opening = false
         Log.info("fprintd device \(id) claimed by \(request.sender) (uid \(request.uid)) for \(username)")
         return []
+    }
+
+    /// The claim's hold of the reader, unless sleep began meanwhile: then the
+    /// readers must close, and resume gives the claim a hold again.
+    private func keep(_ opened: (any FprintdHold)?) {
+        guard let opened else { return }
+        if seams.asleep || hold != nil {
+            opened.release()
+        } else {
+            hold = opened
+        }
+    }
+
+    /// The claim ended (or the readers must close): the reader goes back, and
+    /// closes after the linger once no operation holds it.
+    private func giveBackHold() {
+        hold?.release()
+        hold = nil
     }
 
     func release(_ request: Request) async throws(ServiceError) -> [DBusValue] {
@@ -113,6 +166,7 @@ final class FprintdDevice {
             self.operation = nil
         }
         claim = nil
+        giveBackHold()
         Log.info("fprintd device \(id) released by \(request.sender)")
         return []
     }
@@ -122,6 +176,7 @@ final class FprintdDevice {
         operation?.cancel()
         operation = nil
         self.claim = nil
+        giveBackHold()
         Log.info("fprintd device \(id): \(name) left the bus; released")
     }
 
@@ -129,11 +184,43 @@ final class FprintdDevice {
         stopping = true
         // Cancelled as by a Stop: fprintd's final statuses (verify-no-match, enroll-failed).
         operation?.cancel()
+        // The readers close before the service exits (Readers.closeAll waits for every holder).
+        giveBackHold()
     }
 
     func readerGone() {
         isGone = true
         operation?.readerGone()
+        giveBackHold()
+    }
+
+    /// Sleep begins: the readers close before logind may suspend
+    /// (Readers.closeAll waits for every holder), so the claim gives its
+    /// hold back; the claim itself stays, as fprintd's does. An operation
+    /// ends through its queue ticket (FprintdOperations.swift).
+    func sleepBegan() {
+        giveBackHold()
+    }
+
+    /// After resume: the claim has its reader opened again (one attempt; if
+    /// it fails, each verify or enroll opens the reader for itself).
+    func readersOffered() {
+        guard let claim, !claim.opening, hold == nil, !isGone, !stopping else { return }
+        spawn { [self] in
+            let opened: (any FprintdHold)?
+            do throws(ServiceError) {
+                opened = try await seams.hold(identity, cancellable: Cancellable())
+            } catch {
+                Log.notice("fprintd device \(id): the claimed reader could not be opened again after resume: \(error.message)")
+                return
+            }
+            // The same claim still, and nothing ended it meanwhile.
+            guard self.claim?.sender == claim.sender, !isGone, !stopping else {
+                opened?.release()
+                return
+            }
+            keep(opened)
+        }
     }
 
     // MARK: Prints
@@ -209,16 +296,21 @@ final class FprintdDevice {
         try removeFiles(doomed, finger: finger, uid: uid)
     }
 
+    /// As fprintd's delete_enrolled_fingers: every print is tried, and one
+    /// whose file stays is PrintsNotDeleted in fprintd's words (the first such).
     private func removeFiles(_ doomed: [EnrolledPrint], finger: FingerName?, uid: UInt32) throws(ServiceError) {
         // The user's LAEnvironment subscribers hear it.
         defer { seams.userChanged(uid) }
+        var failure: ServiceError?
         for stored in doomed {
             do {
                 try seams.remove(stored)
             } catch {
-                throw ServiceError(.storageFailed, "Failed to delete fingerprint: \(error)")
+                Log.error("fprintd device \(id): could not delete \(stored.location): \(error)")
+                failure = failure ?? ServiceError(.storageFailed, "Impossible to delete fingerprint reference got error: \(error)")
             }
         }
+        if let failure { throw failure }
         Log.info("fprintd device \(id): deleted \(finger?.rawValue ?? "every finger") of uid \(uid) on \(identity)")
     }
 

@@ -6,13 +6,16 @@ import LocalAuthShared
 /// Evaluation/Verification.swift) and of the one enroll operation
 /// (Enrollment, Enrollment/Enrollment.swift).
 ///
-/// Sharing the reader: VerifyStart and EnrollStart take the reader for
-/// their operation, as every operation here does: a turn in the service's
-/// one queue (SensorQueue, fair between users), then the device opened
-/// through the gate; both before the call answers, so "started" means the
-/// reader is open and waiting for a finger, as it is in fprintd, and a
-/// reader that cannot be had is the call's error. The operation holds its
-/// first scan until Start has answered. The reader is given back with the
+/// Sharing the reader: a Claim opens the reader and keeps it open until the
+/// claim ends, as fprintd's does, but it holds no turn in the service's one
+/// queue (SensorQueue, fair between users), so an app's evaluation still runs
+/// while a lock screen sits claimed (FprintdDevice.swift, docs/FPRINTD.md).
+/// VerifyStart and EnrollStart take their turn in the queue as every
+/// operation does, then the reader (through the gate: already open for the
+/// claim, it costs no open); both before the call answers, so "started"
+/// means the reader is open and waiting for a finger, as it is in fprintd,
+/// and a turn that cannot be had is the call's error. The operation holds
+/// its first scan until Start has answered. The turn is given back with the
 /// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
@@ -177,28 +180,26 @@ extension FprintdDevice {
         let request = call.request
         let claim = try currentClaim(request.sender)
         try refuseWhileBusy()
-        let name = call.arguments.name
-        let finger: FingerName?
-        if name == FprintdBus.anyFinger {
-            finger = nil
-        } else {
-            guard let named = FingerName(rawValue: name) else {
-                throw ServiceError(.invalidArgs, "Invalid finger name \(ServiceErrors.echo(name))")
-            }
-            finger = named
-        }
+        // As fprintd's finger_name_to_fp_finger: "any", "" and a name that is
+        // no finger's all mean any enrolled finger (not an error).
+        let finger = FingerName(rawValue: call.arguments.name)
         // What the first scan compares with, and the finger fprintd reports
-        // as selected: "any" on a reader that identifies; on one that cannot,
-        // the verify-only rotation's print (the LAContext scan's, not
-        // fprintd's "the first finger": docs/FPRINTD.md).
+        // as selected: "any" when a reader that identifies compares with
+        // several prints; else the one print's finger (fprintd 1.94 verifies
+        // a user's only print, and names it), on a reader that cannot
+        // identify the verify-only rotation's print (the LAContext scan's,
+        // not fprintd's "the first finger": docs/FPRINTD.md).
         let selected: String
         switch gallery(uid: claim.uid, finger: finger) {
         case .success(let first):
-            selected = finger == nil && supportsIdentify ? FprintdBus.anyFinger : first[0].finger.rawValue
+            selected = finger == nil && supportsIdentify && first.count > 1 ? FprintdBus.anyFinger : first[0].finger.rawValue
         case .failure(let refused):
-            if case .notEnrolled = refused.kind { throw refused }
+            if case .notEnrolled = refused.kind {
+                // fprintd names a finger not enrolled by libfprint's number.
+                throw finger.map { ServiceError(.notEnrolled, "No such print \($0.fpFinger)") } ?? refused
+            }
             // The rules below say it in fprintd's words.
-            selected = name
+            selected = finger?.rawValue ?? FprintdBus.anyFinger
         }
         // The same rules as an LAContext evaluation, in fprintd's vocabulary.
         if let refusal = await refusal(request.caller, uid: claim.uid, reader: identity) {
@@ -334,8 +335,12 @@ extension FprintdDevice {
             // counted nowhere), and the Stop waits for it (so at SIGTERM). A
             // timeout or sleep is an error to report.
             return operation.timedOut ? .unknownError : .noMatch
-        case .readerFailed(_, .removed, _):
+        // PROTO is fprintd's "disconnected"; an unplugged reader is ours (docs/FPRINTD.md).
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
             return .disconnected
+        case .readerFailed(_, .notFound, _):
+            // fprintd 1.94: the chip lacks the print, so it did not match (judged by no scan: counted nowhere).
+            return operation.disconnected ? .disconnected : .noMatch
         case .readerFailed(let error, _, _):
             if operation.disconnected { return .disconnected }
             Log.warning("fprintd device \(id): verify failed: \(error)")
@@ -443,7 +448,9 @@ extension FprintdDevice {
         }
     }
 
-    /// The final status of an enrollment that kept no print, as fprintd says it.
+    /// The final status of an enrollment that kept no print, as fprintd says
+    /// it (fprintd 1.94's enroll_result_to_name), but for an unplugged reader
+    /// and the chip's duplicate check (docs/FPRINTD.md).
     private func finalStatus(_ failure: EnrollFailure, _ operation: FprintdOperation) -> FprintdBus.EnrollResult {
         if operation.disconnected { return .disconnected }
         switch failure {
@@ -452,7 +459,8 @@ extension FprintdDevice {
         case .interrupted, .readerFailed(_, .cancelled, _):
             // EnrollStop, Release, the claimer gone: enroll-failed; no finger in time, sleep: an error.
             return operation.timedOut ? .unknownError : .failed
-        case .readerFailed(_, .removed, _):
+        // PROTO is fprintd's "disconnected"; an unplugged reader is ours.
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
             return .disconnected
         case .readerFailed(_, .dataFull, _):
             return .dataFull

@@ -46,10 +46,29 @@ extension PrintStore {
     func deleteFromFprintdLayout(_ finger: FingerName, uid: UInt32) throws -> Bool {
         var deleted = false
         for stored in allPrints(of: uid) where stored.source == .fprintd && stored.finger == finger {
-            try AtomicFile.remove(stored.path)
+            try removeFromFprintdLayout(stored.path)
             deleted = true
         }
         return deleted
+    }
+
+    /// Removes the print at `path` in fprintd's layout, then each directory
+    /// it leaves empty, the reader's, the driver's and the user's (never the
+    /// store itself), as fprintd's file storage leaves the store
+    /// (file_storage_print_data_delete): a user whose last print went has no
+    /// directory there.
+    func removeFromFprintdLayout(_ path: String) throws {
+        guard path.hasPrefix(fprintdRoot + "/") else { throw LayoutError(description: "\(path) is not in fprintd's store") }
+        try AtomicFile.remove(path)
+        var directory = Posix.directory(of: path)
+        var pruned = false
+        // rmdir removes only an empty directory: one that holds another print stays, and all above it.
+        while directory.hasPrefix(fprintdRoot + "/"), rmdir(directory) == 0 {
+            pruned = true
+            directory = Posix.directory(of: directory)
+        }
+        // The print's removal is durable already; a lost rmdir leaves an empty directory, nothing worse.
+        if pruned { try? AtomicFile.syncDirectory(directory) }
     }
 
     /// At start with `--fprintd`: our own prints move into fprintd's layout

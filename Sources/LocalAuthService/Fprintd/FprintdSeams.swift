@@ -23,6 +23,15 @@ protocol FprintdReader: AnyObject {
     func followFingerStatus(_ changed: @escaping @ServiceActor (Bool, Bool) -> Void)
 }
 
+/// A reader kept open for a Claim (one of `Readers.acquire`'s holders)
+/// until `release`: fprintd opens the device at Claim and closes it at Release.
+@ServiceActor
+protocol FprintdHold: AnyObject {
+    /// Gives the reader back (it closes after the linger once nothing else
+    /// holds it). Again is nothing.
+    func release()
+}
+
 /// The one verify operation, and the lockout every client shares (the
 /// Evaluator's: Evaluation/Verification.swift).
 @ServiceActor
@@ -45,6 +54,12 @@ protocol FprintdSeams: AnyObject {
     // Readers.
     /// The one enroll operation (Enrollment/Enrollment.swift).
     var enrollment: Enrollment { get }
+    /// Opens `reader` for a Claim and keeps it open until the hold is
+    /// released: one attempt, as fprintd's Claim makes one (its errors: the
+    /// reader gone, or `readerInUse` with libfprint's reason), and no turn in
+    /// the queue (the service's own operations share the open reader). Nil
+    /// while the readers are closed for sleep.
+    func hold(_ reader: Readers.Identity, cancellable: Cancellable) async throws(ServiceError) -> (any FprintdHold)?
     /// Runs `body` with `reader` held for one operation of `record`'s call
     /// (ReaderGate.withReader); `failedToOpen` words the queue's and the opening's errors.
     func withReader(

@@ -29,7 +29,7 @@ final class FprintdServer {
 
     init(
         seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, queue: SensorQueue, scanTimeout: Double,
-        spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
+        events: ServiceEvents, spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     ) {
         self.seams = seams
         self.router = router
@@ -37,6 +37,12 @@ final class FprintdServer {
         self.queue = queue
         self.scanTimeout = scanTimeout
         self.spawn = spawn
+        // Claims keep their reader open: sleep takes it back, resume gives it again.
+        events.onSleepChanged { [weak self] sleeping in
+            for device in self?.devices ?? [] {
+                if sleeping { device.sleepBegan() } else { device.readersOffered() }
+            }
+        }
     }
 
     /// Exports the objects, follows the readers, and takes the bus name.

@@ -47,6 +47,21 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     // MARK: Readers
 
+    func hold(_ reader: Readers.Identity, cancellable: Cancellable) async throws(ServiceError) -> (any FprintdHold)? {
+        do {
+            // A deadline of now: one open, no retrying while another program has it.
+            let device = try await readers.acquire(reader, until: .now, cancellable: cancellable, busy: {})
+            return ClaimedReader(readers: readers, device: device)
+        } catch {
+            switch error {
+            case .suspended: return nil
+            case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
+            case .removed: throw ServiceError(.failed, "the reader \(reader) is gone")
+            case .heldByAnotherProgram(let why): throw ServiceError(.readerInUse, why)
+            }
+        }
+    }
+
     func withReader(
         _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (any EnrollSession) async throws(ServiceError) -> Void,
@@ -83,7 +98,14 @@ final class ServiceFprintdWiring: FprintdSeams {
         try prints.saveInFprintdLayout(print, finger: finger, username: username, uid: uid, reader: reader)
     }
 
-    func remove(_ print: EnrolledPrint) throws { try AtomicFile.remove(print.location) }
+    func remove(_ print: EnrolledPrint) throws {
+        // fprintd's store is left as fprintd leaves it (no empty directories); ours keeps its own rules.
+        if print.source == .fprintd {
+            try prints.removeFromFprintdLayout(print.location)
+        } else {
+            try AtomicFile.remove(print.location)
+        }
+    }
 
     // MARK: Rules and who hears
 
@@ -105,6 +127,25 @@ final class ServiceFprintdWiring: FprintdSeams {
         try? bus.emit(
             path: ObjectPath(stringLiteral: path), interface: interface, member: member, arguments: arguments,
             destination: destination)
+    }
+}
+
+/// A Claim's holder of a libfprint reader (Readers.acquire to relinquish).
+@ServiceActor
+final class ClaimedReader: FprintdHold {
+    private let readers: Readers
+    private var device: Readers.Reader?
+
+    init(readers: Readers, device: Readers.Reader) {
+        self.readers = readers
+        self.device = device
+    }
+
+    func release() {
+        // Once: the count of holders must not go down twice for one hold.
+        guard let device else { return }
+        self.device = nil
+        readers.relinquish(device)
     }
 }
 

@@ -4,7 +4,8 @@ import DBusCore
 import LocalAuthShared
 
 // Opening a reader for one operation and closing it after (issue 22): the
-// device is open exactly while an operation holds it, plus a short linger.
+// device is open exactly while an operation (or an fprintd claim:
+// Fprintd/FprintdDevice.swift) holds it, plus a short linger.
 extension Readers {
     // MARK: Opening for one operation
 

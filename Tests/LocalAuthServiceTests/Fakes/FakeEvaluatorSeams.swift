@@ -46,9 +46,11 @@ final class FakeReader: EvaluationReaders, ReaderSession {
     /// `fp_device_verify` does (Readers.identify on such a reader).
     var verifyOnlyPerson: FingerName?
 
-    static let removed = GLibError(domain: 7, code: 1, message: "the device was removed")
-    static let cancelled = GLibError(domain: 8, code: 19, message: "Operation was cancelled")
-    static let nobodyCame = GLibError(domain: 9, code: 0, message: "the fake reader waited two seconds")
+    // Domains no GQuark will have (they count up from 1), so that no fake
+    // error is taken for one of libfprint's (`failure`).
+    static let removed = GLibError(domain: .max - 7, code: 1, message: "the device was removed")
+    static let cancelled = GLibError(domain: .max - 8, code: 19, message: "Operation was cancelled")
+    static let nobodyCame = GLibError(domain: .max - 9, code: 0, message: "the fake reader waited two seconds")
     static let noReader = ServiceErrors.la(.biometryNotAvailable, "no fingerprint reader is available")
 
     var isOpen: Bool { opens > releases }
@@ -106,7 +108,9 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     /// The fake's errors, as fprintd's statuses tell them apart.
     func failure(_ error: GLibError) -> ReaderFailure {
-        switch error.domain {
+        // libfprint's own errors as the service classifies them (FprintdWiring.swift).
+        if FprintDeviceError(error) != nil { return ReaderFailure(error) }
+        return switch error.domain {
         case Self.removed.domain: .removed
         case Self.cancelled.domain: .cancelled
         case Self.full.domain: .dataFull
@@ -114,7 +118,7 @@ final class FakeReader: EvaluationReaders, ReaderSession {
         }
     }
 
-    static let full = GLibError(domain: 11, code: 0, message: "the reader's storage is full")
+    static let full = GLibError(domain: .max - 11, code: 0, message: "the reader's storage is full")
 
     func release() { releases += 1 }
 }

@@ -94,6 +94,13 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         get { rig.reader.reachable }
         set { rig.reader.reachable = newValue }
     }
+    /// What a Claim's open throws (another program holds the reader: `readerInUse`).
+    var holdError: ServiceError?
+    /// Claims' holds of the reader: taken, and given back.
+    private(set) var holdsTaken = 0
+    private(set) var holdsReleased = 0
+    /// Whether a claim keeps the reader open now.
+    var held: Bool { holdsTaken > holdsReleased }
     var asleep = false
     var presence: EnvironmentRules.Presence = .local
     var passwordNeededError: ServiceError?
@@ -128,6 +135,15 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         return FakeFprintdSession(reader: rig.reader, seams: self)
     }
 
+    func hold(_ reader: Readers.Identity, cancellable: Cancellable) async throws(ServiceError) -> (any FprintdHold)? {
+        // An await, as opening a real reader is.
+        await Task.yield()
+        if asleep { return nil }
+        if let holdError { throw holdError }
+        holdsTaken += 1
+        return FakeHold { [weak self] in self?.holdsReleased += 1 }
+    }
+
     func withReader(
         _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (any EnrollSession) async throws(ServiceError) -> Void,
@@ -151,7 +167,11 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         enroll(finger, for: uid)
     }
 
+    /// Prints whose removal fails (by location), as a file that cannot be unlinked.
+    var unremovable: Set<String> = []
+
     func remove(_ print: EnrolledPrint) throws {
+        if unremovable.contains(print.location) { throw POSIXError(.EISDIR) }
         stored = stored.mapValues { $0.filter { $0.location != print.location } }
     }
 
@@ -179,6 +199,17 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
             if case .boolean(true)? = signal.arguments.last { words.append("done") }
             return words.joined(separator: " ")
         }
+    }
+}
+
+/// A Claim's hold: counts its one release.
+@ServiceActor
+final class FakeHold: FprintdHold {
+    private var released: (@ServiceActor () -> Void)?
+    init(_ released: @escaping @ServiceActor () -> Void) { self.released = released }
+    func release() {
+        released?()
+        released = nil
     }
 }
 

@@ -168,10 +168,12 @@ final class Enrollment {
         defer { fingerWait?.cancel() }
         waitForFinger()
         progress(.readerReady(stages: stages(request.reader)))
-        try await refuseDuplicate(request, on: session, call: call, progress: { event in
-            waitForFinger()
-            progress(event)
-        })
+        try await refuseDuplicate(
+            request, on: session, call: call,
+            progress: { event in
+                waitForFinger()
+                progress(event)
+            })
         let print: any PrintTemplate
         do {
             print = try await session.enroll(

@@ -191,8 +191,9 @@ extension Evaluator {
                 } catch {
                     throw .notRecorded
                 }
-                Log.notice("failed fingerprint match for uid \(uid) on \(session.identity)\(request.via) "
-                           + "(\(failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
+                Log.notice(
+                    "failed fingerprint match for uid \(uid) on \(session.identity)\(request.via) "
+                        + "(\(failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
                 switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut, attemptsPerEvaluation: request.attempts) {
                 case .lockedOut, .failed: return .noMatch(lockedOut: lockedOut)

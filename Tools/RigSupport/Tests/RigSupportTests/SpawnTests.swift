@@ -9,7 +9,7 @@ final class SpawnTests: XCTestCase {
     /// later rig run until that daemon died.
     func testAChildInheritsOnlyItsStandardDescriptors() throws {
         let path = "/tmp/rigsupport-inherit-\(getpid()).lock"
-        let lock = open(path, O_RDWR | O_CREAT, 0o600)   // as flock(1) opens it: no O_CLOEXEC
+        let lock = open(path, O_RDWR | O_CREAT, 0o600)  // as flock(1) opens it: no O_CLOEXEC
         XCTAssertGreaterThanOrEqual(lock, 0)
         defer {
             close(lock)
@@ -21,7 +21,10 @@ final class SpawnTests: XCTestCase {
         let output = "/tmp/rigsupport-inherit-\(getpid()).out"
         defer { unlink(output) }
         let child = try Child("/bin/sleep", ["30"], stdoutPath: output, stderrPath: output)
-        defer { child.signal(SIGKILL); child.wait(timeout: 5) }
+        defer {
+            child.signal(SIGKILL)
+            child.wait(timeout: 5)
+        }
         let open = try openDescriptors(of: child.pid)
         XCTAssertEqual(open[0], "/dev/null")
         XCTAssertEqual(open[1], output)

@@ -20,6 +20,7 @@
 #       inner: some instruction's line-table entry is in PATH; outer: PATH is
 #       only an inlined caller of such instructions.
 import argparse, os, re, socket, subprocess, sys, time
+import virtual_sensor
 
 SCAN_ID = "localauth-bench-finger"
 FINGER = "right-index-finger"
@@ -50,18 +51,7 @@ def wait_for_name(conn, name, seconds=180):
 
 def scan(path, acknowledged=False):
     """Present the virtual finger (libfprint's virtual_device protocol)."""
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    for _ in range(3000):
-        try:
-            s.connect(path); break
-        except OSError:
-            time.sleep(0.01)
-    else:
-        sys.exit(f"callgrind-paths: cannot connect to the virtual sensor {path}")
-    s.sendall(("SCAN " + SCAN_ID).encode())
-    if acknowledged:
-        s.settimeout(60); s.recv(16)
-    s.close()
+    virtual_sensor.scan(path, SCAN_ID, acknowledged, attempts=3000, ack_timeout=60, who="callgrind-paths")
 
 
 def call_async(conn, dest, path, iface, member, args):

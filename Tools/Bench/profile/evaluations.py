@@ -9,6 +9,7 @@
 #                         [--enroll] [--marks FILE] [--only ours|fprintd]
 import socket, statistics, sys, time, argparse
 from gi.repository import Gio, GLib
+import virtual_sensor
 
 p = argparse.ArgumentParser()
 p.add_argument("bus"); p.add_argument("ours"); p.add_argument("fprintd")
@@ -28,16 +29,7 @@ def connect():
 
 
 def scan(path, acknowledged=False):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    for _ in range(500):
-        try:
-            s.connect(path); break
-        except OSError:
-            time.sleep(0.01)
-    s.sendall(("SCAN " + SCAN_ID).encode())
-    if acknowledged:
-        s.settimeout(5); s.recv(16)
-    s.close()
+    virtual_sensor.scan(path, SCAN_ID, acknowledged, who="evaluations")
 
 
 ctx = GLib.MainContext.default()

@@ -41,6 +41,18 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         mocks = []
     }
 
+    /// The reader was closed before logind's sleep inhibitor went; then
+    /// resume, and wait for the new inhibitor.
+    private func assertClosedBeforeTheInhibitorWentThenResume(line: UInt = #line) throws {
+        let log = service.log
+        let closed = try XCTUnwrap(log.range(of: "reader virtual_device/0 closed"), log, line: line)
+        let released = try XCTUnwrap(log.range(of: "released logind's sleep inhibitor"), log, line: line)
+        XCTAssertLessThan(closed.lowerBound, released.lowerBound, log, line: line)
+
+        try world(["sleep", "false"])
+        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+    }
+
     private func restart(arguments: [String] = [], environment: [String: String] = [:]) throws {
         let state = service.stateDirectory
         service.stop()
@@ -80,14 +92,7 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         let asleep = try gdbus("CanEvaluatePolicy", ["1"])
         XCTAssertEqual(errorName(asleep), "org.example.LocalAuth.Error.BiometryNotAvailable", asleep.output)
 
-        // The reader was closed before the inhibitor went.
-        let log = service.log
-        let closed = try XCTUnwrap(log.range(of: "reader virtual_device/0 closed"), log)
-        let released = try XCTUnwrap(log.range(of: "released logind's sleep inhibitor"), log)
-        XCTAssertLessThan(closed.lowerBound, released.lowerBound, log)
-
-        try world(["sleep", "false"])
-        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+        try assertClosedBeforeTheInhibitorWentThenResume()
         present("owner")
         let again = await evaluate()
         XCTAssertTrue(again.succeeded, "an evaluation started just after resume works: \(again)")
@@ -154,13 +159,7 @@ final class EnvironmentTests: RigTestCase, @unchecked Sendable {
         try world(["sleep", "true"])
         try waitUntil("the inhibitor is released") { try !inhibitors().contains("localauthd") }
         XCTAssertFalse(readerIsOpen, "closed for sleep, claimed or not: \(service.log)")
-        let log = service.log
-        let closed = try XCTUnwrap(log.range(of: "reader virtual_device/0 closed"), log)
-        let released = try XCTUnwrap(log.range(of: "released logind's sleep inhibitor"), log)
-        XCTAssertLessThan(closed.lowerBound, released.lowerBound, log)
-
-        try world(["sleep", "false"])
-        try waitUntil("a new inhibitor is held") { try inhibitors().contains("sleep localauthd delay") }
+        try assertClosedBeforeTheInhibitorWentThenResume()
         try waitUntil("resume opened the claimed reader again") { readerIsOpen }
         let second = try runProgram("/usr/bin/python3", [client, "calls", "Claim:"], environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertEqual(second.stdout, "Claim error net.reactivated.Fprint.Error.AlreadyInUse: Device was already claimed\n",

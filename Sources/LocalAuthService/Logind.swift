@@ -40,6 +40,11 @@ final class Logind {
     var onLidChange: (@ServiceActor () -> Void)?
     /// A session's `Active` or `State` changed (a user switch, a logout).
     var onSessionChange: (@ServiceActor () -> Void)?
+    /// Counts what may have changed the session in front of the reader, as
+    /// logind signalled it: a session's `Active` (a switch on a seat), logind
+    /// leaving or coming back. A verify throws away a scan read across one
+    /// (Evaluation/Verification.swift).
+    private(set) var frontChanges: UInt64 = 0
 
     init(bus: BusConnection) {
         self.bus = bus
@@ -130,6 +135,7 @@ final class Logind {
             seen = true
             Log.notice(back ? "logind is back on the bus" : "logind is on the bus now: following it")
         }
+        frontChanges &+= 1
         onSessionChange?()
     }
 
@@ -174,8 +180,9 @@ final class Logind {
         guard arguments.count >= 2, arguments[0].string == Self.session else { return }
         let changed = arguments[1].stringKeyedDictionary ?? [:]
         let invalidated = arguments.count >= 3 ? arguments[2].stringArray ?? [] : []
-        guard changed["Active"] != nil || changed["State"] != nil
-              || invalidated.contains("Active") || invalidated.contains("State") else { return }
+        let activeChanged = changed["Active"] != nil || invalidated.contains("Active")
+        guard activeChanged || changed["State"] != nil || invalidated.contains("State") else { return }
+        if activeChanged { frontChanges &+= 1 }
         onSessionChange?()
     }
 

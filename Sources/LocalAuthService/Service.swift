@@ -187,7 +187,13 @@ public final class LocalAuthService {
         // would make every retain of the Environment slower (BENCHMARKS.md).
         service.logind.onSleep = { sleeping in environment.prepareForSleep(sleeping) }
         service.logind.onLidChange = { environment.lidChanged() }
-        service.logind.onSessionChange = { environment.sessionsChanged() }
+        // A switch of the session in front also ends the fingerprint verifies
+        // of callers no longer there (Evaluation/Verification.swift).
+        let evaluator = service.object.evaluator
+        service.logind.onSessionChange = { [work = service.work] in
+            environment.sessionsChanged()
+            work.yield(.task { await evaluator.frontChanged() })
+        }
         await service.logind.start()
         bus.onDisconnect {
             ServiceActor.assumeIsolated {

@@ -544,6 +544,49 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.statuses, [])
     }
 
+    /// A touch belongs to whoever is in front when the finger is read
+    /// (PresenceAtScanTests): pam_fprintd's VerifyStart from a session that
+    /// was switched away from gets no match from the next touch.
+    @ServiceActor
+    func testAMatchReadAfterTheClaimerLeftTheFrontIsNoMatchOfTheirs() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.evaluation.environment.presence = .inactive
+        rig.evaluation.reader.script = [.match(0)]
+        await rig.settle()
+        XCTAssertEqual(
+            rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-unknown-error done"],
+            "the scan was thrown away: an error status, not a match")
+        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nor a failure of the user's")
+        XCTAssertFalse(rig.evaluation.reader.isOpen)
+        await rig.expect(Self.ok, "VerifyStop")
+    }
+
+    @ServiceActor
+    func testASwitchEndsAVerifyOfAClaimerNoLongerInFrontBeforeAnyTouch() async throws {
+        let rig = try FprintdRig()
+        rig.seams.enroll(.rightIndex, for: rig.uid)
+        await rig.call("Claim", "")
+        await rig.expect(Self.ok, "VerifyStart", "any")
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        rig.evaluation.environment.presence = .inactive
+        await rig.evaluation.evaluator.frontChanged()
+        await rig.settle()
+        XCTAssertEqual(rig.evaluation.reader.cancelledScans, 1, "the scan waiting for a finger was ended")
+        XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
+        XCTAssertFalse(rig.evaluation.reader.isOpen)
+        XCTAssertTrue(rig.evaluation.queueIsFree)
+        // A new VerifyStart from behind the switch is refused in fprintd's words.
+        await rig.expect(Self.ok, "VerifyStop")
+        rig.seams.presence = .inactive
+        let (answer, message) = await rig.call("VerifyStart", "any")
+        XCTAssertEqual(answer, Self.failed("PermissionDenied"))
+        XCTAssertTrue(message.hasPrefix(FprintdRefusal.notAtTheReader), message)
+    }
+
     // MARK: Enroll
 
     @ServiceActor

@@ -39,9 +39,9 @@ final class PromptComponentTests: XCTestCase {
 
         /// An evaluation of `uid` by a caller in `session`, started: its sheet offered.
         func evaluate(_ sender: String, uid: UInt32, session: LoginSession) async -> (Evaluation, CallRecord) {
-            _ = caller(sender, uid: uid, session: session)
+            let connection = caller(sender, uid: uid, session: session)
             let evaluation = Evaluation(
-                requestID: "r-\(sender)", sender: sender, uid: uid, queue: queue,
+                requestID: "r-\(sender)", caller: connection, uid: uid, queue: queue,
                 prompt: .init(reason: "unlock the vault", fallbackTitle: nil, cancelTitle: nil))
             let record = CallRecord(sender: sender, requestID: evaluation.requestID)
             await agents.evaluationStarted(evaluation, record: record, policy: .deviceOwnerAuthenticationWithBiometrics)

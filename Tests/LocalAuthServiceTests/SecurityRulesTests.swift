@@ -210,7 +210,9 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertNil(record.interruption, "another caller cannot end it")
         registry.end(requestID: "early", of: ":1.9", .appCancelled)
         XCTAssertThrowsError(try record.checkNotEnded())
-        let evaluation = Evaluation(requestID: "early", sender: ":1.9", uid: 0, queue: SensorQueue())
+        let evaluation = Evaluation(
+            requestID: "early", caller: CallerRecord(sender: ":1.9", uid: 0, process: nil, securityLabel: nil), uid: 0,
+            queue: SensorQueue())
         record.evaluation = evaluation
         XCTAssertNotNil(evaluation.interruption, "an evaluation made for an ended call starts ended")
     }

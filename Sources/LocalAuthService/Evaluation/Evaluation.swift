@@ -18,6 +18,7 @@ final class Evaluation: ReaderCall {
         case readerRemoved      // unplugged: SystemCancel
         case systemSleeping     // logind's PrepareForSleep: SystemCancel
         case lidClosed          // the lid closed over the built-in reader: SystemCancel
+        case notAtTheReader     // the caller's session left the front (a switch, a logout): NotAtTheReader
 
         var error: ServiceError {
             switch self {
@@ -34,6 +35,9 @@ final class Evaluation: ReaderCall {
             case .readerRemoved: ServiceErrors.la(.systemCancel, "the fingerprint reader was removed")
             case .systemSleeping: ServiceErrors.la(.systemCancel, "the system is going to sleep")
             case .lidClosed: ServiceErrors.la(.systemCancel, "the lid was closed over the built-in fingerprint reader")
+            case .notAtTheReader:
+                ServiceError(.notAtTheReader, "the caller's session is no longer the one in front of the reader "
+                             + "(another session was switched to, or it ended)")
             }
         }
     }
@@ -49,7 +53,10 @@ final class Evaluation: ReaderCall {
     }
 
     let requestID: String
-    let sender: String
+    /// The connection that asked: whose presence at the reader is judged
+    /// again before every scan and after it (Verification.swift).
+    let caller: CallerRecord
+    var sender: String { caller.sender }
     let uid: UInt32
     let prompt: Prompt
     /// Cancels the fingerprint scan.
@@ -66,10 +73,10 @@ final class Evaluation: ReaderCall {
     private(set) var biometricStop: Interruption?
     private weak var queue: SensorQueue?
 
-    init(requestID: String, sender: String, uid: UInt32, queue: SensorQueue,
+    init(requestID: String, caller: CallerRecord, uid: UInt32, queue: SensorQueue,
          prompt: Prompt = Prompt(reason: "", fallbackTitle: nil, cancelTitle: nil)) {
         self.requestID = requestID
-        self.sender = sender
+        self.caller = caller
         self.uid = uid
         self.prompt = prompt
         self.queue = queue

@@ -42,6 +42,9 @@ final class Evaluator {
     private var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
     /// Who has kept the warm reader waiting lately (Readers/ReaderFairness.swift).
     private var fairness = ReaderFairness()
+    /// The verifies queued or scanning now, with whose presence each needs
+    /// (Verification.swift: a switch of the session in front ends them).
+    var inFlight: [ObjectIdentifier: VerifyInFlight] = [:]
 
     init(configuration: Configuration, queue: SensorQueue, registry: CallRegistry, seams: EvaluatorSeams) {
         self.configuration = configuration
@@ -186,7 +189,7 @@ final class Evaluator {
         }
 
         let evaluation = Evaluation(
-            requestID: options.requestID ?? Posix.randomID(), sender: caller.sender,
+            requestID: options.requestID ?? Posix.randomID(), caller: caller.connection,
             uid: uid, queue: queue,
             prompt: .init(
                 reason: reason, fallbackTitle: options.fallbackTitle,

@@ -101,6 +101,10 @@ protocol EvaluationPrints: AnyObject {
 protocol EvaluationEnvironment: AnyObject {
     /// Whether the caller's session is at the reader (Callers/Presence.swift).
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
+    /// Counts the changes of the session in front that logind signalled (a
+    /// session's `Active`, logind leaving or coming back): a scan read
+    /// across one is thrown away.
+    var frontChanges: UInt64 { get }
     /// `--require-password-after`: the error while `uid` must give the password first.
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
     /// `uid` gave the account password now.

@@ -74,6 +74,8 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
         return await callers.presence(caller)
     }
 
+    var frontChanges: UInt64 { callers.logind.frontChanges }
+
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwords.passwordNeeded(uid) }
 
     func passwordGiven(_ uid: UInt32) {

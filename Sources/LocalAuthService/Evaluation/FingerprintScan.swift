@@ -10,7 +10,7 @@ extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
         let request = VerifyRequest(
-            uid: evaluation.uid, attempts: configuration.attemptsPerEvaluation,
+            uid: evaluation.uid, caller: evaluation.caller, attempts: configuration.attemptsPerEvaluation,
             queueWait: ServiceLimits.readerQueueWait, fingerWait: .fromTurn(configuration.scanTimeout))
         let result: VerifyResult
         do {

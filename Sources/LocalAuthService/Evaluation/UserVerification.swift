@@ -41,7 +41,7 @@ extension Evaluator {
         try checkBiometricsUsable(for: uid)
         try refuseWhileCooling(uid)
 
-        let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), sender: caller.sender,
+        let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: caller.connection,
                                     uid: uid, queue: queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))

@@ -39,6 +39,11 @@ extension ReaderCall {
 struct VerifyRequest {
     /// Whose prints a scan is compared with.
     let uid: UInt32
+    /// The connection the verify is for: it must be at the reader (its
+    /// session local, on a seat, the active one; or the login rules) when
+    /// each scan starts and when its finger has been read (docs/SECURITY.md,
+    /// "A touch belongs to whoever is in front").
+    let caller: CallerRecord
     /// The reader: nil for the one that serves `uid` now (ReaderChoice: an
     /// evaluation); fprintd's Device names its own.
     var reader: Readers.Identity? = nil
@@ -116,6 +121,11 @@ extension Evaluator {
         } catch {
             throw .refused(error)
         }
+        // In flight from here, queued or scanning: a switch of the session in
+        // front ends it if its caller is no longer there (`frontChanged`).
+        let flight = ObjectIdentifier(call)
+        inFlight[flight] = VerifyInFlight(call: call, caller: request.caller)
+        defer { inFlight[flight] = nil }
         call.ticket.reader = request.reader ?? readers.reader(for: uid)
         let waitLimit = clock.after(request.queueWait) { call.stopBiometrics(.queueTimedOut) }
         let acquired = await queue.acquire(call.ticket)
@@ -160,6 +170,11 @@ extension Evaluator {
             // reader; every later one after an await): a user locked out
             // meanwhile, or whose print went, gets no scan past it, and so no
             // match that would lift a lockout already in force.
+            // Who is in front is judged now, when the finger is about to be
+            // read, not when the call came in: a call admitted while its
+            // caller was in front gets no scan once another session is.
+            let frontBefore = environment.frontChanges
+            try await checkAtTheReader(request, call)
             let usable: [EnrolledPrint]
             let gallery: [EnrolledPrint]
             do {
@@ -176,6 +191,13 @@ extension Evaluator {
                 throw .readerFailed(error, failure, unusable: session.unusable(error))
             }
             ServiceActor.assertOnLoop()
+            // And judged again once the finger was read: a scan read while
+            // another session was in front (or across a switch, even one
+            // switched back) was someone else's touch. It is thrown away,
+            // never a match and never a failure of this user's.
+            if case .retry = outcome {} else {
+                try await checkStillInFront(request, call, outcome: outcome, frontBefore: frontBefore)
+            }
             switch outcome {
             case .match(let index):
                 let finger = index.flatMap { gallery.indices.contains($0) ? gallery[$0].finger : nil }
@@ -242,5 +264,58 @@ extension Evaluator {
         let offset = Self.galleryStart(
             usable.map(\.finger), lastMatched: lastMatchedFinger(of: uid), missesSinceMatch: missesSinceMatch(of: uid))
         return (usable, Array(usable[offset...] + usable[..<offset]))
+    }
+}
+
+/// A verify queued or scanning, as `frontChanged` looks at it.
+struct VerifyInFlight {
+    let call: any ReaderCall
+    let caller: CallerRecord
+}
+
+extension Evaluator {
+    /// The session in front of the reader may have changed (logind: a
+    /// session's `Active` changed, logind left or came back): every verify
+    /// queued or scanning whose caller is no longer at the reader ends now,
+    /// with NotAtTheReader on ours and fprintd's error on its, and gives its
+    /// turn back, so that the next touch cannot answer it.
+    func frontChanged() async {
+        for (flight, verify) in inFlight {
+            let presence = await environment.presence(of: verify.caller)
+            guard let refusal = EnvironmentRules.refusal(presence), inFlight[flight] != nil else { continue }
+            Log.notice(
+                "uid \(verify.caller.uid)'s call from \(verify.caller.sender) is no longer at the reader "
+                    + "(\(refusal.message)): its fingerprint verify ends")
+            verify.call.stopBiometrics(.notAtTheReader)
+        }
+    }
+
+    /// Throws NotAtTheReader unless the request's caller is at the reader now.
+    fileprivate func checkAtTheReader(_ request: VerifyRequest, _ call: any ReaderCall) async throws(VerifyFailure) {
+        let presence = await environment.presence(of: request.caller)
+        guard !call.cancellable.isCancelled else { throw .interrupted }
+        guard let refusal = EnvironmentRules.refusal(presence) else { return }
+        Log.notice("no scan for uid \(request.uid)\(request.via): the caller \(request.caller.sender) is not at the reader "
+                   + "(\(refusal.message))")
+        throw .refused(Evaluation.Interruption.notAtTheReader.error)
+    }
+
+    /// After a judged scan: the caller still at the reader, and no switch of
+    /// the session in front since before the scan began; else the scan is
+    /// thrown away (logged) and the verify ends with NotAtTheReader.
+    fileprivate func checkStillInFront(
+        _ request: VerifyRequest, _ call: any ReaderCall, outcome: ScanOutcome, frontBefore: UInt64
+    ) async throws(VerifyFailure) {
+        // The presence is read from logind after the scan: any change logind
+        // signalled before answering has been counted by then.
+        let presence = await environment.presence(of: request.caller)
+        let refusal = EnvironmentRules.refusal(presence)
+        let switched = environment.frontChanges != frontBefore
+        guard refusal != nil || switched else { return }
+        let why = refusal?.message ?? "the session in front changed during the scan"
+        Log.warning(
+            "a scan read for uid \(request.uid)\(request.via) (\(outcome == .noMatch ? "no match" : "a match")) "
+                + "was thrown away: the caller \(request.caller.sender) was not in front when the finger was read (\(why))")
+        throw .refused(Evaluation.Interruption.notAtTheReader.error)
     }
 }

@@ -166,7 +166,8 @@ extension FprintdDevice {
     private func startError(_ operation: FprintdOperation, busy: String) -> ServiceError {
         if operation.disconnected { return ServiceError(.failed, "the reader \(identity) is gone") }
         if let reason = operation.interruption ?? (seams.asleep ? .systemSleeping : nil) {
-            return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(reason.error.message)")
+            let refusal = reason == .notAtTheReader ? FprintdRefusal.notAtTheReader : FprintdRefusal.readerUnavailable
+            return ServiceError(.permissionDenied, "\(refusal): \(reason.error.message)")
         }
         if operation.cancellable.isCancelled || busy.isEmpty {
             return ServiceError(.failed, "the operation was stopped before it started")
@@ -190,7 +191,7 @@ extension FprintdDevice {
         // identify the verify-only rotation's print (the LAContext scan's,
         // not fprintd's "the first finger": docs/FPRINTD.md).
         let selected: String
-        switch gallery(uid: claim.uid, finger: finger) {
+        switch gallery(uid: claim.uid, finger: finger, caller: request.caller) {
         case .success(let first):
             selected = finger == nil && supportsIdentify && first.count > 1 ? FprintdBus.anyFinger : first[0].finger.rawValue
         case .failure(let refused):
@@ -213,7 +214,7 @@ extension FprintdDevice {
         let sender = request.sender
         // The one verify operation (Evaluation/Verification.swift), one judged
         // scan long: Start answers once it has the reader open, as fprintd does.
-        let verify = verifyRequest(uid: claim.uid, finger: finger)
+        let verify = verifyRequest(uid: claim.uid, finger: finger, caller: request.caller)
         try await start(operation) { [self] in await runVerify(operation, verify, sender: sender) }
         // Runs after this call's reply: VerifyFingerSelected follows VerifyStart's
         // answer, and the first scan follows both, as in fprintd.
@@ -226,10 +227,11 @@ extension FprintdDevice {
 
     /// A VerifyStart's request to the one verify: this reader, `finger` (nil:
     /// any), one judged scan, Start's time limits, each wait for a finger
-    /// bounded by `--scan-timeout` and restarted by a scan to repeat.
-    func verifyRequest(uid: UInt32, finger: FingerName?) -> VerifyRequest {
+    /// bounded by `--scan-timeout` and restarted by a scan to repeat; the
+    /// claimer's connection must be at the reader at every scan.
+    func verifyRequest(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> VerifyRequest {
         VerifyRequest(
-            uid: uid, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
+            uid: uid, caller: caller, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
             openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout),
             via: " through fprintd's interface")
     }
@@ -239,6 +241,8 @@ extension FprintdDevice {
         switch failure {
         case .refused(let refusal) where refusal.kind == .readerCoolingDown:
             return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(refusal.message)")
+        case .refused(let refusal) where refusal.kind == .notAtTheReader:
+            return ServiceError(.permissionDenied, "\(FprintdRefusal.notAtTheReader): \(refusal.message)")
         case .notOpened(let error): return startError(operation, notOpened: error)
         default: return startError(operation, busy: "")
         }
@@ -282,9 +286,10 @@ extension FprintdDevice {
     /// The prints one scan of `uid`'s compares with (`finger`, or nil for
     /// any), or why no scan may be taken now: the one verify's check before
     /// every scan (Evaluator.nextGallery), with "not enrolled" in fprintd's words.
-    func gallery(uid: UInt32, finger: FingerName?) -> Result<[EnrolledPrint], ServiceError> {
+    func gallery(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> Result<[EnrolledPrint], ServiceError> {
         do throws(ServiceError) {
-            return .success(try seams.verifier.nextGallery(verifyRequest(uid: uid, finger: finger), on: identity).gallery)
+            let request = verifyRequest(uid: uid, finger: finger, caller: caller)
+            return .success(try seams.verifier.nextGallery(request, on: identity).gallery)
         } catch where error.kind == .la(.biometryNotEnrolled) {
             return .failure(ServiceError(.notEnrolled, finger.map { "No such print \($0.rawValue)" } ?? "No fingerprints enrolled"))
         } catch {

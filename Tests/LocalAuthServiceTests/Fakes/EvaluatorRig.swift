@@ -43,7 +43,8 @@ final class EvaluatorRig {
     }
 
     /// A call registered as the service registers one, for Cancel to find.
-    func caller(requestID: String, uid: UInt32? = nil) -> Evaluator.Caller {
+    func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Evaluator.Caller {
+        let sender = sender ?? self.sender
         let record = CallRecord(sender: sender, requestID: requestID)
         try? registry.register(record)
         return Evaluator.Caller(
@@ -56,9 +57,9 @@ final class EvaluatorRig {
     /// Starts an evaluation; its value is the error it ended with, nil for true.
     func evaluate(
         _ policy: PolicyValue = .deviceOwnerAuthenticationWithBiometrics, reuse: Double = 0,
-        requestID: String = "r"
+        requestID: String = "r", sender: String? = nil
     ) -> Task<ServiceError?, Never> {
-        let caller = caller(requestID: requestID)
+        let caller = caller(requestID: requestID, sender: sender)
         var options = EvaluationOptions()
         options.requestID = requestID
         options.reuseDuration = reuse

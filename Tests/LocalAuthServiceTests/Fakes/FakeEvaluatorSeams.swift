@@ -144,6 +144,10 @@ final class FakePrints: EvaluationPrints {
 @ServiceActor
 final class FakeEnvironment: EvaluationEnvironment {
     var presence: EnvironmentRules.Presence = .local
+    /// A connection's own presence, where it differs from `presence`.
+    var presences: [String: EnvironmentRules.Presence] = [:]
+    /// What logind would count: a test bumps it for a switch of the session in front.
+    var frontChanges: UInt64 = 0
     var hasPassword = true
     var passwordNeededError: ServiceError?
     private(set) var passwordsGiven: [UInt32] = []
@@ -151,7 +155,7 @@ final class FakeEnvironment: EvaluationEnvironment {
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
         presenceAsked += 1
-        return presence
+        return presences[caller.sender] ?? presence
     }
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }

@@ -643,6 +643,56 @@ scenario_terminal_scope_sudo_gets_fingerprint() {
     [ $rc = 0 ] || why "sudo in alice's terminal scope did not take her finger" || return 1
 }
 
+# A touch belongs to whoever is in front when the finger is read (issue 37):
+# bob is in front and runs `su alice` in his terminal (a vte-spawn scope of
+# his user manager; pam_localauth first in /etc/pam.d/su). The control: with
+# no switch her finger answers it, as it should (the reader cannot tell whose
+# finger it is). Then the attack: the su waits for a finger, alice's session
+# is brought to the front (`loginctl activate`, a real switch on seat0) and
+# she touches: the su must not pass, and the service says why. On c686a26
+# her touch answered the queued VerifyUser and bob got a shell as alice.
+su_in_bobs_terminal() {  # OUT
+    in_user_scope bob vte-spawn su alice -c 'echo SU-OK' </dev/null >"$1" 2>&1
+}
+scenario_su_switched_away_gets_no_touch() {
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    enable_module_in su || return 1
+    local alice bob mark pid rc t0
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    wait_for 20 "user@$(uid_of bob).service" is_active "user@$(uid_of bob).service" || return 1
+    loginctl activate "$bob"
+    wait_for 5 "bob's session to be active" test "$(active_session_of_seat)" = "$bob" || return 1
+
+    mark=$(status_mark)
+    su_in_bobs_terminal "$LOGS/su-control.log" &
+    pid=$!
+    feed "$pid" "$mark" alice-right-index 1
+    wait "$pid"; rc=$?
+    cat "$LOGS/su-control.log" >&2
+    [ $rc = 0 ] && grep -q SU-OK "$LOGS/su-control.log" || why "the control failed: su alice with her finger and no switch" || return 1
+
+    t0=$EPOCHSECONDS
+    mark=$(status_mark)
+    su_in_bobs_terminal "$LOGS/su-switch.log" &
+    pid=$!
+    wait_for 10 "su's VerifyUser to ask for a finger" test "$(status_mark)" -gt "$mark" || return 1
+    loginctl activate "$alice"
+    wait_for 5 "alice's session to be active" test "$(active_session_of_seat)" = "$alice" || return 1
+    # She touches, and touches again while the su runs.
+    feed "$pid" "$(status_mark)" alice-right-index always
+    wait "$pid"; rc=$?
+    cat "$LOGS/su-switch.log" >&2
+    journalctl -q -o cat -u localauthd --since "@$t0" | grep -E "at the reader|thrown away|verified" >&2
+    ! grep -q SU-OK "$LOGS/su-switch.log" || why "alice's touch after the switch gave bob a shell as alice" || return 1
+    [ $rc != 0 ] || why "su passed after the switch" || return 1
+    journalctl -q -o cat -u localauthd --since "@$t0" | grep -q -E "no longer at the reader|was thrown away|not at the reader" ||
+        why "the service logged no presence refusal for the switched-away su" || return 1
+    ! journalctl -q -o cat -u localauthd --since "@$t0" | grep -q "verified for a PAM module" ||
+        why "the service verified a PAM module's call after the switch" || return 1
+}
+
 # The service's messages reach the journal with their priorities: five
 # wrong fingers from alice's app lock biometry out (a warning), each failed
 # match is a notice; `journalctl -u localauthd -p warning` shows the first
@@ -887,7 +937,7 @@ cleanup_between_scenarios() {
 
 ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_display_session
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
-     terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session
+     terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session su_switched_away_gets_no_touch
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
      fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password)
 

@@ -188,11 +188,14 @@ public final class LocalAuthService {
         service.logind.onSleep = { sleeping in environment.prepareForSleep(sleeping) }
         service.logind.onLidChange = { environment.lidChanged() }
         // A switch of the session in front also ends the fingerprint verifies
-        // of callers no longer there (Evaluation/Verification.swift).
+        // of callers no longer there (Evaluation/Verification.swift), and the
+        // idle claims of fprintd's contract (Fprintd/FprintdDevice.swift).
         let evaluator = service.object.evaluator
+        let fprintd = service.fprintd
         service.logind.onSessionChange = { [work = service.work] in
             environment.sessionsChanged()
             work.yield(.task { await evaluator.frontChanged() })
+            if let fprintd { work.yield(.task { await fprintd.frontChanged() }) }
         }
         await service.logind.start()
         bus.onDisconnect {

@@ -216,6 +216,55 @@ final class FprintdDeviceTests: XCTestCase {
         await rig.expect(Self.ok, "Release")
     }
 
+    /// fprintd keeps a claim until its claimer releases it or leaves the bus
+    /// ("device already claimed"). Here an idle claim ends when its claimer
+    /// is no longer in front (docs/FPRINTD.md, "Claims"); on c686a26 it stayed.
+    @ServiceActor
+    func testAnIdleClaimEndsWhenItsClaimerIsNoLongerInFront() async throws {
+        let rig = try FprintdRig()
+        await rig.expect(Self.ok, "Claim", "")
+        await rig.device.frontChanged()
+        XCTAssertNotNil(rig.device.claim, "the claimer is still in front: the claim stays")
+        rig.seams.presence = .inactive
+        await rig.device.frontChanged()
+        XCTAssertNil(rig.device.claim, "switched away: the idle claim ended")
+        XCTAssertFalse(rig.seams.held, "and gave the reader back")
+        await rig.expect(Self.failed("ClaimDevice"), "VerifyStart", "any", note: "the claimer's next call")
+        // The person now in front claims it.
+        rig.seams.presence = .local
+        await rig.expect(Self.ok, "Claim", "", from: rig.other)
+    }
+
+    /// A root PAM host at the reader (the greeter's worker, the lock
+    /// screen's, sudo) takes over an idle claim of another uid; not a claim
+    /// with an operation running, not root's own, and not from behind a switch.
+    @ServiceActor
+    func testARootPamHostAtTheReaderTakesOverAnIdleClaimOfAnotherUid() async throws {
+        let rig = try FprintdRig()
+        let settings = ":1.9"  // GNOME Settings of uid 65534, left open on its fingerprint page
+        rig.router.callers.uids[settings] = 65534
+        rig.seams.enroll(.rightIndex, for: 65534)
+        await rig.expect(Self.ok, "Claim", "", from: settings)
+
+        // Not from a root caller behind a switch.
+        rig.seams.presence = .inactive
+        await rig.expect(Self.failed("AlreadyInUse"), "Claim", "", from: rig.claimer)
+        rig.seams.presence = .local
+        // Not while its verify runs.
+        await rig.expect(Self.ok, "VerifyStart", "any", from: settings)
+        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
+        await rig.expect(Self.failed("AlreadyInUse"), "Claim", "", from: rig.claimer)
+        rig.evaluation.reader.script = [.noMatch]
+        await rig.settle()
+        // Idle now (its final status sent): root at the reader takes it over.
+        await rig.expect(Self.ok, "Claim", "", from: rig.claimer)
+        XCTAssertEqual(rig.device.claim?.sender, rig.claimer)
+        XCTAssertEqual(rig.seams.holdsTaken - rig.seams.holdsReleased, 1, "one hold: the new claim's")
+        await rig.expect(Self.failed("AlreadyInUse"), "VerifyStop", from: settings)
+        // Root's own idle claim is not taken over by another root caller.
+        await rig.expect(Self.failed("AlreadyInUse"), "Claim", "", from: rig.other)
+    }
+
     // MARK: Verify
 
     @ServiceActor

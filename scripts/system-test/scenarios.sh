@@ -651,6 +651,8 @@ scenario_terminal_scope_sudo_gets_fingerprint() {
 # is brought to the front (`loginctl activate`, a real switch on seat0) and
 # she touches: the su must not pass, and the service says why. On c686a26
 # her touch answered the queued VerifyUser and bob got a shell as alice.
+asked_since() { [ "$(status_mark)" -gt "$1" ]; }  # MARK: the service asked for a finger since
+is_seat_active() { [ "$(active_session_of_seat)" = "$1" ]; }
 su_in_bobs_terminal() {  # OUT
     in_user_scope bob vte-spawn su alice -c 'echo SU-OK' </dev/null >"$1" 2>&1
 }
@@ -658,12 +660,12 @@ scenario_su_switched_away_gets_no_touch() {
     ensure_enrolled alice alice-right-index || return 1
     reset_lockout alice
     enable_module_in su || return 1
-    local alice bob mark pid rc t0
+    local alice bob mark pid rc cursor
     alice="$(open_seat_session systest-display-alice alice user)" || return 1
     bob="$(open_seat_session systest-display-bob bob user)" || return 1
     wait_for 20 "user@$(uid_of bob).service" is_active "user@$(uid_of bob).service" || return 1
     loginctl activate "$bob"
-    wait_for 5 "bob's session to be active" test "$(active_session_of_seat)" = "$bob" || return 1
+    wait_for 5 "bob's session to be active" is_seat_active "$bob" || return 1
 
     mark=$(status_mark)
     su_in_bobs_terminal "$LOGS/su-control.log" &
@@ -673,23 +675,25 @@ scenario_su_switched_away_gets_no_touch() {
     cat "$LOGS/su-control.log" >&2
     [ $rc = 0 ] && grep -q SU-OK "$LOGS/su-control.log" || why "the control failed: su alice with her finger and no switch" || return 1
 
-    t0=$EPOCHSECONDS
+    # The journal from here on only (the control's "verified" stays out).
+    cursor="$(journalctl -n0 --show-cursor -q | sed -n 's/^-- cursor: //p')"
     mark=$(status_mark)
     su_in_bobs_terminal "$LOGS/su-switch.log" &
     pid=$!
-    wait_for 10 "su's VerifyUser to ask for a finger" test "$(status_mark)" -gt "$mark" || return 1
+    wait_for 10 "su's VerifyUser to ask for a finger" asked_since "$mark" ||
+        { cat "$LOGS/su-switch.log" >&2; journalctl -q -o cat --after-cursor="$cursor" | tail -n 30 >&2; return 1; }
     loginctl activate "$alice"
-    wait_for 5 "alice's session to be active" test "$(active_session_of_seat)" = "$alice" || return 1
+    wait_for 5 "alice's session to be active" is_seat_active "$alice" || return 1
     # She touches, and touches again while the su runs.
     feed "$pid" "$(status_mark)" alice-right-index always
     wait "$pid"; rc=$?
     cat "$LOGS/su-switch.log" >&2
-    journalctl -q -o cat -u localauthd --since "@$t0" | grep -E "at the reader|thrown away|verified" >&2
+    journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -E "at the reader|thrown away|verified" >&2
     ! grep -q SU-OK "$LOGS/su-switch.log" || why "alice's touch after the switch gave bob a shell as alice" || return 1
     [ $rc != 0 ] || why "su passed after the switch" || return 1
-    journalctl -q -o cat -u localauthd --since "@$t0" | grep -q -E "no longer at the reader|was thrown away|not at the reader" ||
+    journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -q -E "no longer at the reader|was thrown away|not at the reader" ||
         why "the service logged no presence refusal for the switched-away su" || return 1
-    ! journalctl -q -o cat -u localauthd --since "@$t0" | grep -q "verified for a PAM module" ||
+    ! journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -q "verified for a PAM module" ||
         why "the service verified a PAM module's call after the switch" || return 1
 }
 

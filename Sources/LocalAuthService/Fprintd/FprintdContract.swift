@@ -220,7 +220,7 @@ extension FprintdDevice {
             authorization: Authorization(actions: actions.map(\.rawValue), interactive: true,
                                          anotherUser: .also(FprintdBus.Action.setUsername.rawValue)),
             arguments,
-            admits: { device, request throws(ServiceError) in try device.checkClaim(claim, sender: request.sender) },
+            admits: { device, request throws(ServiceError) in try device.checkClaim(claim, sender: request.sender, callerUID: request.uid) },
             handler: handler)
     }
 }

@@ -41,6 +41,9 @@ final class FprintdDevice {
         let sender: String
         let username: String
         let uid: UInt32
+        /// The claimer's connection: its uid, and whether it is still in
+        /// front of the reader (an idle claim ends when it is not).
+        let claimer: CallerRecord
         /// Its Claim still waits for the reader to open (fprintd's ACTION_OPEN).
         var opening = true
     }
@@ -76,13 +79,16 @@ final class FprintdDevice {
 
     /// The claim a method needs (its row's `ClaimRule`), checked by the
     /// router before polkit and again after it (FprintdContract.swift).
-    func checkClaim(_ rule: ClaimRule, sender: String) throws(ServiceError) {
+    func checkClaim(_ rule: ClaimRule, sender: String, callerUID: UInt32? = nil) throws(ServiceError) {
         if isGone { throw ServiceError(.failed, "the reader \(identity) is gone") }
         switch rule {
         case .anytime:
             return
         case .unclaimed:
-            if claim != nil { throw ServiceError(.busy, "Device was already claimed") }
+            // A root PAM host may take an idle claim over (`claim`); it is judged there.
+            if claim != nil, !(callerUID == 0 && claimIsIdleOfAnotherUID) {
+                throw ServiceError(.busy, "Device was already claimed")
+            }
         case .claimedOrFree:
             if let claim, claim.sender != sender { throw ServiceError(.busy, "Device already in use by another user") }
         case .claimed:
@@ -116,10 +122,11 @@ final class FprintdDevice {
         } else {
             username = call.arguments.username
         }
+        if claim != nil { try await takeOverIdleClaim(for: request) }
         guard claim == nil else { throw ServiceError(.busy, "Device was already claimed") }
         guard !stopping else { throw ServiceError(.failed, "the service is stopping") }
         // Set before the open: a second Claim meanwhile is AlreadyInUse, as in fprintd.
-        claim = Claim(sender: request.sender, username: username, uid: request.target)
+        claim = Claim(sender: request.sender, username: username, uid: request.target, claimer: request.caller)
         let opened: (any FprintdHold)?
         do throws(ServiceError) {
             // Asleep: the claim holds nothing until resume (`readersOffered`).
@@ -169,6 +176,58 @@ final class FprintdDevice {
         giveBackHold()
         Log.info("fprintd device \(id) released by \(request.sender)")
         return []
+    }
+
+    // MARK: Claims and the person in front (docs/FPRINTD.md, "Claims")
+
+    /// A claim with no verify or enroll running (none started, or its final
+    /// status sent), made by a connection of a uid other than root's.
+    var claimIsIdleOfAnotherUID: Bool {
+        guard let claim, !claim.opening, claim.claimer.uid != 0 else { return false }
+        return operation?.isFinished ?? true
+    }
+
+    /// fprintd keeps a claim until its claimer releases it or leaves the bus,
+    /// so a program that claims and sits (GNOME Settings left open, a stuck
+    /// client) leaves the next person's greeter, lock screen and sudo with
+    /// AlreadyInUse. Here a root PAM host at the reader (the greeter's
+    /// worker, the lock screen's PAM, sudo of the person in front) takes an
+    /// idle claim of another uid over: the old claim ends, logged.
+    private func takeOverIdleClaim(for request: Request) async throws(ServiceError) {
+        guard request.uid == 0, claimIsIdleOfAnotherUID, let held = claim else { return }
+        let presence = await seams.presence(of: request.caller)
+        if let refusal = EnvironmentRules.refusal(presence) {
+            throw ServiceError(.busy, "Device was already claimed (\(refusal.message))")
+        }
+        // Still that claim, still idle, after the await.
+        guard claim?.sender == held.sender, claimIsIdleOfAnotherUID else { return }
+        endClaim("taken over by \(request.sender) (uid 0, at the reader)")
+    }
+
+    /// The session in front may have changed (logind): an idle claim whose
+    /// claimer is no longer at the reader ends, so that the person now in
+    /// front can claim the reader. A claim with an operation running waits
+    /// for its final status (a verify ends with the switch: Evaluation/
+    /// Verification.swift), then is judged again.
+    func frontChanged() async {
+        guard let held = claim, !held.opening else { return }
+        let presence = await seams.presence(of: held.claimer)
+        guard let refusal = EnvironmentRules.refusal(presence), claim?.sender == held.sender else { return }
+        if let operation, !operation.isFinished {
+            await operation.finished()
+            return await frontChanged()
+        }
+        endClaim("its claimer \(held.sender) (uid \(held.claimer.uid)) is no longer at the reader: \(refusal.message)")
+    }
+
+    /// Ends the claim now; its claimer's next call hears "not claimed".
+    private func endClaim(_ why: String) {
+        guard let claim else { return }
+        operation?.cancel()
+        operation = nil
+        self.claim = nil
+        giveBackHold()
+        Log.notice("fprintd device \(id): the claim for \(claim.username) ended: \(why)")
     }
 
     func senderVanished(_ name: String) {

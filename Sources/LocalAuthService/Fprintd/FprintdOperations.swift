@@ -129,6 +129,9 @@ final class FprintdOperation: EnrollingCall {
 
     // MARK: The end
 
+    /// Whether the scans have ended and the reader is given back.
+    var isFinished: Bool { done }
+
     /// Returns once the scans have ended and the reader is given back (at once if they had).
     func finished() async {
         guard !done else { return }

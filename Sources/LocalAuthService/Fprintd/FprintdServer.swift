@@ -89,6 +89,12 @@ final class FprintdServer {
     }
 
     /// A bus name left: its claims are released and its operations stopped.
+    /// The session in front may have changed: idle claims of callers no
+    /// longer at the reader end (FprintdDevice.frontChanged).
+    func frontChanged() async {
+        for device in devices { await device.frontChanged() }
+    }
+
     func senderVanished(_ name: String) {
         for device in devices { device.senderVanished(name) }
     }

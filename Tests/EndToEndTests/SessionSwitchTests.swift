@@ -132,4 +132,53 @@ final class SessionSwitchTests: DesktopRigTestCase, @unchecked Sendable {
         XCTAssertFalse(readText(output).contains("verify-match"), readText(output))
         XCTAssertEqual(service.log.components(separatedBy: "matched").count, 1, service.log)
     }
+
+    /// fprintd's "device already claimed": a program that claims and sits
+    /// keeps everyone else's greeter, lock screen and sudo out. Here an idle
+    /// claim ends when its claimer's session is switched away from, and a
+    /// root PAM host at the reader takes over an idle claim of another uid.
+    /// The clients are fprintd's own CLI (`fprintd-verify`, Debian's) and a
+    /// holder that claims and waits. On c686a26 fprintd-verify failed both
+    /// times ("Device was already claimed").
+    func testIdleClaimsEndOnASwitchAndRootAtTheReaderTakesOneOver() async throws {
+        for action in ["net.reactivated.fprint.device.verify"] { try rig.polkit(action, "yes") }
+        addTeardownBlock { [rig] in try? rig.polkit("net.reactivated.fprint.device.verify", nil) }
+        service.stop()
+        service = try ServiceProcess(bus: rig, arguments: ["--fprintd"], launcher: try Self.unitLauncher())
+        try await enroll(as: "owner-finger")
+        try desktop(["session", "c1", "0", "root", "seat0", "false", "online", "display"])
+        try desktop(["session", "c5", "65534", "nobody", "seat0", "true", "active", "display"])
+
+        // nobody, in front, claims the reader and sits on it.
+        let held = rig.directory + "/claim-holder-\(UInt32.random(in: 0...UInt32.max)).out"
+        let holder = try startAs(65534, "/usr/bin/python3", [try testScript("fprintd-client.py"), "hold", ""], output: held)
+        defer { holder.signal(SIGTERM); holder.wait(timeout: 5) }
+        try waitForText("claimed", in: held, timeout: 20)
+        // Switched to root's session: the idle claim ends, and root's fprintd-verify gets the reader.
+        try desktop(["set", "c5", "false", "online"])
+        try desktop(["set", "c1", "true", "active"])
+        try waitUntil("the idle claim ended") { self.service.log.contains("the claim for nobody ended") }
+        XCTAssertTrue(try fprintdVerify(in: Self.alicesScope).contains("verify-match"), service.log)
+
+        // nobody claims again from behind the switch (Claim asks nothing of
+        // presence, as fprintd's): root at the reader takes the idle claim over.
+        let again = rig.directory + "/claim-holder-again-\(UInt32.random(in: 0...UInt32.max)).out"
+        let second = try startAs(65534, "/usr/bin/python3", [try testScript("fprintd-client.py"), "hold", ""], output: again)
+        defer { second.signal(SIGTERM); second.wait(timeout: 5) }
+        try waitForText("claimed", in: again, timeout: 20)
+        XCTAssertTrue(try fprintdVerify(in: Self.alicesScope).contains("verify-match"), service.log)
+        XCTAssertTrue(service.log.contains("taken over by"), service.log)
+    }
+
+    /// Debian's fprintd-verify for root in `scope`, the finger placed until it ends; its output.
+    private func fprintdVerify(in scope: String) throws -> String {
+        let output = rig.directory + "/fprintd-verify-\(UInt32.random(in: 0...UInt32.max)).out"
+        let verify = try start(in: scope, "/usr/bin/fprintd-verify", ["root"], output: output)
+        for _ in 0..<100 where verify.isRunning {
+            _ = try? service.sensor("SCAN owner-finger")
+            Thread.sleep(forTimeInterval: 0.2)
+        }
+        verify.wait(timeout: 5)
+        return readText(output)
+    }
 }

@@ -110,6 +110,25 @@ final class SessionSwitchTests: DesktopRigTestCase, @unchecked Sendable {
         XCTAssertFalse(service.log.contains("verified for a PAM module"), service.log)
     }
 
+    /// gdm's XDMCP or Remote Login display: a remote greeter session started
+    /// by the same gdm daemon. Its worker has the local worker's shape, so
+    /// while it exists no gdm worker is at the reader (issue 37, item 4; on
+    /// c686a26 this worker was, and only PAM_RHOST kept a remote one off).
+    func testNoGdmWorkerIsAtTheReaderWhileGdmServesARemoteGreeter() async throws {
+        try await enroll(as: "owner-finger")
+        let greeter = try gdmWithGreeter()
+        defer { greeter.signal(SIGTERM); greeter.wait(timeout: 5) }
+        let leader = try runProgram("/usr/bin/busctl", ["--address=\(rig.address)", "get-property", "org.freedesktop.login1",
+                                                        "/org/freedesktop/login1/session/g1", "org.freedesktop.login1.Session",
+                                                        "Leader"]).stdout.split(separator: " ").last.map(String.init) ?? ""
+        try desktop(["session", "g2", "117", "Debian-gdm", "", "true", "active", "remote", "greeter",
+                     "leader=\(leader.trimmingCharacters(in: .whitespacesAndNewlines))"])
+        let started = Date()
+        let worker = try run(in: Self.gdm, "/usr/bin/gdbus", Self.call("VerifyUser", ["root", "{'request-id': <'gdm'>}"], timeout: 10))
+        XCTAssertEqual(errorName(worker), "org.example.LocalAuth.Error.NotAtTheReader", worker.output + service.log)
+        XCTAssertLessThan(Date().timeIntervalSince(started), 5, "no scan was queued")
+    }
+
     /// fprintd's contract (`--fprintd`): a VerifyStart of alice's session
     /// waits for a finger; a switch ends it with an error status, not a
     /// match, and the touch after it is nobody's match.

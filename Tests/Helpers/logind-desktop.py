@@ -74,7 +74,9 @@ elif command == 'session':
         before = seat_object.Get(SEAT, 'ActiveSession', dbus_interface=PROPS) if seat_object else None
     except dbus.exceptions.DBusException:
         before = None   # the seat is made by AddSession
-    path = login1.AddSession(sid, seat, dbus.UInt32(int(uid)), name, active == 'true', dbus_interface=MOCK)
+    # The template cannot add a session without a seat: a placeholder seat, then no seat (below).
+    path = login1.AddSession(sid, seat or 'seatnone', dbus.UInt32(int(uid)), name, active == 'true',
+                             dbus_interface=MOCK)
     session = bus.get_object('org.freedesktop.login1', path)
     session.Set(SESSION, 'State', state, dbus_interface=PROPS)
     session.Set(SESSION, 'Remote', 'remote' in flags, dbus_interface=PROPS)

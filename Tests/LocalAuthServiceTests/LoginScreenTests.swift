@@ -74,6 +74,29 @@ final class LoginScreenTests: XCTestCase {
         XCTAssertEqual(LoginScreen.presence(reparented), .noSeat, "only a system service's own cgroup")
     }
 
+    /// gdm's XDMCP and Remote Login displays: a remote greeter session
+    /// started by the same gdm daemon. Its worker has the local worker's
+    /// shape, so while one exists the greeter rule admits no worker of that
+    /// service (fails closed, whatever PAM_RHOST says); a remote greeter of
+    /// another service, none; one whose starter cannot be read, fails closed.
+    /// On c686a26 the worker was at the reader with a remote greeter open.
+    func testNoWorkerOfAServiceThatServesARemoteGreeterIsAtTheReader() {
+        var worker = Facts(uid: 0, controllingTTY: 0, foregroundVT: "tty1", cgroup: Self.gdm, activeSession: Self.greeter)
+        XCTAssertEqual(LoginScreen.presence(worker), .local)
+        var remote = Self.greeter
+        remote.remote = true
+        remote.active = false
+        remote.state = "online"
+        worker.remoteGreeters = [remote]
+        XCTAssertEqual(LoginScreen.presence(worker), .noSeat)
+        remote.launcherCgroup = "/system.slice/lightdm.service"
+        worker.remoteGreeters = [remote]
+        XCTAssertEqual(LoginScreen.presence(worker), .local, "another service's remote greeter")
+        remote.launcherCgroup = nil
+        worker.remoteGreeters = [remote]
+        XCTAssertEqual(LoginScreen.presence(worker), .noSeat, "a starter that cannot be read fails closed")
+    }
+
     /// A display manager's worker that holds a VT not yet in front (the one
     /// the new session will get) is still judged by its greeter; the same
     /// VT with no greeter in front is someone else's screen.

@@ -13,7 +13,9 @@
 ///   as the process that started that greeter (the parent of the session's
 ///   leader): gdm's `gdm-session-worker` for the user's login, forked by the
 ///   gdm daemon in `gdm.service` as the greeter's worker was (lightdm's
-///   session children and sddm's helpers alike).
+///   session children and sddm's helpers alike). Not while that service
+///   also serves a remote greeter (gdm's XDMCP, Remote Login): its worker
+///   would have the same shape.
 ///
 /// Refused: any other root process in no session, above all sshd's own PAM
 /// (in `ssh.service`, no controlling terminal), a serial console (ttyS: it
@@ -32,6 +34,11 @@ enum LoginScreen {
         var cgroup: String?
         /// seat0's active session, when there is one.
         var activeSession: Session?
+        /// The remote greeter sessions (gdm's XDMCP and Remote Login
+        /// displays): their workers run in the same service as the local
+        /// greeter's, so while one exists no worker of that service can be
+        /// told to be the local one.
+        var remoteGreeters: [Session] = []
     }
 
     /// seat0's active session as logind has it.
@@ -76,7 +83,10 @@ enum LoginScreen {
             let launcher = session.launcherCgroup, let cgroup = facts.cgroup,
             isSystemService(launcher), cgroup == launcher
         else { return false }
-        return true
+        // A remote greeter started by the same service (or one whose starter
+        // cannot be read): the caller may be its worker. Fails closed, and
+        // does not rely on the worker's PAM_RHOST.
+        return !facts.remoteGreeters.contains { $0.launcherCgroup == nil || $0.launcherCgroup == launcher }
     }
 
     /// A system service's own cgroup (`/system.slice/…`), never the root,

@@ -129,7 +129,10 @@ extension Callers {
                                       foregroundVT: ProcessFacts.foregroundVT(), cgroup: ProcessFacts.cgroupPath(pid: pid))
         let vt = facts.controllingTTY.flatMap(LoginScreen.virtualConsole(ttyNr:))
         let inFront = vt.map { "tty\($0)" == facts.foregroundVT } ?? false
-        if !inFront { facts.activeSession = await seat0ActiveSession() }
+        if !inFront {
+            facts.activeSession = await seat0ActiveSession()
+            if facts.activeSession?.sessionClass == "greeter" { facts.remoteGreeters = await remoteGreeters() }
+        }
         // Read, then checked again: the pid named the caller's process throughout.
         guard record.livePID == pid else { return .noSeat }
         let presence = LoginScreen.presence(facts)
@@ -148,6 +151,32 @@ extension Callers {
               case .structure(let fields)? = seat["ActiveSession"], fields.count == 2,
               case .objectPath(let path) = fields[1], path.rawValue != "/",
               let values = await properties(path, Logind.session) else { return nil }
+        return Self.loginScreenSession(values)
+    }
+
+    /// Every remote greeter-class session (no seat, `Remote`), with who
+    /// started it. ListSessions failing counts as one whose starter is
+    /// unknown (fails closed). Asked only of a root caller in no session
+    /// while a greeter is in front: gdm's worker, at a login.
+    private func remoteGreeters() async -> [LoginScreen.Session] {
+        let unknown = [LoginScreen.Session(sessionClass: "greeter", remote: true, active: false, state: "",
+                                           launcherCgroup: nil)]
+        guard let reply = try? await bus.call(destination: Logind.name, path: Logind.path, interface: Logind.manager,
+                                              member: "ListSessions", arguments: [], timeout: 5),
+              case .array(_, let rows)? = reply.first else { return unknown }
+        var greeters: [LoginScreen.Session] = []
+        for case .structure(let fields) in rows where fields.count == 5 {
+            // (id, uid, user, seat, path): a session on a seat is not remote.
+            guard fields[3].string?.isEmpty ?? true, case .objectPath(let path) = fields[4] else { continue }
+            guard let values = await properties(path, Logind.session) else { return unknown }
+            let session = Self.loginScreenSession(values)
+            if session.sessionClass == "greeter", session.remote { greeters.append(session) }
+        }
+        return greeters
+    }
+
+    /// A session's properties as the login rules read them.
+    private static func loginScreenSession(_ values: [String: DBusValue]) -> LoginScreen.Session {
         let launcher = values["Leader"]?.uint32.flatMap { $0 > 1 ? ProcessFacts.parentPID(pid: $0) : nil }
             .flatMap { $0 > 1 ? ProcessFacts.cgroupPath(pid: $0) : nil }
         // Missing properties fail closed: remote, inactive.

@@ -945,6 +945,339 @@ ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
      fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password)
 
+# ----------------------------------------- password managers through polkit
+# Issue 40, item 1. Bitwarden, 1Password and KeePassXC each ask polkit for an
+# auth_self action of their own; the desktop's agent runs
+# polkit-agent-helper-1 (setuid root, a child of the agent, so in the app's
+# scope), which runs PAM's polkit-1 stack (/usr/lib/pam.d/polkit-1:
+# @include common-auth), where `pam-auth-update --enable localauth` puts
+# pam_localauth. Here the app is pkcheck --allow-user-interaction for its
+# own process, with polkit's own text agent (pkttyagent) registered for that
+# process, both on a pseudo terminal (the text agent needs one), in an app
+# scope of alice's user manager, her display session in front.
+
+# The apps' action files, as each app's package installs them (but for their
+# DOCTYPE line, which names the DTD by a web address: polkitd does not read it).
+PASSWORD_MANAGER_ACTIONS="com.bitwarden.Bitwarden.unlock com.1password.1Password.unlock org.keepassxc.KeePassXC.unlockDatabase"
+install_password_manager_actions() {
+    local dir=/usr/share/polkit-1/actions
+    cat > "$dir/com.bitwarden.Bitwarden.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+    <action id="com.bitwarden.Bitwarden.unlock">
+      <description>Unlock Bitwarden</description>
+      <message>Authenticate to unlock Bitwarden</message>
+      <defaults>
+        <allow_any>no</allow_any>
+        <allow_inactive>no</allow_inactive>
+        <allow_active>auth_self</allow_active>
+      </defaults>
+    </action>
+</policyconfig>
+XML
+    # 1Password's installer fills the owners in with the machine's people
+    # (uids of four digits).
+    cat > "$dir/com.1password.1Password.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+  <action id="com.1password.1Password.unlock">
+    <description>Unlock 1Password</description>
+    <message>1Password is trying to unlock.</message>
+    <defaults>
+      <allow_any>no</allow_any>
+      <allow_inactive>no</allow_inactive>
+      <allow_active>auth_self</allow_active>
+    </defaults>
+    <annotate key="org.freedesktop.policykit.owner">unix-user:alice unix-user:bob</annotate>
+  </action>
+</policyconfig>
+XML
+    cat > "$dir/org.keepassxc.KeePassXC.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+  <vendor>KeePassXC Developers</vendor>
+  <icon_name>keepassxc</icon_name>
+  <action id="org.keepassxc.KeePassXC.unlockDatabase">
+    <description>Quick Unlock for a KeePassXC Database</description>
+    <message>Authentication is required to unlock a KeePassXC Database</message>
+    <defaults>
+      <allow_inactive>no</allow_inactive>
+      <allow_active>auth_self</allow_active>
+    </defaults>
+  </action>
+</policyconfig>
+XML
+}
+
+# The app: pty.fork(); in the child, pkttyagent --process <child> (its
+# --notify-fd says when it is registered), then exec pkcheck for that same
+# pid (exec keeps the pid and start time polkit knows it by). The parent
+# shows the terminal on stdout and answers each "Password: " with the next
+# ANSWER once the agent has turned echo off (it does so with TCSAFLUSH,
+# which would drop an answer typed before); a prompt with no answer left
+# stops the app. Never EOF: pkttyagent dumps core on it before polkit 125
+# (upstream's fix; Debian 12 has 122). Exits with pkcheck's status: 0
+# authorized, 1 not authorized (124: still running after a minute).
+POLKIT_APP=/run/systest-polkit-app.py
+write_polkit_app() {
+    cat > "$POLKIT_APP" <<'PY'
+import os, pty, select, signal, sys, termios, time
+
+action, answers = sys.argv[1], sys.argv[2:]
+pid, master = pty.fork()
+if pid == 0:
+    me = os.getpid()
+    ready_r, ready_w = os.pipe()
+    agent = os.fork()
+    if agent == 0:
+        os.close(ready_r)
+        os.set_inheritable(ready_w, True)
+        os.execvp("pkttyagent", ["pkttyagent", "--process", str(me), "--notify-fd", str(ready_w)])
+    os.close(ready_w)
+    os.read(ready_r, 1)  # EOF: the agent registered, or died
+    if os.waitpid(agent, os.WNOHANG) != (0, 0):
+        print("app: pkttyagent did not register", flush=True)
+        os._exit(125)
+    print("app: agent %d registered for pid %d" % (agent, me), flush=True)
+    os.execvp("pkcheck", ["pkcheck", "--action-id", action, "--process", str(me), "--allow-user-interaction"])
+
+out = os.fdopen(os.dup(1), "wb", buffering=0)
+seen = b""
+
+
+def show_terminal(timeout):
+    global seen
+    if not select.select([master], [], [], timeout)[0]:
+        return False
+    try:
+        data = os.read(master, 4096)
+    except OSError:  # EIO: nobody holds the terminal any more
+        return False
+    out.write(data)
+    seen += data
+    while b"Password: " in seen:
+        seen = seen.split(b"Password: ", 1)[1]
+        if not answers:
+            out.write(b"\n[app: a password prompt it has no answer for: stopped]\n")
+            os.killpg(pid, signal.SIGTERM)
+            continue
+        deadline = time.monotonic() + 10
+        while termios.tcgetattr(master)[3] & termios.ECHO and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.write(master, answers.pop(0).encode() + b"\n")
+        out.write(b"\n[app: answered the password prompt]\n")
+    return bool(data)
+
+
+status = None
+while status is None:
+    show_terminal(0.2)
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(code)
+while show_terminal(0.2):  # what pkcheck said last
+    pass
+try:
+    os.killpg(pid, signal.SIGTERM)  # the agent: pkcheck leaves it running
+except ProcessLookupError:
+    pass
+out.write(b"[app: pkcheck exited %d]\n" % status)
+sys.exit(status if status >= 0 else 128 - status)
+PY
+    chmod 0755 "$POLKIT_APP"
+}
+
+# USER's app (in an app scope named after it) asks polkit for ACTION, in the
+# background: its terminal to OUT, its pid in APP_PID.
+app_asks_polkit() {  # USER APP ACTION OUT [ANSWER...]
+    local user="$1" app="$2" action="$3" out="$4"; shift 4
+    in_user_scope "$user" "app-gnome-$app" timeout 60 python3 "$POLKIT_APP" "$action" "$@" >"$out" 2>&1 &
+    APP_PID=$!
+}
+# The journal since a cursor, one program's lines (its syslog identifier).
+# Filtered here, not by journalctl: systemd 252's journalctl
+# --after-cursor=C -t NAME now and then prints nothing (2 runs in 6 here).
+journal_cursor() { journalctl -n0 --show-cursor -q | sed -n 's/^-- cursor: //p'; }
+journal_of() { journalctl -q -o short-unix --after-cursor="$1" | grep -F " $2[" | sed 's/^[^ ]* [^ ]* //'; }  # CURSOR NAME
+# CURSOR TEXT: a line of polkitd, of the service, of pam_localauth inside
+# polkit-agent-helper-1 since CURSOR. journald files them a moment after the
+# fact: wait for them (logged), never for time.
+polkitd_said() { journal_of "$1" polkitd | grep -q -F -- "$2"; }
+service_said() { journal_of "$1" localauthd | grep -q -F -- "$2"; }
+helper_said() { journal_of "$1" polkit-agent-helper-1 | grep -q -F -- "pam_localauth(polkit-1:auth): $2"; }
+logged() { wait_for 5 "the journal to say '$3'" "$@"; }  # SAID-FUNCTION CURSOR TEXT
+in_transcript() { grep -q -F "$2" "$1"; }  # OUT TEXT
+
+# What the scenario changed, undone when its subshell exits: common-auth as
+# pam-auth-update wrote it (byte for byte, or it would refuse to update a
+# locally modified file), then the profile off again; /etc/pam.d/sudo; the
+# action files.
+POLKIT_SCENARIO_SAVED=/run/systest-polkit-saved
+undo_password_manager_setup() {
+    [ -f "$POLKIT_SCENARIO_SAVED/common-auth" ] && cp "$POLKIT_SCENARIO_SAVED/common-auth" /etc/pam.d/common-auth
+    [ -f "$POLKIT_SCENARIO_SAVED/enabled-here" ] && pam-auth-update --disable localauth
+    [ -f "$POLKIT_SCENARIO_SAVED/sudo" ] && cp "$POLKIT_SCENARIO_SAVED/sudo" /etc/pam.d/sudo
+    rm -f /usr/share/polkit-1/actions/com.bitwarden.Bitwarden.policy /usr/share/polkit-1/actions/com.1password.1Password.policy \
+        /usr/share/polkit-1/actions/org.keepassxc.KeePassXC.policy "$POLKIT_APP"
+    rm -rf "$POLKIT_SCENARIO_SAVED"
+    reset_lockout alice 2>/dev/null
+    true
+}
+
+# The whole path, each outcome from what the real components say: pkcheck's
+# status and the agent's terminal, pam_localauth's lines as
+# polkit-agent-helper-1 logs them (`debug` added to the profile's line for
+# the run: logging only), the service's journal, polkitd's journal, the
+# lockout file. 1: each app's unlock takes alice's finger. 2: another finger
+# is refused (then the password prompt; a wrong password: not authorized)
+# and counts exactly as a wrong finger at sudo does. 3: sudo's failures and
+# polkit's add up to the one lockout, after which polkit asks for no finger
+# and her password still unlocks. 4: her session switched away while the
+# helper waits for her finger: the verify ends (NotAtTheReader), no scan
+# follows, the password prompt does. 5: switched away before the app asks:
+# polkit refuses at once (allow_inactive=no), no helper, no VerifyUser.
+scenario_password_managers_through_polkit_agent_helper() {
+    local alice bob out="$LOGS/polkit-app.log" cursor mark pid rc t0 app action polkit_count sudo_count calls package
+    for package in localauthd localauth-tools libpam-localauth; do
+        [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
+    done
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    rm -rf "$POLKIT_SCENARIO_SAVED"; mkdir -p "$POLKIT_SCENARIO_SAVED"
+    trap undo_password_manager_setup EXIT
+
+    # As a person sets it up: the apps' action files, the PAM profile.
+    install_password_manager_actions
+    for action in $PASSWORD_MANAGER_ACTIONS; do
+        wait_for 10 "polkitd to know $action" pkaction --action-id "$action" || return 1
+    done
+    write_polkit_app
+    if ! grep -q pam_localauth /etc/pam.d/common-auth; then
+        pam-auth-update --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
+        touch "$POLKIT_SCENARIO_SAVED/enabled-here"
+    fi
+    grep -q '^auth.*pam_localauth.so timeout=15$' /etc/pam.d/common-auth || why "the profile's line is not in common-auth" || return 1
+    cp /etc/pam.d/common-auth "$POLKIT_SCENARIO_SAVED/common-auth"
+    sed -i 's/pam_localauth.so timeout=15$/& debug/' /etc/pam.d/common-auth
+    echo "polkit-1's stack: $(ls /etc/pam.d/polkit-1 /usr/lib/pam.d/polkit-1 2>/dev/null | head -n1);" \
+        "common-auth: $(grep -v '^#' /etc/pam.d/common-auth | grep . | paste -sd'|')" >&2
+    # sudo as Debian ships it (common-auth only): earlier scenarios put a line of their own in.
+    cp /etc/pam.d/sudo "$POLKIT_SCENARIO_SAVED/sudo"
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo
+
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    wait_for 5 "alice's display session $alice in front" is_seat_active "$alice" || return 1
+
+    # 1. Each app's unlock: her finger answers inside polkit-agent-helper-1.
+    for app in bitwarden:com.bitwarden.Bitwarden.unlock 1password:com.1password.1Password.unlock \
+               keepassxc:org.keepassxc.KeePassXC.unlockDatabase; do
+        action=${app#*:}; app=${app%%:*}
+        cursor="$(journal_cursor)"; mark=$(status_mark); t0=$EPOCHREALTIME
+        app_asks_polkit alice "$app" "$action" "$out"
+        feed "$APP_PID" "$mark" alice-right-index 1
+        wait "$APP_PID"; rc=$?
+        echo "----- $app, her finger: rc=$rc in $(since "$t0") s" >&2; cat "$out" >&2
+        journal_of "$cursor" polkit-agent-helper-1 >&2
+        [ "$rc" = 0 ] || why "$app's unlock ($action) was not authorized with her finger (pkcheck $rc)" || return 1
+        in_transcript "$out" "AUTHENTICATING FOR $action" && in_transcript "$out" "Place your finger on the fingerprint reader" &&
+            in_transcript "$out" "AUTHENTICATION COMPLETE" || why "the agent did not show $action's finger prompt and its success" || return 1
+        ! in_transcript "$out" "Password: " || why "$app: the password was asked for with her finger enrolled" || return 1
+        logged helper_said "$cursor" "authenticate alice: Success" ||
+            why "$app: no success of pam_localauth inside polkit-agent-helper-1's polkit-1 stack" || return 1
+        logged service_said "$cursor" "fingerprint of uid $(uid_of alice) verified for a PAM module" || why "$app: the service verified no finger" || return 1
+        logged polkitd_said "$cursor" "successfully authenticated as unix-user:alice to gain ONE-SHOT authorization for action $action" ||
+            why "$app: polkitd did not log the authorization" || return 1
+        [ "$app" = bitwarden ] && figure "Bitwarden's unlock with her finger in $(since "$t0") s"
+    done
+
+    # 2. Another finger: refused, then the password prompt (a wrong one:
+    # not authorized); counted as a wrong finger at sudo is.
+    reset_lockout alice
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice 1password com.1password.1Password.unlock "$out" not-her-password
+    feed "$APP_PID" "$mark" someone-else 3
+    wait "$APP_PID"; rc=$?
+    polkit_count=$(lockout_count alice)
+    echo "----- 1password, another finger: rc=$rc, lockout 0 → $polkit_count" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    [ "$rc" = 1 ] && in_transcript "$out" "Not authorized." || why "another finger: pkcheck $rc, not 'Not authorized.'" || return 1
+    in_transcript "$out" "Fingerprint not recognized" && in_transcript "$out" "[app: answered the password prompt]" ||
+        why "another finger: the agent did not say 'not recognized' and ask for the password" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.AuthenticationFailed" ||
+        why "another finger: pam_localauth in polkit-agent-helper-1 did not log AuthenticationFailed" || return 1
+    logged polkitd_said "$cursor" "FAILED to authenticate to gain authorization for action com.1password.1Password.unlock" ||
+        why "another finger: polkitd did not log the failure" || return 1
+    ! service_said "$cursor" "verified for a PAM module" || why "another finger was verified" || return 1
+    reset_lockout alice
+    t0=$EPOCHSECONDS; mark=$(status_mark)
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/polkit-sudo.log" 2>&1 &
+    pid=$!
+    feed "$pid" "$mark" someone-else 3
+    wait "$pid"; rc=$?
+    sudo_count=$(lockout_count alice)
+    echo "----- sudo, another finger: rc=$rc, lockout 0 → $sudo_count" >&2; cat "$LOGS/polkit-sudo.log" >&2; module_log_since "$t0" sudo >&2
+    [ "$rc" != 0 ] || why "sudo passed with another finger" || return 1
+    [ "$polkit_count" = 3 ] && [ "$sudo_count" = "$polkit_count" ] ||
+        why "a wrong finger counts $polkit_count through polkit, $sudo_count through sudo (3 scans each)" || return 1
+    figure "a wrong finger counts $polkit_count through polkit, $sudo_count through sudo"
+
+    # 3. One lockout: sudo's 3, then polkit's next two failures reach 5; then
+    # polkit asks for no finger, and her password still unlocks.
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice keepassxc org.keepassxc.KeePassXC.unlockDatabase "$out" not-her-password
+    feed "$APP_PID" "$mark" someone-else 3
+    wait "$APP_PID"; rc=$?
+    echo "----- keepassxc, another finger after sudo's: rc=$rc, lockout $sudo_count → $(lockout_count alice)" >&2; cat "$out" >&2
+    [ "$rc" = 1 ] || why "locking out: pkcheck $rc" || return 1
+    [ "$(lockout_count alice)" = 5 ] && logged service_said "$cursor" "biometry locked out for uid $(uid_of alice)" ||
+        why "sudo's and polkit's failures did not make one lockout (count $(lockout_count alice))" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out" alice-password
+    wait "$APP_PID"; rc=$?
+    echo "----- bitwarden, locked out, her password: rc=$rc" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    [ "$rc" = 0 ] || why "locked out: her password did not unlock Bitwarden (pkcheck $rc)" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "locked out: the service asked for a finger" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.BiometryLockout" ||
+        why "locked out: pam_localauth did not log BiometryLockout" || return 1
+    reset_lockout alice
+
+    # 4. Switched away while the helper waits for her finger: no scan.
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$alice"
+    wait_for 5 "alice's session in front" is_seat_active "$alice" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice keepassxc org.keepassxc.KeePassXC.unlockDatabase "$out" not-her-password
+    wait_for 10 "the helper's VerifyUser to ask for her finger" asked_since "$mark" || { cat "$out" >&2; return 1; }
+    loginctl activate "$bob"
+    wait_for 5 "bob's session in front" is_seat_active "$bob" || return 1
+    mark=$(status_mark)
+    wait "$APP_PID"; rc=$?
+    echo "----- keepassxc, switched to bob while waiting: rc=$rc" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    journal_of "$cursor" localauthd | grep -E "at the reader|thrown away|verified" >&2
+    [ "$rc" = 1 ] || why "switched away: pkcheck $rc" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "switched away: the service asked for a finger again" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.NotAtTheReader" ||
+        why "switched away: pam_localauth did not get NotAtTheReader" || return 1
+    logged service_said "$cursor" "is no longer at the reader" || why "switched away: the service logged no refusal" || return 1
+    ! service_said "$cursor" "verified for a PAM module" || why "switched away: a finger was verified" || return 1
+    in_transcript "$out" "[app: answered the password prompt]" || why "switched away: polkit did not fall to the password" || return 1
+
+    # 5. Switched away before the app asks: polkit refuses at once.
+    mark=$(status_mark)
+    watch_verify_user "$LOGS/polkit-verify.log"
+    app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out"
+    wait "$APP_PID"; rc=$?
+    calls=$(verify_user_calls "$LOGS/polkit-verify.log")
+    echo "----- bitwarden, bob in front: rc=$rc, $calls VerifyUser" >&2; cat "$out" >&2
+    [ "$rc" = 1 ] && in_transcript "$out" "Not authorized." || why "bob in front: pkcheck $rc" || return 1
+    ! in_transcript "$out" "AUTHENTICATING FOR" || why "bob in front: the agent was asked" || return 1
+    [ "$calls" = 0 ] && [ "$(status_mark)" = "$mark" ] || why "bob in front: $calls VerifyUser, a finger asked for" || return 1
+}
+ALL+=(password_managers_through_polkit_agent_helper)
+
 # ------------------------------------------------------------------ runner
 passed=0; failed=0
 # The service's EvaluationStatus signals, for feed (the real bus's monitor).

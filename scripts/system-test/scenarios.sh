@@ -808,7 +808,7 @@ scenario_fprintd_swap_and_purge() {
         why "localauthd --fprintd lost a print on the second switch: $fingers" || return 1
 
     # Purge: with the pam-auth-update profile on, and the service running.
-    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd /etc/pam.d/su
     rm -f /etc/pam.d/systest-gdm-fingerprint /etc/pam.d/systest-gdm-fingerprint-fprintd
     pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
     grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1

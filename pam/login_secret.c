@@ -234,7 +234,7 @@ static int read_parameters(DBusMessage *reply, LSPasswordParameters *parameters)
         !entry_get_u32(reply, "argon2-time", &parameters->time) || !entry_get_u32(reply, "argon2-memory-kib", &parameters->memory_kib) ||
         !entry_get_u32(reply, "argon2-lanes", &parameters->lanes)) return 0;
     // The PAM host's own ceiling, whatever the service stored: a login never costs more than this.
-    if (parameters->time < 1 || parameters->time > LS_ARGON2_MAX_TIME || parameters->memory_kib < 8 * 1024 ||
+    if (parameters->time < 1 || parameters->time > LS_ARGON2_MAX_TIME || parameters->memory_kib < LS_ARGON2_MIN_MEMORY_KIB ||
         parameters->memory_kib > LS_ARGON2_MAX_MEMORY_KIB || parameters->lanes < 1 || parameters->lanes > LS_ARGON2_MAX_LANES) return 0;
     memcpy(parameters->salt, salt, (size_t)count);
     parameters->salt_length = (size_t)count;

@@ -21,10 +21,12 @@
 #define LS_ARGON2_MEMORY_KIB (64 * 1024)
 #define LS_ARGON2_LANES 1
 #define LS_SALT_BYTES 16
-/// The most a stored wrap may ask of the PAM host (the service's bounds are the same).
-#define LS_ARGON2_MAX_TIME 10
-#define LS_ARGON2_MAX_MEMORY_KIB (256 * 1024)
-#define LS_ARGON2_MAX_LANES 4
+/// What a stored wrap may ask of the PAM host (the service accepts no more:
+/// LoginPasswordKey.Parameters.isAffordable): about 0.3 s at most, one thread.
+#define LS_ARGON2_MAX_TIME 4
+#define LS_ARGON2_MIN_MEMORY_KIB (8 * 1024)
+#define LS_ARGON2_MAX_MEMORY_KIB (64 * 1024)
+#define LS_ARGON2_MAX_LANES 1
 
 typedef struct {
     uint32_t time, memory_kib, lanes;

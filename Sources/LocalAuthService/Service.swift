@@ -122,7 +122,9 @@ public final class LocalAuthService {
             stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
             authorizationSeconds: configuration.rightsAuthorizationTimeout,
             seams: ServiceRightsWiring(evaluator: evaluator, readerChoice: readerChoice, prints: prints, callers: callers).seams)
-        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(rights: rights, stateDirectory: configuration.stateDirectory).seams)
+        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(
+                rights: rights, stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend
+            ).seams)
         object = LocalAuthObject(
             evaluator: evaluator, enroller: enroller, rights: rights, promptAgents: promptAgents, environment: environment,
             readerChoice: readerChoice, readers: readers, loginSecrets: loginSecrets)

@@ -129,6 +129,32 @@ final class LoginSecretStoreTests: XCTestCase {
         XCTAssertThrowsError(try ECIES.decrypt(record.passwordWrap, with: old), "the old password no longer opens it")
     }
 
+    /// A missed re-wrap is kept on disk, and a new record is created only
+    /// where there is none (the second gets false; the first stays as it was).
+    func testAMissedPasswordChangeIsKeptAndARecordIsCreatedOnce() throws {
+        let state = try StateDirectory()
+        let protector = try SoftwareKeyProtector(stateDirectory: state.path)
+        let (_, info) = try passwordKey(seed: 7)
+        let (_, other) = try passwordKey(seed: 8)
+        var record = try LoginSecretRecord.make(uid: 1000, password: info, protector: protector)
+        let store = LoginSecretStore(stateDirectory: state.path)
+        XCTAssertTrue(try store.create(record))
+        XCTAssertFalse(try store.create(try LoginSecretRecord.make(uid: 1000, password: other, protector: protector)))
+        XCTAssertEqual(try store.load(1000), record, "the first record stays")
+
+        record.markPasswordChangeMissed()
+        XCTAssertTrue(record.isPasswordWrapStale)
+        XCTAssertNil(record.pending)
+        try store.save(record)
+        XCTAssertEqual(try store.load(1000)?.missedPasswordChange, true)
+        var bytes = LoginSecretCoding.encode(record)
+        XCTAssertEqual(try LoginSecretCoding.decode(bytes), record)
+        bytes[bytes.count - 1] = 2
+        XCTAssertRightsError(try LoginSecretCoding.decode(bytes), .malformed)
+        try record.changePassword(to: other, secret: try record.openMachineWrap(using: protector))
+        XCTAssertFalse(record.missedPasswordChange, "a new wrap ends it")
+    }
+
     func testEveryDamagedFileIsRefused() throws {
         let state = try StateDirectory()
         let (_, info) = try passwordKey(seed: 7)

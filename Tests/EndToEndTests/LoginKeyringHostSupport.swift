@@ -63,7 +63,8 @@ extension RigTestCase {
 
     /// gdbus's arguments for EnableLoginSecret with D of `key`, and `extra` options (GVariant text).
     func enableCall(key: P256.PrivateKey, salt: [UInt8], extra: String = "") -> [String] {
-        let options = "{'password-key': <@ay \(Self.gvariantBytes(key.publicKey.x963Representation))>, "
+        let options =
+            "{'password-key': <@ay \(Self.gvariantBytes(key.publicKey.x963Representation))>, "
             + "'salt': <@ay \(Self.gvariantBytes(salt))>\(extra)}"
         return [
             "call", "--system", "--dest", "org.example.LocalAuth", "--object-path", "/org/example/LocalAuth",

@@ -79,7 +79,8 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
     /// says why; her own second passwd cannot re-wrap: it says so and marks
     /// the wrap stale, and her next password login and finger repair it.
     func testAStoppedPasswdMakesNoOtherAccountWaitOrSkipAndItsOwnerIsTold() async throws {
-        let alice = try TestAccount.ensure(), bob = try OtherAccount.ensure()
+        let alice = try TestAccount.ensure()
+        let bob = try OtherAccount.ensure()
         let aliceSecret = Self.keyringHex(try enableLoginSecret(uid: alice, password: TestAccount.password))
         let bobSecret = Self.keyringHex(try enableLoginSecret(uid: bob, password: OtherAccount.password))
         let passwd = try keyringPamService(["password requisite pam_unix.so", "password optional MODULE keyring"])
@@ -112,8 +113,10 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("login secret of uid \(alice): a password change could not re-wrap it"), service.log)
         let status = try runAs(
             alice, "/usr/bin/gdbus",
-            ["call", "--system", "--dest", "org.example.LocalAuth", "--object-path", "/org/example/LocalAuth", "--method",
-             "org.example.LocalAuth.GetLoginSecretStatus"])
+            [
+                "call", "--system", "--dest", "org.example.LocalAuth", "--object-path", "/org/example/LocalAuth", "--method",
+                "org.example.LocalAuth.GetLoginSecretStatus",
+            ])
         XCTAssertTrue(status.output.contains("'password-wrap-stale': <true>"), status.output)
 
         // The stopped one goes; her password login offers her password's key, her finger makes its wrap.

@@ -31,8 +31,8 @@ final class LoginSecretStoreTests: XCTestCase {
             }
         }
         for (time, memoryKiB) in [(1, 8 * 1024), (4, 64 * 1024), (3, 64 * 1024)] {
-            XCTAssertNoThrow(try LoginPasswordKeyInfo(
-                salt: salt, parameters: .init(time: UInt32(time), memoryKiB: UInt32(memoryKiB), lanes: 1), publicKey: key.publicKey))
+            let parameters = LoginPasswordKeyInfo.Parameters(time: UInt32(time), memoryKiB: UInt32(memoryKiB), lanes: 1)
+            XCTAssertNoThrow(try LoginPasswordKeyInfo(salt: salt, parameters: parameters, publicKey: key.publicKey))
         }
         XCTAssertTrue(LoginPasswordKeyInfo.Parameters.standard.isAffordable)
     }

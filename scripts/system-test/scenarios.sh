@@ -849,6 +849,43 @@ scenario_fprintd_swap_and_purge() {
 # locked again, a password login opens it too; a wrong finger does not, and
 # counts toward the lockout; disable gives the keyring its password back.
 keyring_in_alice_scope() { in_user_scope alice app-gnome-systest sh -c "$1"; }
+# Runs COMMAND as USER in a user scope with polkit's own text agent
+# (pkttyagent) registered for it on a pseudo-terminal, typing PASSWORD at
+# every password prompt (localauthctl's, then the agent's): turning the
+# login secret on or off is auth_self (org.example.LocalAuth.keyring), so
+# polkit asks the person, as GNOME's agent would.
+with_polkit_agent() {  # USER PASSWORD COMMAND...
+    local user="$1" password="$2"; shift 2
+    in_user_scope "$user" app-gnome-systest python3 -c '
+import os, pty, select, subprocess, sys, time
+password, command = sys.argv[1].encode(), sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    # The agent for this very process; exec keeps the pid polkit knows it by.
+    r, w = os.pipe()
+    subprocess.Popen(["pkttyagent", "--process", str(os.getpid()), "--notify-fd", str(w)], pass_fds=[w])
+    os.close(w); os.read(r, 1); os.close(r)
+    os.execvp(command[0], command)
+seen, answered, end = b"", 0, time.monotonic() + 120
+while time.monotonic() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        sys.stdout.buffer.write(data); sys.stdout.flush(); seen += data
+    while seen.count(b"assword:") > answered:
+        time.sleep(0.5)   # pkttyagent flushes what was typed before its prompt
+        os.write(fd, password + b"\n"); answered += 1
+    done, status = os.waitpid(pid, os.WNOHANG)
+    if done:
+        sys.exit(os.waitstatus_to_exitcode(status))
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+' "$password" "$@"
+}
 keyring_item() { keyring_in_alice_scope 'timeout 5 secret-tool lookup systest item' 2>/dev/null; }
 # Locks the login keyring through the Secret Service (secret-tool lock crashes in bookworm's libsecret-tools).
 keyring_lock() {
@@ -878,8 +915,8 @@ scenario_login_keyring_opens_with_the_finger_and_the_password() {
         printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null
         printf stored-before | secret-tool store --label=systest systest item' || why "no login keyring for alice" || return 1
     [ "$(keyring_item)" = stored-before ] || why "the item is not there before enabling" || return 1
-    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring enable && localauthctl keyring status' >&2 ||
-        why "localauthctl keyring enable failed" || return 1
+    with_polkit_agent alice alice-password localauthctl keyring enable >&2 || why "localauthctl keyring enable failed" || return 1
+    keyring_in_alice_scope 'localauthctl keyring status' >&2
     keyring_lock || why "could not lock the keyring" || return 1
     [ -z "$(keyring_item)" ] || why "the locked keyring still gave the item" || return 1
 
@@ -930,10 +967,122 @@ CONF
     [ "$(keyring_item)" = stored-before ] || why "the password login did not open the keyring" || return 1
 
     loginctl activate "$display"
-    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring disable' >&2 || why "localauthctl keyring disable failed" || return 1
+    with_polkit_agent alice alice-password localauthctl keyring disable >&2 || why "localauthctl keyring disable failed" || return 1
     keyring_lock
     keyring_in_alice_scope 'printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null'
     [ "$(keyring_item)" = stored-before ] || why "after disable the login password does not open the keyring" || return 1
+}
+
+# Argon2id cannot be held hostage (issue 37; docs/KEYRING.md, "Where
+# Argon2id runs"): alice and bob have their login secret on; alice stops her
+# own passwd (kill -STOP: passwd keeps her real uid) while pam_localauth
+# derives her password's key. bob's password login opens his keyring and his
+# passwd re-wraps, each at once (before: both waited 10 s on one machine-wide
+# lock, the login left the keyring locked and passwd skipped the re-wrap
+# with no log line). alice's second passwd cannot re-wrap while her first
+# holds her lock: the journal says so and her wrap is marked stale.
+keyring_setup() {  # USER: a display session in front, a login keyring with an item, the login secret on
+    local user="$1" display
+    display="$(open_seat_session "systest-display-$user" "$user" user)" || return 1
+    loginctl activate "$display"
+    wait_for 20 "user@$(uid_of "$user").service" is_active "user@$(uid_of "$user").service" || return 1
+    in_user_scope "$user" app-gnome-systest sh -c "rm -rf ~/.local/share/keyrings
+        printf %s $user-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null
+        printf stored-before | secret-tool store --label=systest systest item" || why "no login keyring for $user" || return 1
+    with_polkit_agent "$user" "$user-password" localauthctl keyring enable >&2 || why "$user: keyring enable failed" || return 1
+}
+# passwd as USER runs it: setuid root, USER's real uid, the old password asked (stdin: OLD NEW NEW).
+passwd_as() {  # USER OLD NEW
+    printf '%s\n%s\n%s\n' "$2" "$3" "$3" | setpriv --reuid="$(uid_of "$1")" --regid="$(id -g "$1")" --init-groups passwd
+}
+# Stops (SIGSTOP) the process named COMM of real uid UID while it holds a
+# flock (/proc/locks: pam_localauth's Argon2id locks); prints its pid.
+stop_while_holding_a_flock() {  # UID COMM SECONDS
+    python3 - "$1" "$2" "$3" <<'PY'
+import os, signal, sys, time
+uid, comm, end = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
+def holders():
+    for line in open("/proc/locks"):
+        f = line.split()
+        if len(f) > 4 and f[1] == "FLOCK" and f[4].isdigit():
+            try:
+                if open("/proc/%s/comm" % f[4]).read().strip() != comm:
+                    continue
+                status = open("/proc/%s/status" % f[4]).read().splitlines()
+            except OSError:
+                continue
+            if int([l for l in status if l.startswith("Uid:")][0].split()[1]) == uid:
+                yield int(f[4])
+def state(pid):
+    s = open("/proc/%d/stat" % pid).read()
+    return s[s.rindex(")") + 2]
+while time.monotonic() < end:
+    for pid in list(holders()):
+        os.kill(pid, signal.SIGSTOP)
+        for _ in range(200):
+            if state(pid) == "T":
+                break
+            time.sleep(0.005)
+        if pid in holders():
+            print(pid)
+            sys.exit(0)
+        os.kill(pid, signal.SIGCONT)   # it let go just before: again
+    time.sleep(0.001)
+sys.exit("no %s of uid %d held a flock" % (comm, uid))
+PY
+}
+scenario_stopped_passwd_holds_no_other_login() {
+    local since hostage first start seconds out="$LOGS/hostage-login.log" rc=0
+    pam-auth-update --package --enable localauth-keyring || why "pam-auth-update --enable localauth-keyring failed" || return 1
+    grep -q "pam_localauth.so keyring" /etc/pam.d/common-password || why "common-password has no keyring line" || return 1
+    keyring_setup alice || return 1
+    keyring_setup bob || return 1
+    cat > /etc/pam.d/systest-keyring-password <<'CONF'
+auth     requisite pam_unix.so
+auth     optional pam_localauth.so keyring-authtok debug
+auth     optional pam_gnome_keyring.so
+auth     optional pam_localauth.so keyring-restore
+account  required pam_permit.so
+CONF
+    since=$EPOCHREALTIME
+    passwd_as alice alice-password 'Quartz-Lantern-41' >"$LOGS/hostage-passwd.log" 2>&1 &
+    first=$!
+    hostage=$(stop_while_holding_a_flock "$(uid_of alice)" passwd 30) || { cat "$LOGS/hostage-passwd.log" >&2; return 1; }
+    echo "alice's passwd $hostage stopped while it derives" >&2
+
+    # bob's password login: his keyring opens, at once.
+    in_user_scope bob app-gnome-systest gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+        --method org.freedesktop.Secret.Service.Lock "['/org/freedesktop/secrets/collection/login']" >/dev/null
+    start=$EPOCHREALTIME
+    printf 'bob-password\n' | XDG_RUNTIME_DIR="/run/user/$(uid_of bob)" pamtester -v systest-keyring-password bob authenticate >"$out" 2>&1 || rc=$?
+    seconds=$(since "$start"); figure "bob's login ${seconds} s"
+    cat "$out" >&2
+    [ "$rc" = 0 ] || why "bob's password login failed" || rc=1
+    [ "$(in_user_scope bob app-gnome-systest sh -c 'timeout 5 secret-tool lookup systest item' 2>/dev/null)" = stored-before ] ||
+        why "bob's keyring did not open while alice's passwd was stopped" || rc=1
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "bob's login took $seconds s" || rc=1
+
+    # bob's passwd re-wraps at once.
+    start=$EPOCHREALTIME
+    passwd_as bob bob-password 'Walnut-Harbor-72' >&2 || why "bob's passwd failed" || rc=1
+    seconds=$(since "$start"); figure "bob's passwd ${seconds} s"
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "bob's passwd took $seconds s" || rc=1
+    journalctl -q -u localauthd --since "@$since" -o cat | grep -q "login secret of uid $(uid_of bob): the password wrap follows the new password" ||
+        why "bob's password wrap did not follow his new password" || rc=1
+
+    # alice's second passwd: it cannot re-wrap; the journal says so, the wrap is stale.
+    passwd_as alice 'Quartz-Lantern-41' 'Copper-Meadow-93' >&2 || why "alice's second passwd failed" || rc=1
+    journalctl -q --since "@$since" -o cat | grep "pam_localauth" | grep -E "stopped process \(pid $hostage\)|marking it stale" >&2
+    journalctl -q --since "@$since" -o cat | grep -q "the password wrap of alice cannot follow the new password now; marking it stale" ||
+        why "no journal line for alice's missed re-wrap" || rc=1
+    in_user_scope alice app-gnome-systest localauthctl keyring status 2>&1 | grep -q "still uses a previous password" ||
+        why "keyring status does not say alice's password copy is stale" || rc=1
+
+    kill -KILL "$hostage" 2>/dev/null; wait "$first" 2>/dev/null
+    echo 'alice:alice-password' | chpasswd; echo 'bob:bob-password' | chpasswd
+    rm -f "/var/lib/localauth/login/$(uid_of alice)" "/var/lib/localauth/login/$(uid_of bob)"
+    pam-auth-update --package --disable localauth-keyring
+    return "$rc"
 }
 
 cleanup_between_scenarios() {
@@ -946,7 +1095,7 @@ ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session su_switched_away_gets_no_touch
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
-     fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password)
+     fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password stopped_passwd_holds_no_other_login)
 
 # ----------------------------------------- password managers through polkit
 # Issue 40, item 1. Bitwarden, 1Password and KeePassXC each ask polkit for an

@@ -3,11 +3,10 @@
 //   password optional pam_localauth.so keyring
 //       At PAM_UPDATE_AUTHTOK: the password wrap follows the new password
 //       (the old one as proof), or waits for the owner's finger (root's
-//       reset). A re-wrap whose Argon2id cannot run (no slot within 10 s,
-//       or this account's own derivation held by a stopped process) is
-//       logged, and the wrap is marked stale: the old password no longer
-//       counts as the wrap's, and the next password login offers the new
-//       one for the owner's finger. Always PAM_IGNORE: no jump (a jump past
+//       reset). A re-wrap that cannot run (no Argon2id slot within 10 s,
+//       this account's own derivation held by a stopped process, the
+//       service refusing) is logged, and the wrap is marked stale: the next
+//       password login offers the new password's key for the owner's finger. Always PAM_IGNORE: no jump (a jump past
 //       the stack's end fails passwd), and the tokens are left alone for
 //       pam_ecryptfs and the others. pam_gnome_keyring's line after it
 //       cannot change the keyring: it only ever holds login passwords, and
@@ -75,11 +74,9 @@ int ls_change_password(pam_handle_t *pamh, DBusConnection *bus, const char *user
         }
         EVP_PKEY_free(new_key);
     }
-    if (no_slot) {
-        // The new password's key could not be made: the wrap stays under a
-        // password that is no longer the account's. Say so, and mark it.
-        pam_syslog(pamh, LOG_ERR, "keyring: the password wrap of %s cannot follow the new password now; marking it stale", user);
-        return ls_change_password(pamh, bus, user, uid, NULL, NULL, debug);
+    if (password && !ok) {
+        pam_syslog(pamh, LOG_ERR, "keyring: no key of the new password of %s%s", user, no_slot ? " (no Argon2id derivation now)" : "");
+        return 0;
     }
     DBusMessage *call = ok ? ls_new_call("ChangeLoginSecretPassword", user) : NULL;
     if (!call || !append_change(call, password ? point : NULL, &parameters, signature_length ? signature : NULL, signature_length)) {
@@ -123,11 +120,12 @@ int ls_keyring_chauthtok(pam_handle_t *pamh, int flags, const char *user, int de
     int opened = old ? ls_open_wrap(pamh, wrap, user, uid, old, secret, &old_key) : 0;
     OPENSSL_cleanse(secret, sizeof secret);
     dbus_message_unref(wrap);
-    if (opened < 0) {
+    // Whatever kept the wrap from following the new password (no Argon2id
+    // slot, the service's refusal), it is now under a password that is no
+    // longer the account's: say so, and mark it stale.
+    if (opened < 0 || !ls_change_password(pamh, bus, user, uid, new, opened == 1 ? old_key : NULL, debug)) {
         pam_syslog(pamh, LOG_ERR, "keyring: the password wrap of %s cannot follow the new password now; marking it stale", user);
         ls_change_password(pamh, bus, user, uid, NULL, NULL, debug);
-    } else {
-        ls_change_password(pamh, bus, user, uid, new, opened == 1 ? old_key : NULL, debug);
     }
     EVP_PKEY_free(old_key);
     ls_bus_close(bus);

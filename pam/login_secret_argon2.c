@@ -12,10 +12,12 @@
 //     stopping their own; the slots bound the memory such holders keep.
 //
 // Both are flock(2)s on files in LS_ARGON2_DIR (root 0700): the kernel drops
-// them when the holder exits, however it exits. A holder writes its pid and
-// start time into the file it locked (and empties it before unlocking), so
-// others can tell that it is stopped; a holder that cannot be shown to be
-// stopped (not written yet, gone, another start time) counts as running.
+// them when the holder exits, however it exits. Who holds a lock, and so
+// whether it is stopped, is read from the kernel (/proc/locks gives the
+// holder's pid, /proc/PID/stat its state), never from the holder itself: a
+// holder stopped right after it locked, before it could write anything,
+// is seen as stopped all the same. A holder that cannot be shown to be
+// stopped (not listed, gone) counts as running.
 #include "login_secret.h"
 
 #include <errno.h>
@@ -25,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -40,9 +43,8 @@ static void pause_briefly(unsigned *seed) {
     nanosleep(&pause, NULL);
 }
 
-/// The state letter and start time (clock ticks after boot) of `pid`, from
-/// /proc/PID/stat; 0 if there is no such process.
-static int process_state(pid_t pid, char *state, unsigned long long *start) {
+/// The state letter of `pid` (field 3 of /proc/PID/stat); 0 if there is no such process.
+static char process_state(pid_t pid) {
     char path[64], text[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     int fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -53,47 +55,45 @@ static int process_state(pid_t pid, char *state, unsigned long long *start) {
     text[length] = '\0';
     // The name (field 2) may hold anything, ')' included: the fields start after the last ')'.
     char *cursor = strrchr(text, ')');
-    if (!cursor || cursor[1] != ' ' || cursor[2] == '\0') return 0;
-    cursor += 2;
-    *state = *cursor;
-    for (int field = 3; field < 22; field++) {   // to field 22, starttime
-        cursor = strchr(cursor, ' ');
-        if (!cursor) return 0;
-        cursor++;
-    }
-    char *end = NULL;
-    *start = strtoull(cursor, &end, 10);
-    return end != cursor;
-}
-
-/// Writes this process into a file it has just locked.
-static void record_holder(int fd, const char *self) {
-    if (ftruncate(fd, 0) == 0 && pwrite(fd, self, strlen(self), 0) < 0) {
-        // Unwritten, the holder counts as running: never wrongly as stopped.
-    }
+    return cursor && cursor[1] == ' ' ? cursor[2] : 0;
 }
 
 static void release(int fd) {
     if (fd < 0) return;
-    if (ftruncate(fd, 0) != 0) {
-        // An old record names a process that no longer holds it: counted as running at worst.
-    }
     flock(fd, LOCK_UN);
     close(fd);
 }
 
-/// The pid in a locked file whose holder is stopped, else 0.
-static pid_t stopped_holder(int fd) {
-    char text[64];
-    ssize_t length = pread(fd, text, sizeof text - 1, 0);
-    if (length <= 0) return 0;
-    text[length] = '\0';
-    int pid = 0;
-    unsigned long long recorded = 0, start = 0;
-    char state = '?';
-    if (sscanf(text, "%d %llu", &pid, &recorded) != 2 || pid <= 0) return 0;
-    if (!process_state((pid_t)pid, &state, &start) || start != recorded) return 0;
-    return state == 'T' || state == 't' ? (pid_t)pid : 0;
+/// The pids holding flocks on the files open as `fds` (0: none listed, or
+/// not visible in this pid namespace), from one read of /proc/locks, whose
+/// lines read "1: FLOCK  ADVISORY  WRITE PID MAJOR:MINOR:INODE 0 EOF".
+static void flock_holders(const int *fds, int count, pid_t *holders) {
+    struct stat files[LS_ARGON2_SLOTS + 1];
+    for (int i = 0; i < count; i++) {
+        holders[i] = 0;
+        if (fds[i] < 0 || fstat(fds[i], &files[i]) != 0) files[i].st_ino = 0;
+    }
+    FILE *locks = fopen("/proc/locks", "re");
+    if (!locks) return;
+    char line[256], type[16];
+    int pid;
+    unsigned device_major, device_minor;
+    unsigned long inode;
+    while (fgets(line, sizeof line, locks)) {
+        if (sscanf(line, "%*d: %15s %*s %*s %d %x:%x:%lu", type, &pid, &device_major, &device_minor, &inode) != 5 ||
+            strcmp(type, "FLOCK") != 0 || pid <= 0) continue;
+        for (int i = 0; i < count; i++) {
+            if (files[i].st_ino != 0 && files[i].st_ino == inode && major(files[i].st_dev) == device_major &&
+                minor(files[i].st_dev) == device_minor) holders[i] = (pid_t)pid;
+        }
+    }
+    fclose(locks);
+}
+
+/// Whether `pid` is stopped (kill -STOP, or by a tracer).
+static int is_stopped(pid_t pid) {
+    char state = pid > 0 ? process_state(pid) : 0;
+    return state == 'T' || state == 't';
 }
 
 /// LS_ARGON2_DIR, made root 0700 if missing; a symlink or another owner is refused.
@@ -116,12 +116,8 @@ static int open_lock(int directory, const char *name) {
 
 int ls_argon2_enter(uid_t uid, LSArgon2Lease *lease, char *why, size_t size) {
     lease->user = lease->slot = -1;
-    char self[64], name[32];
-    char state;
-    unsigned long long start;
-    if (!process_state(getpid(), &state, &start)) start = 0;
-    snprintf(self, sizeof self, "%d %llu\n", (int)getpid(), start);
-    unsigned seed = (unsigned)getpid() ^ (unsigned)start;
+    char name[32];
+    unsigned seed = (unsigned)getpid() ^ (unsigned)time(NULL);
     double deadline = now_seconds() + LS_LOCK_SECONDS;
 
     int directory = open_directory();
@@ -135,11 +131,12 @@ int ls_argon2_enter(uid_t uid, LSArgon2Lease *lease, char *why, size_t size) {
     if (result == LS_ARGON2_ERROR) snprintf(why, size, "%s/%s cannot be opened: %s", LS_ARGON2_DIR, name, strerror(errno));
     while (result == LS_ARGON2_BUSY) {
         if (flock(lease->user, LOCK_EX | LOCK_NB) == 0) {
-            record_holder(lease->user, self);
             result = LS_ARGON2_OK;
             break;
         }
-        pid_t stopped = stopped_holder(lease->user);
+        pid_t holder;
+        flock_holders(&lease->user, 1, &holder);
+        pid_t stopped = is_stopped(holder) ? holder : 0;
         if (stopped) {
             snprintf(why, size, "a stopped process (pid %d) holds this account's derivation", (int)stopped);
             result = LS_ARGON2_STOPPED;
@@ -173,17 +170,24 @@ int ls_argon2_enter(uid_t uid, LSArgon2Lease *lease, char *why, size_t size) {
         return LS_ARGON2_ERROR;
     }
     int running = 0, stopped = 0;
+    pid_t holders[LS_ARGON2_SLOTS];
     for (;;) {
-        int mine = -1;
+        int mine = -1, held[LS_ARGON2_SLOTS] = { 0 };
         running = stopped = 0;
         for (int i = 0; i < LS_ARGON2_SLOTS; i++) {
             if (slots[i] < 0) continue;
             if (mine < 0 && flock(slots[i], LOCK_EX | LOCK_NB) == 0) {
                 mine = i;
-                record_holder(slots[i], self);
             } else if (flock(slots[i], LOCK_SH | LOCK_NB) == 0) {
                 flock(slots[i], LOCK_UN);   // free
-            } else if (stopped_holder(slots[i])) {
+            } else {
+                held[i] = 1;
+            }
+        }
+        flock_holders(slots, LS_ARGON2_SLOTS, holders);
+        for (int i = 0; i < LS_ARGON2_SLOTS; i++) {
+            if (!held[i]) continue;
+            if (is_stopped(holders[i])) {
                 stopped++;
             } else {
                 running++;
@@ -195,12 +199,7 @@ int ls_argon2_enter(uid_t uid, LSArgon2Lease *lease, char *why, size_t size) {
             result = LS_ARGON2_OK;
             break;
         }
-        if (mine >= 0) {
-            if (ftruncate(slots[mine], 0) != 0) {
-                // counted as running by a waiter reading it meanwhile, at worst
-            }
-            flock(slots[mine], LOCK_UN);
-        }
+        if (mine >= 0) flock(slots[mine], LOCK_UN);
         if (now_seconds() >= deadline) {
             snprintf(why, size, "no Argon2id slot within %d s (%d running, %d stopped holders)", LS_LOCK_SECONDS, running, stopped);
             result = LS_ARGON2_BUSY;

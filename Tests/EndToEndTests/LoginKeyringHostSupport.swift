@@ -5,12 +5,16 @@ import LocalAuthKeyring
 import RigSupport
 import XCTest
 
-/// A second real account with a login secret, for what one account must not do to another's.
-enum OtherAccount {
-    static let name = "laother"
-    static let password = "Other-Staple-5"
+/// More real accounts with a login secret, for what one account must not do to another's.
+struct RigAccount: Sendable {
+    static let other = RigAccount(name: "laother", password: "Other-Staple-5")
+    static let third = RigAccount(name: "lathird", password: "Third-Ledger-8")
 
-    static func ensure() throws -> UInt32 {
+    let name: String
+    let password: String
+
+    /// Creates the account once and sets its password; its uid.
+    func ensure() throws -> UInt32 {
         if getpwnam(name) == nil {
             let created = try runProgram("/usr/sbin/useradd", ["--create-home", "--shell", "/bin/bash", name])
             guard created.status == 0 || getpwnam(name) != nil else { throw RigError("useradd: \(created.output)") }

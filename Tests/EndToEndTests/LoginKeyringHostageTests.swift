@@ -39,7 +39,8 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
         if testRun?.hasSucceeded == false { print("syslog of the PAM hosts:\n\(syslog?.text ?? "")") }
         syslog?.stop()
         _ = try? TestAccount.ensure()
-        _ = try? OtherAccount.ensure()
+        _ = try? RigAccount.other.ensure()
+        _ = try? RigAccount.third.ensure()
         try super.tearDownWithError()
     }
 
@@ -71,34 +72,41 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
         try runProgram("/usr/bin/unshare", pamHost(line, syslog: syslog), timeout: 90)
     }
 
-    /// laowner stops her passwd while it derives. laother's password login
-    /// opens his keyring at once, his passwd re-wraps, and neither waits for
-    /// her (before: both waited 10 s on the one machine-wide lock, the login
-    /// left the keyring locked, and passwd skipped its re-wrap without a
-    /// word). Her own login does not wait for her stopped process either, and
-    /// says why; her own second passwd cannot re-wrap: it says so and marks
-    /// the wrap stale, and her next password login and finger repair it.
-    func testAStoppedPasswdMakesNoOtherAccountWaitOrSkipAndItsOwnerIsTold() async throws {
+    /// laowner and laother each stop their passwd while it derives: two
+    /// stopped holders, as many as may run at once. lathird's password login
+    /// opens his keyring and his passwd re-wraps, each at once (before: both
+    /// waited 10 s on the one machine-wide lock, the login left the keyring
+    /// locked, and passwd skipped its re-wrap without a word; stopped holders
+    /// that counted would do the same). laowner's own login does not wait
+    /// for her stopped process either, and says why; her second passwd
+    /// cannot re-wrap: it says so and marks the wrap stale, and her next
+    /// password login and her finger repair it.
+    func testStoppedPasswdsMakeNoOtherAccountWaitOrSkipAndTheirOwnerIsTold() async throws {
         let alice = try TestAccount.ensure()
-        let bob = try OtherAccount.ensure()
+        let bob = try RigAccount.other.ensure()
+        let carol = try RigAccount.third.ensure()
         let aliceSecret = Self.keyringHex(try enableLoginSecret(uid: alice, password: TestAccount.password))
-        let bobSecret = Self.keyringHex(try enableLoginSecret(uid: bob, password: OtherAccount.password))
+        _ = try enableLoginSecret(uid: bob, password: RigAccount.other.password)
+        let carolSecret = Self.keyringHex(try enableLoginSecret(uid: carol, password: RigAccount.third.password))
         let passwd = try keyringPamService(["password requisite pam_unix.so", "password optional MODULE keyring"])
         let (aliceFirst, aliceSecond) = ("Alice-New-1", "Alice-New-3")
         let hostage = try stopWhileDeriving(
             passwdLine(passwd, uid: alice, user: TestAccount.name, old: TestAccount.password, new: aliceFirst), realUID: alice)
+        _ = try stopWhileDeriving(
+            passwdLine(passwd, uid: bob, user: RigAccount.other.name, old: RigAccount.other.password, new: "Bob-New-1"), realUID: bob)
 
-        let login = try timedPasswordLogin(OtherAccount.name, OtherAccount.password, syslog: syslog)
-        XCTAssertEqual(login.authtok, bobSecret, "laother's keyring opens\n\(login.output)\n\(syslog.text)")
-        XCTAssertLessThan(login.seconds, 5, "laother's login waited for laowner's stopped passwd")
+        let carolName = RigAccount.third.name
+        let login = try timedPasswordLogin(carolName, RigAccount.third.password, syslog: syslog)
+        XCTAssertEqual(login.authtok, carolSecret, "lathird's keyring opens\n\(login.output)\n\(syslog.text)")
+        XCTAssertLessThan(login.seconds, 5, "lathird's login waited for the stopped passwds")
 
-        let bobNew = "Bob-New-2"
+        let carolNew = "Carol-New-2"
         let start = Date()
-        let changed = try run(passwdLine(passwd, uid: bob, user: OtherAccount.name, old: OtherAccount.password, new: bobNew))
+        let changed = try run(passwdLine(passwd, uid: carol, user: carolName, old: RigAccount.third.password, new: carolNew))
         XCTAssertTrue(changed.output.contains("altered successfully"), changed.output)
-        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "laother's passwd waited")
-        XCTAssertTrue(service.log.contains("login secret of uid \(bob): the password wrap follows the new password"), service.log + syslog.text)
-        XCTAssertEqual(try timedPasswordLogin(OtherAccount.name, bobNew, syslog: syslog).authtok, bobSecret, "his new password opens it")
+        XCTAssertLessThan(Date().timeIntervalSince(start), 5, "lathird's passwd waited")
+        XCTAssertTrue(service.log.contains("login secret of uid \(carol): the password wrap follows the new password"), service.log + syslog.text)
+        XCTAssertEqual(try timedPasswordLogin(carolName, carolNew, syslog: syslog).authtok, carolSecret, "his new password opens it")
 
         // Her own login: at once, without her keyring, and the journal says why.
         let own = try timedPasswordLogin(TestAccount.name, aliceFirst, syslog: syslog)
@@ -109,7 +117,8 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
         // Her second passwd cannot re-wrap while her first holds her lock: logged, and the wrap marked stale.
         let second = try run(passwdLine(passwd, uid: alice, user: TestAccount.name, old: aliceFirst, new: aliceSecond))
         XCTAssertTrue(second.output.contains("altered successfully"), second.output)
-        XCTAssertTrue(syslog.text.contains("the password wrap of \(TestAccount.name) cannot follow the new password now; marking it stale"), syslog.text)
+        XCTAssertTrue(
+            syslog.text.contains("the password wrap of \(TestAccount.name) cannot follow the new password now; marking it stale"), syslog.text)
         XCTAssertTrue(service.log.contains("login secret of uid \(alice): a password change could not re-wrap it"), service.log)
         let status = try runAs(
             alice, "/usr/bin/gdbus",
@@ -119,7 +128,7 @@ final class LoginKeyringHostageTests: RigTestCase, @unchecked Sendable {
             ])
         XCTAssertTrue(status.output.contains("'password-wrap-stale': <true>"), status.output)
 
-        // The stopped one goes; her password login offers her password's key, her finger makes its wrap.
+        // The stopped ones go; her password login offers her password's key, her finger makes its wrap.
         endHostages()
         let offered = try timedPasswordLogin(TestAccount.name, aliceSecond, syslog: syslog)
         XCTAssertTrue(offered.output.contains("still uses your previous password"), offered.output)

@@ -974,13 +974,15 @@ CONF
 }
 
 # Argon2id cannot be held hostage (issue 37; docs/KEYRING.md, "Where
-# Argon2id runs"): alice and bob have their login secret on; alice stops her
-# own passwd (kill -STOP: passwd keeps her real uid) while pam_localauth
-# derives her password's key. bob's password login opens his keyring and his
-# passwd re-wraps, each at once (before: both waited 10 s on one machine-wide
-# lock, the login left the keyring locked and passwd skipped the re-wrap
-# with no log line). alice's second passwd cannot re-wrap while her first
-# holds her lock: the journal says so and her wrap is marked stale.
+# Argon2id runs"): alice, bob and carol have their login secret on; alice
+# and bob each stop their own passwd (kill -STOP: passwd keeps its invoker's
+# real uid) while pam_localauth derives their password's key: as many
+# stopped holders as may run at once. carol's password login opens her
+# keyring and her passwd re-wraps, each at once (before: both waited 10 s on
+# one machine-wide lock, the login left the keyring locked and passwd
+# skipped the re-wrap with no log line). alice's second passwd cannot
+# re-wrap while her first holds her lock: the journal says so and her wrap
+# is marked stale.
 keyring_setup() {  # USER: a display session in front, a login keyring with an item, the login secret on
     local user="$1" display
     display="$(open_seat_session "systest-display-$user" "$user" user)" || return 1
@@ -1032,11 +1034,12 @@ sys.exit("no %s of uid %d held a flock" % (comm, uid))
 PY
 }
 scenario_stopped_passwd_holds_no_other_login() {
-    local since hostage first start seconds out="$LOGS/hostage-login.log" rc=0
+    local since hostage other first second start seconds out="$LOGS/hostage-login.log" rc=0
+    id carol >/dev/null 2>&1 || { useradd --create-home --shell /bin/bash carol && echo carol:carol-password | chpasswd; } ||
+        why "no account carol" || return 1
     pam-auth-update --package --enable localauth-keyring || why "pam-auth-update --enable localauth-keyring failed" || return 1
     grep -q "pam_localauth.so keyring" /etc/pam.d/common-password || why "common-password has no keyring line" || return 1
-    keyring_setup alice || return 1
-    keyring_setup bob || return 1
+    keyring_setup alice && keyring_setup bob && keyring_setup carol || return 1
     cat > /etc/pam.d/systest-keyring-password <<'CONF'
 auth     requisite pam_unix.so
 auth     optional pam_localauth.so keyring-authtok debug
@@ -1045,42 +1048,49 @@ auth     optional pam_localauth.so keyring-restore
 account  required pam_permit.so
 CONF
     since=$EPOCHREALTIME
-    passwd_as alice alice-password 'Quartz-Lantern-41' >"$LOGS/hostage-passwd.log" 2>&1 &
+    passwd_as alice alice-password 'Quartz-Lantern-41' >"$LOGS/hostage-passwd-alice.log" 2>&1 &
     first=$!
-    hostage=$(stop_while_holding_a_flock "$(uid_of alice)" passwd 30) || { cat "$LOGS/hostage-passwd.log" >&2; return 1; }
-    echo "alice's passwd $hostage stopped while it derives" >&2
+    hostage=$(stop_while_holding_a_flock "$(uid_of alice)" passwd 30) || { cat "$LOGS/hostage-passwd-alice.log" >&2; return 1; }
+    passwd_as bob bob-password 'Saffron-Kettle-58' >"$LOGS/hostage-passwd-bob.log" 2>&1 &
+    second=$!
+    other=$(stop_while_holding_a_flock "$(uid_of bob)" passwd 30) || { cat "$LOGS/hostage-passwd-bob.log" >&2; rc=1; }
+    echo "alice's passwd $hostage and bob's stopped while they derive" >&2
 
-    # bob's password login: his keyring opens, at once.
-    in_user_scope bob app-gnome-systest gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+    # carol's password login: her keyring opens, at once.
+    in_user_scope carol app-gnome-systest gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
         --method org.freedesktop.Secret.Service.Lock "['/org/freedesktop/secrets/collection/login']" >/dev/null
     start=$EPOCHREALTIME
-    printf 'bob-password\n' | XDG_RUNTIME_DIR="/run/user/$(uid_of bob)" pamtester -v systest-keyring-password bob authenticate >"$out" 2>&1 || rc=$?
-    seconds=$(since "$start"); figure "bob's login ${seconds} s"
+    printf 'carol-password\n' | XDG_RUNTIME_DIR="/run/user/$(uid_of carol)" pamtester -v systest-keyring-password carol authenticate >"$out" 2>&1 ||
+        why "carol's password login failed" || rc=1
+    seconds=$(since "$start"); figure "carol's login ${seconds} s"
     cat "$out" >&2
-    [ "$rc" = 0 ] || why "bob's password login failed" || rc=1
-    [ "$(in_user_scope bob app-gnome-systest sh -c 'timeout 5 secret-tool lookup systest item' 2>/dev/null)" = stored-before ] ||
-        why "bob's keyring did not open while alice's passwd was stopped" || rc=1
-    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "bob's login took $seconds s" || rc=1
+    [ "$(in_user_scope carol app-gnome-systest sh -c 'timeout 5 secret-tool lookup systest item' 2>/dev/null)" = stored-before ] ||
+        why "carol's keyring did not open while the passwds were stopped" || rc=1
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "carol's login took $seconds s" || rc=1
 
-    # bob's passwd re-wraps at once.
+    # carol's passwd re-wraps at once.
     start=$EPOCHREALTIME
-    passwd_as bob bob-password 'Walnut-Harbor-72' >&2 || why "bob's passwd failed" || rc=1
-    seconds=$(since "$start"); figure "bob's passwd ${seconds} s"
-    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "bob's passwd took $seconds s" || rc=1
-    journalctl -q -u localauthd --since "@$since" -o cat | grep -q "login secret of uid $(uid_of bob): the password wrap follows the new password" ||
-        why "bob's password wrap did not follow his new password" || rc=1
+    passwd_as carol carol-password 'Walnut-Harbor-72' >&2 || why "carol's passwd failed" || rc=1
+    seconds=$(since "$start"); figure "carol's passwd ${seconds} s"
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "carol's passwd took $seconds s" || rc=1
+    journalctl -q -u localauthd --since "@$since" -o cat | grep -q "login secret of uid $(uid_of carol): the password wrap follows the new password" ||
+        why "carol's password wrap did not follow her new password" || rc=1
 
     # alice's second passwd: it cannot re-wrap; the journal says so, the wrap is stale.
     passwd_as alice 'Quartz-Lantern-41' 'Copper-Meadow-93' >&2 || why "alice's second passwd failed" || rc=1
-    journalctl -q --since "@$since" -o cat | grep "pam_localauth" | grep -E "stopped process \(pid $hostage\)|marking it stale" >&2
+    journalctl -q --since "@$since" -o cat | grep "pam_localauth" | grep -E "stopped process|marking it stale" >&2
     journalctl -q --since "@$since" -o cat | grep -q "the password wrap of alice cannot follow the new password now; marking it stale" ||
         why "no journal line for alice's missed re-wrap" || rc=1
     in_user_scope alice app-gnome-systest localauthctl keyring status 2>&1 | grep -q "still uses a previous password" ||
         why "keyring status does not say alice's password copy is stale" || rc=1
 
-    kill -KILL "$hostage" 2>/dev/null; wait "$first" 2>/dev/null
-    echo 'alice:alice-password' | chpasswd; echo 'bob:bob-password' | chpasswd
-    rm -f "/var/lib/localauth/login/$(uid_of alice)" "/var/lib/localauth/login/$(uid_of bob)"
+    kill -KILL "$hostage" ${other:+"$other"} 2>/dev/null
+    wait "$first" "$second" 2>/dev/null
+    for person in alice bob carol; do
+        echo "$person:$person-password" | chpasswd
+        rm -f "/var/lib/localauth/login/$(uid_of $person)"
+    done
+    close_seat_session systest-display-carol
     pam-auth-update --package --disable localauth-keyring
     return "$rc"
 }

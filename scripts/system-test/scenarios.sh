@@ -857,7 +857,7 @@ keyring_in_alice_scope() { in_user_scope alice app-gnome-systest sh -c "$1"; }
 with_polkit_agent() {  # USER PASSWORD COMMAND...
     local user="$1" password="$2"; shift 2
     in_user_scope "$user" app-gnome-systest python3 -c '
-import os, pty, select, subprocess, sys, time
+import os, pty, select, signal, subprocess, sys, termios, time
 password, command = sys.argv[1].encode(), sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
@@ -866,24 +866,28 @@ if pid == 0:
     subprocess.Popen(["pkttyagent", "--process", str(os.getpid()), "--notify-fd", str(w)], pass_fds=[w])
     os.close(w); os.read(r, 1); os.close(r)
     os.execvp(command[0], command)
-seen, answered, end = b"", 0, time.monotonic() + 120
-while time.monotonic() < end:
+seen, answered, status, end = b"", 0, None, time.monotonic() + 120
+while status is None and time.monotonic() < end:
     if select.select([fd], [], [], 0.1)[0]:
         try:
             data = os.read(fd, 4096)
         except OSError:
             data = b""
-        if not data:
-            break
         sys.stdout.buffer.write(data); sys.stdout.flush(); seen += data
     while seen.count(b"assword:") > answered:
-        time.sleep(0.5)   # pkttyagent flushes what was typed before its prompt
+        # Both prompts turn echo off with TCSAFLUSH, which drops what was typed before.
+        deadline = time.monotonic() + 10
+        while termios.tcgetattr(fd)[3] & termios.ECHO and time.monotonic() < deadline:
+            time.sleep(0.01)
         os.write(fd, password + b"\n"); answered += 1
-    done, status = os.waitpid(pid, os.WNOHANG)
+    done, code = os.waitpid(pid, os.WNOHANG)
     if done:
-        sys.exit(os.waitstatus_to_exitcode(status))
-_, status = os.waitpid(pid, 0)
-sys.exit(os.waitstatus_to_exitcode(status))
+        status = os.waitstatus_to_exitcode(code)
+try:
+    os.killpg(pid, signal.SIGTERM)   # the agent outlives the command (and dumps core on EOF before polkit 125)
+except ProcessLookupError:
+    pass
+sys.exit(124 if status is None else status if status >= 0 else 128 - status)
 ' "$password" "$@"
 }
 keyring_item() { keyring_in_alice_scope 'timeout 5 secret-tool lookup systest item' 2>/dev/null; }

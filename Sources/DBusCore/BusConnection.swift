@@ -256,7 +256,7 @@ public final class BusConnection: Sendable {
     /// messages read and not yet released add up to `bytes`, it stops reading
     /// the socket until some are released. Without it libdbus reads ahead up
     /// to 63 MiB, so a few concurrent calls of tens of MiB each (which the
-    /// bus delivers) pass a 64 MiB MemoryMax before any handler sees one. A
+    /// bus delivers) pass the unit's 128 MiB MemoryMax before any handler sees one. A
     /// message larger than `bytes` is still read whole (libdbus cannot refuse
     /// it without dropping the whole connection: `set_max_message_size`
     /// disconnects), but then alone. Messages a handler keeps (a call in

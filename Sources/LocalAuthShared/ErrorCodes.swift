@@ -100,7 +100,7 @@ public enum ServiceLimits {
     /// socket. Twice what the registry can keep (`callsInTotal` calls at
     /// `maximumBodyBytes` are 4 MiB; SaveRight's 64 KiB calls are short), so
     /// calls in flight never stall reading; libdbus's own default is 63 MiB,
-    /// which lets a few concurrent 30 MiB calls pass the unit's MemoryMax=64M.
+    /// which lets a few concurrent 30 MiB calls pass the unit's MemoryMax=128M.
     public static let bufferedIncomingBytes = 8 * 1024 * 1024
     /// Unix file descriptors in a call: none of our methods takes one, and a
     /// call carrying any fails with InvalidArgs before it is kept.

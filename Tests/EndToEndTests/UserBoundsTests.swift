@@ -57,7 +57,7 @@ final class UserBoundsTests: RigTestCase, @unchecked Sendable {
 
     /// 642 SaveRight calls with 64 KiB secrets over three apps, then
     /// GetPublicKey of each: on d7b8519 every one is kept verified in memory
-    /// (RSS from 20 to 110 MiB here; the unit's MemoryMax is 64 MiB) and all
+    /// (RSS from 20 to 110 MiB here; the unit's MemoryMax was then 64 MiB) and all
     /// land on disk; now 8 MiB of files per uid, then LimitExceeded, and the
     /// cache holds at most 1 MiB of that uid's rights.
     func testOneUidFloodingRightsStaysBoundedInMemoryAndOnDisk() throws {

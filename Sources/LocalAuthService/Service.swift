@@ -8,12 +8,9 @@ import LocalAuthShared
 /// folder's `…Wiring.swift`, and owns the service's life: `run()` starts
 /// them, serves every call as a task of one group, and `stop()` (SIGTERM,
 /// the idle exit, the bus lost) drains it. It decides nothing about a call:
-/// Bus/ (the router: bounds, typed arguments, polkit, the method table),
-/// Callers/ (who calls), Evaluation/ (preflight, policy 1 and 2, VerifyUser,
-/// the lockout), Enrollment/, Rights/, Prompt/ (the sheet), Environment/
-/// (sleep, the lid, LAEnvironment, the password after boot), Readers/
-/// (libfprint, the reader queue and gate, reader choice), Fprintd/ (fprintd's
-/// contract). docs/DESIGN.md draws them and follows one call through them.
+/// the components do, one folder each. docs/DESIGN.md says where each is
+/// ("Layout", "The service, one file at a time"), draws them and follows one
+/// call through them.
 @ServiceActor
 public final class LocalAuthService {
     let configuration: Configuration

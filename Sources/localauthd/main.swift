@@ -1,5 +1,6 @@
-// localauthd: the LocalAuth system service. Parses options, wires the real
-// parts together and runs the GLib loop on the main thread until stopped.
+// localauthd: the LocalAuth system service. Parses options into a
+// Configuration and runs LocalAuthService (Service.swift makes and wires the
+// components) on the GLib loop of the main thread until stopped.
 import DBusCore
 import Glibc
 import LocalAuthRights

@@ -9,9 +9,11 @@
 #                    ships (trixie: swiftlang 6.0.3; sid: 6.2.3) in a cached buildd root of that suite
 #                    (scripts/distro-build.sh: mmdebstrap, no network during the build); DISTRO_ARGS=--test
 #                    runs the unit tests there too. `make test` runs it for trixie (docs/PACKAGING.md)
-#   make lint        swift format lint (.swift-format) on the Swift files added since LINT_BASE
-#                    (default: where this branch left main), failing on any finding; files
-#                    changed there are reported, not failed (the tree predates the config)
+#   make lint        swift format lint (.swift-format) on the Swift files added since LINT_BASE,
+#                    failing on any finding; files changed there are reported, not failed (the
+#                    tree predates the config). LINT_BASE: on a branch, where it left main; on
+#                    main itself (or no main), the commit in .lint-baseline, so main's new files
+#                    are checked too. .ci/run runs it
 #   make pam         .build/pam/pam_localauth.so, the PAM module (C; docs/PAM.md)
 #   make clientlib   .build/clientlib: liblocalauth-1 (C, GObject Introspection, Vala), meson + ninja
 #                    (docs/CLIENTS.md); the test suite runs its examples against it
@@ -161,9 +163,12 @@ DISTRO_ARGS ?=
 distro-build:
 	scripts/distro-build.sh $(SUITE) $(DISTRO_ARGS)
 
-LINT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || git rev-list --max-parents=0 HEAD)
+LINT_BASE ?= $(shell base=$$(git merge-base HEAD main 2>/dev/null); \
+	if [ -n "$$base" ] && [ "$$base" != "$$(git rev-parse HEAD)" ]; then echo $$base; else cat $(CURDIR)/.lint-baseline; fi)
 lint:
-	@added="$$(git diff --name-only --diff-filter=A $(LINT_BASE) -- '*.swift')"; \
+	@git cat-file -e '$(LINT_BASE)^{commit}' || { echo "make lint: no commit $(LINT_BASE) (LINT_BASE) in this clone" >&2; exit 1; }; \
+	echo "make lint: the Swift files added and changed since $$(git log -1 --format='%h %s' $(LINT_BASE) | cut -c1-70)"; \
+	added="$$(git diff --name-only --diff-filter=A $(LINT_BASE) -- '*.swift')"; \
 	changed="$$(git diff --name-only --diff-filter=M $(LINT_BASE) -- '*.swift')"; \
 	if [ -n "$$changed" ]; then $(SWIFT) format lint --configuration .swift-format $$changed || true; fi; \
 	if [ -n "$$added" ]; then $(SWIFT) format lint --strict --configuration .swift-format $$added; fi

@@ -52,7 +52,7 @@ final class FprintdDevice {
     /// asleep, and when it could not be opened again after resume (each
     /// verify and enroll then opens the reader for itself).
     private var hold: (any FprintdHold)?
-    /// The verify or enroll in progress (FprintdOperations.swift).
+    /// The verify or enroll in progress (FprintdOperation.swift).
     var operation: FprintdOperation?
 
     /// Last values sent, for PropertiesChanged.
@@ -256,7 +256,7 @@ final class FprintdDevice {
     /// Sleep begins: the readers close before logind may suspend
     /// (Readers.closeAll waits for every holder), so the claim gives its
     /// hold back; the claim itself stays, as fprintd's does. An operation
-    /// ends through its queue ticket (FprintdOperations.swift).
+    /// ends through its queue ticket (FprintdOperation.swift).
     func sleepBegan() {
         giveBackHold()
     }

@@ -10,7 +10,7 @@ import LocalAuthShared
 /// hooks the service calls (a caller left, stop). Their calls take the same
 /// path as org.example.LocalAuth's (`CallRouter`), with fprintd's tables
 /// (FprintdContract.swift). FprintdDevice.swift: claims and the methods;
-/// FprintdOperations.swift: the scans; FprintdPrints.swift: prints in fprintd's layout.
+/// FprintdOperation.swift, FprintdOperations.swift: the scans; FprintdPrints.swift: prints in fprintd's layout.
 @ServiceActor
 final class FprintdServer {
     private let seams: ServiceFprintdWiring
@@ -65,7 +65,7 @@ final class FprintdServer {
 
     /// One Device object per reader libfprint has (open or not: a reader closed
     /// for sleep keeps its object and its claim, as in fprintd; sleep ends an
-    /// operation through its queue ticket, FprintdOperations.swift); a reader that
+    /// operation through its queue ticket, FprintdOperation.swift); a reader that
     /// was unplugged loses its object (an operation on it ends with
     /// verify-/enroll-disconnected), one plugged in gets a new one.
     func refreshDevices() {

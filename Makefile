@@ -44,6 +44,15 @@
 #                    attacks the real service on the rig, prints a table and JSON, exits
 #                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.
 #                    ROWS=soak,faults runs some rows; REL_ARGS="--short" etc. are passed on
+#   make bench-clients  (root) build, clientlib, then scripts/bench-clients.sh: one preflight's cost
+#                    through each client (liblocalauth-1 from Python, GDBus, python3-dbus; docs/CLIENTS.md)
+#   make pam-cost    (root) build and pam, then scripts/pam-cost.sh: the memory and time pam_localauth
+#                    adds to a PAM stack (pamtester on the rig; docs/PAM.md); RUNS=30
+#   make profile     (root) deps, the bench's release build, then Tools/Bench/profile/run.sh: one
+#                    evaluation's profile beside fprintd (BENCHMARKS.md, "Evaluation"); CYCLES=300
+#   make callgrind-paths TREES="before=DIR after=DIR"  (root) Tools/Bench/profile/callgrind-paths.sh:
+#                    instructions per call and the files a call passes through, per checkout
+#                    (BENCHMARKS.md, "Callgrind"); CALLGRIND_ARGS="--build ..." are passed on
 #   make clean       remove build output
 #
 # Install variables: PREFIX DESTDIR BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNITDIR AUTOSTARTDIR
@@ -241,6 +250,25 @@ reliability: deps
 	$(SWIFT) build
 	scripts/reliability/run --localauthd "$$($(SWIFT) build --show-bin-path)/localauthd" \
 		$(if $(ROWS),--rows $(ROWS),--update RELIABILITY.md) --json .build/reliability.json $(REL_ARGS)
+
+# Measurements run by hand (root, the rig lock): each writes nothing in the tree.
+.PHONY: bench-clients pam-cost profile callgrind-paths
+bench-clients: build clientlib
+	scripts/bench-clients.sh
+
+pam-cost: build
+	scripts/pam-cost.sh
+
+CYCLES ?= 300
+profile: deps $(LLD_TOOLSET)
+	$(SWIFT) build $(BENCH_BUILD_FLAGS)
+	LOCALAUTHD="$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauthd" Tools/Bench/profile/run.sh $(CYCLES)
+
+TREES ?=
+CALLGRIND_ARGS ?=
+callgrind-paths: $(LLD_TOOLSET)
+	@[ -n "$(TREES)" ] || { echo 'make callgrind-paths: TREES="LABEL=CHECKOUT ..." (or REV with CALLGRIND_ARGS=--build)' >&2; exit 2; }
+	Tools/Bench/profile/callgrind-paths.sh $(CALLGRIND_ARGS) $(TREES)
 
 clean:
 	$(SWIFT) package clean || true

@@ -318,10 +318,12 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         // Neither bus ever carried K (raw or as the keyring's password) or the login password.
         monitor.signal(SIGTERM)
         monitor.wait(timeout: 5)
+        // K from hex(K); when the login went wrong (an odd length, no hex: the
+        // assertion above failed already) this must not trap, or the whole
+        // test process ends and every later test with it (c686a26 did, once).
+        let digits = Array(handed.utf8)
         let secretBytes = Data(
-            stride(from: 0, to: handed.count, by: 2).map {
-                UInt8(handed[handed.index(handed.startIndex, offsetBy: $0)..<handed.index(handed.startIndex, offsetBy: $0 + 2)], radix: 16)!
-            })
+            stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) })
         for (name, file) in [("system bus", systemBus), ("session bus", sessionBus)] {
             let carried = try XCTUnwrap(FileManager.default.contents(atPath: file), name)
             XCTAssertGreaterThan(carried.count, 1000, "\(name): the monitor saw the traffic")

@@ -40,7 +40,8 @@
 #                    localauth-bench (the package Tools/Bench) beside fprintd, then its
 #                    curves (localauthd alone) and their SVG plot (needs root; a few minutes;
 #                    BENCH_ARGS="--quick", "--no-curves" or "--json FILE" are passed on; see BENCHMARKS.md)
-#   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes):
+#   make reliability deps, build, then scripts/reliability/run (needs root; a few minutes;
+#                    it waits for RIG_LOCK itself, as make e2e does):
 #                    attacks the real service on the rig, prints a table and JSON, exits
 #                    non-zero if a row falls short; a full run updates RELIABILITY.md's table.
 #                    ROWS=soak,faults runs some rows; REL_ARGS="--short" etc. are passed on
@@ -248,7 +249,7 @@ bench: deps clientlib $(LLD_TOOLSET)
 ROWS ?=
 reliability: deps
 	$(SWIFT) build
-	scripts/reliability/run --localauthd "$$($(SWIFT) build --show-bin-path)/localauthd" \
+	RIG_LOCK=$(RIG_LOCK) scripts/reliability/run --localauthd "$$($(SWIFT) build --show-bin-path)/localauthd" \
 		$(if $(ROWS),--rows $(ROWS),--update RELIABILITY.md) --json .build/reliability.json $(REL_ARGS)
 
 # Measurements run by hand (root, the rig lock): each writes nothing in the tree.

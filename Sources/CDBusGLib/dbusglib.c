@@ -3,6 +3,7 @@
 #include <glib.h>
 #include "CDBusGLib.h"
 #include <glib-unix.h>
+#include <malloc.h>
 
 typedef struct {
     GMainContext *context;
@@ -342,4 +343,9 @@ guint cdbusglib_on_signal(GMainContext *context, int signal_number,
     guint id = g_source_attach(source, context);
     g_source_unref(source);
     return id;
+}
+
+int cdbusglib_fix_mmap_threshold(int bytes) {
+    /* Setting it at all turns off glibc's dynamic threshold for good. */
+    return mallopt(M_MMAP_THRESHOLD, bytes);
 }

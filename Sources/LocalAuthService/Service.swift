@@ -157,6 +157,9 @@ public final class LocalAuthService {
 
     private static func start(_ configuration: Configuration) async throws -> LocalAuthService {
         try AtomicFile.makeDirectory(configuration.stateDirectory)
+        // A large message, once refused, leaves nothing resident and costs
+        // its two copies at most, however many come (mapLargeBuffersApart).
+        BusConnection.mapLargeBuffersApart()
         let bus = try BusConnection.connect(to: .system, loop: EventLoop.processDefault)
         let service = LocalAuthService(configuration: configuration, bus: bus)
         // Enumeration only: a reader opens when an operation needs it.

@@ -90,6 +90,39 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
         XCTAssertLessThan(after - before, (2 * Self.largestMessage + (8 << 20)) / 1024, "VmHWM grew from \(before) to \(after) KiB")
     }
 
+    /// Large calls of different sizes, one after another and then several at
+    /// once, cost no more than two copies of the largest (libdbus's buffer and
+    /// the message's copy) and leave nothing resident once refused. On c686a26
+    /// the first 33.5 MB body freed raised glibc's mmap threshold to its size,
+    /// so the next bodies came from the heap: the 30 MB one stayed resident
+    /// after its refusal (RSS +29 MB for good), and a body a little larger
+    /// than such a hole took new memory beside it (VmHWM 3 and 4 copies).
+    func testLargeCallsOfManySizesCostTwoCopiesAtMostAndLeaveNothingResident() throws {
+        let (rssBefore, hwmBefore) = (status("VmRSS"), status("VmHWM"))
+        XCTAssertEqual(counts(try startLargeCalls("fprintd-property", bytes: Self.largestMessage, count: 1))[limitsExceeded], 1)
+        XCTAssertEqual(counts(try startLargeCalls("fprintd-method", bytes: 30_000_000, count: 1))[limitsExceeded], 1)
+        let rssBetween = status("VmRSS")
+        // Four sizes at once, two of each: a smaller body's hole is followed by a larger body.
+        let sizes = [
+            ("fprintd-method", 30_500_000), ("localauth", 31_500_000), ("fprintd-manager", 32_500_000),
+            ("fprintd-property", 33_400_000),
+        ]
+        let started = try sizes.map { try startLargeCalls($0.0, bytes: $0.1, count: 2) }
+        for ((target, _), child) in zip(sizes, started) {
+            let answers = counts(child)
+            XCTAssertEqual((answers[limitsExceeded] ?? 0) + (answers[ourLimit] ?? 0), 2, "\(target): \(answers)")
+        }
+        let (rssAfter, hwmAfter) = (status("VmRSS"), status("VmHWM"))
+        print(
+            "VmRSS \(rssBefore) KiB before, \(rssBetween) after a 33.5 MB and a 30 MB call, \(rssAfter) after 8 more at once; "
+                + "VmHWM \(hwmBefore) -> \(hwmAfter) KiB")
+        XCTAssertTrue(service.isRunning, "the service died (OOM under the unit's MemoryMax?):\n\(service.log)")
+        // What is left of refused calls: next to nothing beside the message.
+        XCTAssertLessThan(rssBetween - rssBefore, Self.largestMessage / 8 / 1024, "RSS grew from \(rssBefore) to \(rssBetween) KiB")
+        XCTAssertLessThan(rssAfter - rssBefore, Self.largestMessage / 8 / 1024, "RSS grew from \(rssBefore) to \(rssAfter) KiB")
+        XCTAssertLessThan(hwmAfter - hwmBefore, (2 * Self.largestMessage + (8 << 20)) / 1024, "VmHWM grew from \(hwmBefore) to \(hwmAfter) KiB")
+    }
+
     /// Several large calls at once, on every object of both names: libdbus
     /// holds at most `ServiceLimits.bufferedIncomingBytes` of them beyond the
     /// one it reads, each is refused unread, and the service stays up.

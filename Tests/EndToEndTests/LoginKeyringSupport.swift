@@ -59,11 +59,9 @@ extension RigTestCase {
         "[byte " + bytes.map { String(format: "0x%02x", $0) }.joined(separator: ", ") + "]"
     }
 
-    static func bytes(inGdbusOutput text: String) -> [UInt8] {
-        let pattern = try! NSRegularExpression(pattern: "0x([0-9a-f]{2})")
-        return pattern.matches(in: text, range: NSRange(text.startIndex..., in: text)).map {
-            UInt8(text[Range($0.range(at: 1), in: text)!], radix: 16)!
-        }
+    /// The `ay` gdbus printed, in either of GLib's forms (GdbusText).
+    static func bytes(inGdbusOutput text: String) throws -> [UInt8] {
+        try GdbusText.bytes(in: text)
     }
 
     static func keyringHex(_ bytes: [UInt8]) -> String { bytes.map { String(format: "%02x", $0) }.joined() }
@@ -83,7 +81,7 @@ extension RigTestCase {
                 "/org/example/LocalAuth", "--method", "org.example.LocalAuth.EnableLoginSecret", options,
             ])
         guard outcome.status == 0 else { throw RigError("EnableLoginSecret: \(outcome.output)") }
-        return try ECIES.decrypt(Self.bytes(inGdbusOutput: outcome.output), with: key)
+        return try ECIES.decrypt(try Self.bytes(inGdbusOutput: outcome.stdout), with: key)
     }
 
     func enrollOwnersFinger() async throws {

@@ -199,6 +199,15 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
     /// Runs `script` as the test account in a session bus of its own
     /// (dbus-run-session), with gnome-keyring's files in its home; the
     /// daemon ends with the session, the keyring file stays.
+    ///
+    /// `unlock PASSWORD` in the script starts gnome-keyring-daemon with the
+    /// login keyring unlocked and waits until it serves org.freedesktop.secrets:
+    /// `--unlock` returns before the daemon owns that name (14 of 30 times
+    /// here), and a client that came first had the bus activate a second
+    /// daemon, which handed over to the first and wrote dbus-daemon's
+    /// activation lines into the output the test compared (3 of 80 runs of
+    /// this test on c686a26). `served` then writes to stderr whether the
+    /// name is owned, for the test to check.
     private func inOwnersSession(uid: UInt32, _ script: String) throws -> Outcome {
         let runtime = rig.directory + "/runtime-\(uid)"
         try? FileManager.default.createDirectory(atPath: runtime, withIntermediateDirectories: true)
@@ -211,9 +220,37 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
             chmod(tool, 0o755)
         }
         let environment = "HOME=/home/\(TestAccount.name) XDG_RUNTIME_DIR=\(runtime) LOCALAUTHCTL=\(tool)"
+        let unlock = """
+            unlock() {
+                printf '%s' "$1" | gnome-keyring-daemon --unlock --components=secrets >/dev/null
+                unlocked=$?
+                gdbus wait --session --timeout 20 org.freedesktop.secrets || return 1
+                return $unlocked
+            }
+            served() {
+                gdbus call --session --dest org.freedesktop.DBus --object-path /org/freedesktop/DBus \\
+                    --method org.freedesktop.DBus.NameHasOwner org.freedesktop.secrets | sed 's/^/secrets served: /' >&2
+            }
+
+            """
         return try runAs(
-            uid, "/usr/bin/env", [environment.split(separator: " ").map(String.init), ["dbus-run-session", "--", "/bin/sh", "-c", script]].flatMap { $0 },
+            uid, "/usr/bin/env",
+            [environment.split(separator: " ").map(String.init), ["dbus-run-session", "--", "/bin/sh", "-c", unlock + script]].flatMap { $0 },
             timeout: 120)
+    }
+
+    /// What the test below relies on: once `unlock` returned, the daemon it
+    /// unlocked serves the session, so no client's call makes the bus start
+    /// a second one. Without the wait in `unlock` (c686a26's scripts) the
+    /// name was still unowned in some sessions.
+    func testUnlockLeavesTheUnlockedDaemonServingTheSession() throws {
+        let uid = try TestAccount.ensure()
+        _ = try runProgram("/bin/rm", ["-rf", "/home/\(TestAccount.name)/.local/share/keyrings"])
+        for _ in 0..<20 {
+            let session = try inOwnersSession(uid: uid, "unlock '\(TestAccount.password)' || exit 11; served")
+            XCTAssertEqual(session.status, 0, session.output)
+            XCTAssertTrue(session.stderr.contains("secrets served: (true,)"), session.stderr)
+        }
     }
 
     /// localauthctl keyring enable changes the real login keyring's password
@@ -240,7 +277,8 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
             """
             dbus-monitor --session --binary > '\(sessionBus)' 2>/dev/null &
             while [ ! -s '\(sessionBus)' ]; do sleep 0.05; done
-            printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 11
+            unlock '\(password)' || exit 11
+            served
             printf 'stored-before' | secret-tool store --label=kr-test kr-test item || exit 12
             printf '%s\\n' '\(password)' | "$LOCALAUTHCTL" keyring enable || exit 13
             "$LOCALAUTHCTL" keyring status
@@ -256,29 +294,36 @@ final class LoginKeyringTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(handed.count, 64, "hex(K)")
 
         let lookup = "timeout 20 secret-tool lookup kr-test item"
-        let withSecret = try inOwnersSession(uid: uid, "printf '%s' '\(handed)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
-        XCTAssertEqual(withSecret.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", withSecret.output)
-        let withPassword = try inOwnersSession(uid: uid, "printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
+        let withSecret = try inOwnersSession(uid: uid, "unlock '\(handed)'; served; \(lookup)")
+        XCTAssertEqual(withSecret.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", withSecret.output)
+        let withPassword = try inOwnersSession(uid: uid, "unlock '\(password)'; served; \(lookup)")
         XCTAssertFalse(withPassword.output.contains("stored-before"), "the login password no longer opens it: \(withPassword.output)")
 
         let disabled = try inOwnersSession(
             uid: uid,
             """
-            printf '%s' '\(handed)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null || exit 11
+            unlock '\(handed)' || exit 11
+            served
             printf '%s\\n' '\(password)' | "$LOCALAUTHCTL" keyring disable || exit 13
             """)
         XCTAssertEqual(disabled.status, 0, disabled.output + service.log)
-        let back = try inOwnersSession(uid: uid, "printf '%s' '\(password)' | gnome-keyring-daemon --unlock --components=secrets >/dev/null; \(lookup)")
-        XCTAssertEqual(back.output.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", back.output)
+        let back = try inOwnersSession(uid: uid, "unlock '\(password)'; served; \(lookup)")
+        XCTAssertEqual(back.stdout.trimmingCharacters(in: .whitespacesAndNewlines), "stored-before", back.output)
+        // The daemon each session unlocked served it before any client came.
+        for session in [enabled, withSecret, withPassword, disabled, back] {
+            XCTAssertTrue(session.stderr.contains("secrets served: (true,)"), session.stderr)
+        }
         XCTAssertFalse(FileManager.default.fileExists(atPath: service.stateDirectory + "/login/\(uid)"), "the login secret is gone")
 
         // Neither bus ever carried K (raw or as the keyring's password) or the login password.
         monitor.signal(SIGTERM)
         monitor.wait(timeout: 5)
+        // K from hex(K); when the login went wrong (an odd length, no hex: the
+        // assertion above failed already) this must not trap, or the whole
+        // test process ends and every later test with it (c686a26 did, once).
+        let digits = Array(handed.utf8)
         let secretBytes = Data(
-            stride(from: 0, to: handed.count, by: 2).map {
-                UInt8(handed[handed.index(handed.startIndex, offsetBy: $0)..<handed.index(handed.startIndex, offsetBy: $0 + 2)], radix: 16)!
-            })
+            stride(from: 0, to: digits.count - 1, by: 2).compactMap { UInt8(String(decoding: digits[$0...$0 + 1], as: UTF8.self), radix: 16) })
         for (name, file) in [("system bus", systemBus), ("session bus", sessionBus)] {
             let carried = try XCTUnwrap(FileManager.default.contents(atPath: file), name)
             XCTAssertGreaterThan(carried.count, 1000, "\(name): the monitor saw the traffic")

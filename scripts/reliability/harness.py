@@ -65,6 +65,15 @@ class Rig:
             time.sleep(0.02)
         return child
 
+    def revive_polkit(self):
+        """rig.sh revive-polkit: polkitd started again if it died (Debian's
+        122 does now and then; the end-to-end tests revive it before each
+        test). Returns rig.sh's line when it had to, else ""."""
+        out = subprocess.run([RIG, "revive-polkit", self.dir], capture_output=True, text=True)
+        if out.returncode != 0:
+            raise RuntimeError("rig.sh revive-polkit: " + out.stdout + out.stderr)
+        return out.stdout.strip()
+
     def has_owner(self, name):
         out = subprocess.run(["/usr/bin/dbus-send", "--bus=" + self.address, "--print-reply", "--reply-timeout=2000",
                               "--dest=org.freedesktop.DBus", "/org/freedesktop/DBus",

@@ -1031,6 +1031,7 @@ def large_calls(ctx):
     # The service as it serves: a call of nobody's first (no print: NotEnrolled).
     preflight = Remote(ctx, NOBODY, "CanEvaluatePolicy", "u", [1]).outcome()
     before = hwm()
+    rss_before = svc.stats()["rss_kb"]
     bound_kb = (2 * LARGEST_MESSAGE + (8 << 20)) // 1024
     longest_text = 0
     singles = {}
@@ -1076,6 +1077,10 @@ def large_calls(ctx):
                 wrong.append("%s: %d %s" % (kind, n, outcome))
         by_bus += got["by"].get("bus", 0)
     after = hwm()
+    try:
+        rss_after = svc.stats()["rss_kb"]
+    except (OSError, KeyError):
+        rss_after = None
     total = per_kind * len(LARGE_KINDS)
     row.check("%d at once (%d on each of fprintd's Device and Manager and ours): refused LimitsExceeded"
               % (total, per_kind), refused == total and not wrong,
@@ -1085,6 +1090,11 @@ def large_calls(ctx):
     row.check("VmHWM rise over the row, the calls at once included (kB)",
               after is not None and after - before <= bound_kb, None if after is None else after - before,
               "<= %d" % bound_kb)
+    # Refused calls leave nothing behind: a freed body kept in the heap (as
+    # glibc's raised mmap threshold did) is also how a third copy arises.
+    row.check("RSS left once every call was refused (kB)",
+              rss_after is not None and rss_after - rss_before <= 4096,
+              None if rss_after is None else rss_after - rss_before, "<= 4096")
     # Still serving both names.
     again = Remote(ctx, NOBODY, "CanEvaluatePolicy", "u", [1]).outcome() if svc.alive() else "dead"
     try:
@@ -1104,6 +1114,8 @@ def large_calls(ctx):
     row.figures = {"largest_message": LARGEST_MESSAGE, "memory_max": limit, "cgroup_peak_mib": round(peak / 1048576.0, 1),
                    "oom_kills": kills, "hwm_kb_before": before, "hwm_kb_after_singles": after_singles,
                    "hwm_kb_after": after, "hwm_rise_kb": None if after is None else after - before,
+                   "rss_kb_before": rss_before, "rss_kb_after": rss_after,
+                   "rss_left_kb": None if rss_after is None else rss_after - rss_before,
                    "bound_kb": bound_kb, "preflight_before": preflight, "singles": singles, "together": together,
                    "longest_text_bytes": longest_text}
     return row

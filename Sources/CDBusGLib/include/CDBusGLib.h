@@ -52,4 +52,9 @@ void cdbusglib_release_timer(void *timer);
 /// (SIGTERM, SIGINT, SIGHUP). Returns the source id.
 unsigned int cdbusglib_on_signal(GMainContext *context, int signal_number,
                           void (*function)(void *), void *data);
+
+/// glibc's M_MMAP_THRESHOLD, fixed at `bytes` for the whole process (see
+/// BusConnection.mapLargeBuffersApart). Returns mallopt's answer: 1 if set.
+/// Here because Swift's Glibc module does not include <malloc.h>.
+int cdbusglib_fix_mmap_threshold(int bytes);
 #endif

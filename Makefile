@@ -263,13 +263,13 @@ pam-cost: build
 	scripts/pam-cost.sh
 
 CYCLES ?= 300
-profile: deps $(LLD_TOOLSET)
+profile: deps
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	LOCALAUTHD="$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauthd" Tools/Bench/profile/run.sh $(CYCLES)
 
 TREES ?=
 CALLGRIND_ARGS ?=
-callgrind-paths: $(LLD_TOOLSET)
+callgrind-paths:
 	@[ -n "$(TREES)" ] || { echo 'make callgrind-paths: TREES="LABEL=CHECKOUT ..." (or REV with CALLGRIND_ARGS=--build)' >&2; exit 2; }
 	Tools/Bench/profile/callgrind-paths.sh $(CALLGRIND_ARGS) $(TREES)
 

@@ -93,15 +93,18 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
     /// Large calls of different sizes, one after another and then several at
     /// once, cost no more than two copies of the largest (libdbus's buffer and
     /// the message's copy) and leave nothing resident once refused. On c686a26
-    /// the first 33.5 MB body freed raised glibc's mmap threshold to its size,
-    /// so the next bodies came from the heap: the 30 MB one stayed resident
-    /// after its refusal (RSS +29 MB for good), and a body a little larger
-    /// than such a hole took new memory beside it (VmHWM 3 and 4 copies).
+    /// the first large body freed raised glibc's mmap threshold to its size,
+    /// so the next smaller bodies came from the heap and stayed resident after
+    /// their refusal (RSS +28 MB for good after the 29 MB call), and the next
+    /// large call came on top of that: VmHWM +93.5 MB (2.86 x 33.5 MB) after
+    /// these three calls alone, 3 and 4 copies with several at once.
     func testLargeCallsOfManySizesCostTwoCopiesAtMostAndLeaveNothingResident() throws {
         let (rssBefore, hwmBefore) = (status("VmRSS"), status("VmHWM"))
-        XCTAssertEqual(counts(try startLargeCalls("fprintd-property", bytes: Self.largestMessage, count: 1))[limitsExceeded], 1)
-        XCTAssertEqual(counts(try startLargeCalls("fprintd-method", bytes: 30_000_000, count: 1))[limitsExceeded], 1)
+        XCTAssertEqual(counts(try startLargeCalls("fprintd-property", bytes: 30_000_000, count: 1))[limitsExceeded], 1)
+        XCTAssertEqual(counts(try startLargeCalls("fprintd-method", bytes: 29_000_000, count: 1))[limitsExceeded], 1)
         let rssBetween = status("VmRSS")
+        XCTAssertEqual(counts(try startLargeCalls("fprintd-property", bytes: Self.largestMessage, count: 1))[limitsExceeded], 1)
+        let hwmBetween = status("VmHWM")
         // Four sizes at once, two of each: a smaller body's hole is followed by a larger body.
         let sizes = [
             ("fprintd-method", 30_500_000), ("localauth", 31_500_000), ("fprintd-manager", 32_500_000),
@@ -114,12 +117,13 @@ final class LargeCallTests: RigTestCase, @unchecked Sendable {
         }
         let (rssAfter, hwmAfter) = (status("VmRSS"), status("VmHWM"))
         print(
-            "VmRSS \(rssBefore) KiB before, \(rssBetween) after a 33.5 MB and a 30 MB call, \(rssAfter) after 8 more at once; "
-                + "VmHWM \(hwmBefore) -> \(hwmAfter) KiB")
+            "VmRSS \(rssBefore) KiB before, \(rssBetween) after a 30 MB and a 29 MB call, \(rssAfter) after 8 more at once; "
+                + "VmHWM \(hwmBefore) -> \(hwmBetween) after a 33.5 MB call -> \(hwmAfter) KiB")
         XCTAssertTrue(service.isRunning, "the service died (OOM under the unit's MemoryMax?):\n\(service.log)")
         // What is left of refused calls: next to nothing beside the message.
         XCTAssertLessThan(rssBetween - rssBefore, Self.largestMessage / 8 / 1024, "RSS grew from \(rssBefore) to \(rssBetween) KiB")
         XCTAssertLessThan(rssAfter - rssBefore, Self.largestMessage / 8 / 1024, "RSS grew from \(rssBefore) to \(rssAfter) KiB")
+        XCTAssertLessThan(hwmBetween - hwmBefore, (2 * Self.largestMessage + (8 << 20)) / 1024, "VmHWM grew from \(hwmBefore) to \(hwmBetween) KiB")
         XCTAssertLessThan(hwmAfter - hwmBefore, (2 * Self.largestMessage + (8 << 20)) / 1024, "VmHWM grew from \(hwmBefore) to \(hwmAfter) KiB")
     }
 

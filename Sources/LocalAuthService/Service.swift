@@ -1,5 +1,4 @@
 internal import CGLib
-internal import CLocalAuthInterface
 import DBusCore
 import LocalAuthShared
 

@@ -32,7 +32,12 @@ let package = Package(
         .systemLibrary(name: "CSecret", pkgConfig: "libsecret-1", providers: [.apt(["libsecret-1-dev"])]),
         // Our own C shims.
         .target(name: "CDBusGLib", dependencies: ["CDBus", "CGLib"]),
-        .target(name: "CLocalAuthInterface"),
+        // dbus/*.xml compiled in as Swift strings, generated at build time by a
+        // plugin of this package (Plugins/EmbedInterfaceXML says why) with its
+        // tool embed-interface-xml (C).
+        .target(name: "LocalAuthInterface", plugins: ["EmbedInterfaceXML"]),
+        .plugin(name: "EmbedInterfaceXML", capability: .buildTool(), dependencies: ["embed-interface-xml"]),
+        .executableTarget(name: "embed-interface-xml"),
         // libcrypto (libssl-dev) and tpm2-tss (libtss2-dev: ESAPI, marshalling, response-code
         // text, the TCTI loader), not linked but loaded at their first call: a service that
         // never touches a right never maps them (CLazyLibrary, BENCHMARKS.md, issue 25).
@@ -53,7 +58,7 @@ let package = Package(
         .target(name: "LocalAuthShared"),
         // The service as a library: callers, polkit, sensor, store.
         .target(name: "LocalAuthService", dependencies: [
-            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "CLocalAuthInterface",
+            "DBusCore", "LocalAuthShared", "CFprint", "CPolkit", "CGLib", "LocalAuthInterface",
             "LocalAuthCrypto", "LocalAuthRights", "LocalAuthSystem",
         ]),
         .executableTarget(name: "localauthd", dependencies: ["DBusCore", "LocalAuthService", "LocalAuthRights"]),

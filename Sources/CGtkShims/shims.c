@@ -74,3 +74,19 @@ void cgtkshims_prefer_dark_theme(int dark) {
     GtkSettings *settings = gtk_settings_get_default();
     if (settings) g_object_set(settings, "gtk-application-prefer-dark-theme", dark ? TRUE : FALSE, NULL);
 }
+
+void cgtkshims_widget_color(void *widget, void *rgba) {
+#if GTK_CHECK_VERSION(4, 10, 0)
+    gtk_widget_get_color(widget, rgba);
+#else
+    gtk_style_context_get_color(gtk_widget_get_style_context(widget), rgba);
+#endif
+}
+
+void cgtkshims_css_provider_load(void *provider, const char *css) {
+#if GTK_CHECK_VERSION(4, 12, 0)
+    gtk_css_provider_load_from_string(provider, css);
+#else
+    gtk_css_provider_load_from_data(provider, css, -1);
+#endif
+}

@@ -153,19 +153,24 @@ public final class BusConnection: Sendable {
     /// Calls a method and returns its reply's values, or throws its error.
     /// `timeout` nil means libdbus's default (25 s); `.infinity` waits for ever.
     ///
-    /// The async methods here are `nonisolated(nonsending)`: they start on the
-    /// caller's executor, so code on the loop's own actor (the service) sends
-    /// at once from the loop thread instead of first hopping to Swift's global
-    /// executor. (Where the task resumes after the reply: see `EventLoop`.)
-    public nonisolated(nonsending) func call(destination: String, path: ObjectPath, interface: String, member: String,
-                     arguments: [DBusValue] = [], timeout: Double? = nil) async throws(DBusError) -> [DBusValue] {
+    /// The async methods here take the caller's isolation (`isolation:`,
+    /// `#isolation` by default): they start on the caller's executor, so code
+    /// on the loop's own actor (the service) sends at once from the loop
+    /// thread instead of first hopping to Swift's global executor. (Where the
+    /// task resumes after the reply: see `EventLoop`.) This is what Swift
+    /// 6.2's `nonisolated(nonsending)` says, spelled so that Swift 6.0
+    /// (Debian 13's) compiles it too.
+    public func call(destination: String, path: ObjectPath, interface: String, member: String,
+                     arguments: [DBusValue] = [], timeout: Double? = nil,
+                     isolation: isolated (any Actor)? = #isolation) async throws(DBusError) -> [DBusValue] {
         let message = try Message.methodCall(destination: destination, path: path, interface: interface,
                                              member: member, arguments: arguments)
         return try await call(message, timeout: timeout).result()
     }
 
     /// Sends a method call and returns the reply message (which may be an error reply).
-    public nonisolated(nonsending) func call(_ message: Message, timeout: Double? = nil) async throws(DBusError) -> Message {
+    public func call(_ message: Message, timeout: Double? = nil,
+                     isolation: isolated (any Actor)? = #isolation) async throws(DBusError) -> Message {
         let result: Result<Message, DBusError> = await withCheckedContinuation { continuation in
             let start: @Sendable () -> Void = {
                 self.sendWithReply(message, timeout: timeout) { continuation.resume(returning: $0) }
@@ -267,8 +272,9 @@ public final class BusConnection: Sendable {
     /// bus to route them here. Unicast signals addressed to us need no match rule;
     /// pass `addMatchRule: false` for those.
     @discardableResult
-    public nonisolated(nonsending) func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
+    public func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
                           extraMatch: String = "", addMatchRule: Bool = true,
+                          isolation: isolated (any Actor)? = #isolation,
                           handler: @escaping SignalHandler) async throws(DBusError) -> UInt64 {
         let id = register(Subscription(sender: sender, interface: interface, member: member, path: path, handler: handler))
         guard addMatchRule else { return id }
@@ -316,7 +322,7 @@ public final class BusConnection: Sendable {
     }
 
     /// The async form of `followOwnerBlocking(of:)`.
-    public nonisolated(nonsending) func followOwner(of name: String) async throws(DBusError) {
+    public func followOwner(of name: String, isolation: isolated (any Actor)? = #isolation) async throws(DBusError) {
         guard startFollowing(name) else { return }
         _ = try await call(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
                            member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])

@@ -1,4 +1,5 @@
 internal import COpenSSL
+import LocalAuthSystem
 
 /// The one funnel through which every libcrypto call goes.
 ///
@@ -35,9 +36,11 @@ enum OpenSSL {
     ) throws(CryptoError) -> [UInt8] {
         let count = try length(what) { i2d(nil) }
         var der = [UInt8](repeating: 0, count: count)
-        _ = try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
-            var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
-            return try length(what) { i2d(&cursor) }
+        _ = try rethrowing(CryptoError.self) {
+            try der.withUnsafeMutableBufferPointer { (buffer) throws(CryptoError) -> Int in
+                var cursor: UnsafeMutablePointer<UInt8>? = buffer.baseAddress
+                return try length(what) { i2d(&cursor) }
+            }
         }
         return der
     }
@@ -87,8 +90,10 @@ extension Array where Element == UInt8 {
         var copy = self
         if copy.isEmpty { copy = [0] }
         let count = self.count
-        return try copy.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(CryptoError) -> R in
-            try body(buffer.baseAddress!, count)
+        return try rethrowing(CryptoError.self) {
+            try copy.withUnsafeBufferPointer { (buffer: UnsafeBufferPointer<UInt8>) throws(CryptoError) -> R in
+                try body(buffer.baseAddress!, count)
+            }
         }
     }
 }

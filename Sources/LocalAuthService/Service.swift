@@ -1,5 +1,4 @@
 internal import CGLib
-internal import CLocalAuthInterface
 import DBusCore
 import LocalAuthShared
 
@@ -220,22 +219,22 @@ public final class LocalAuthService {
 
     /// The service's one task group: each call is a child task, started
     /// immediately on the loop (a preflight is answered without waiting for
-    /// another turn of the loop after this one), and so is the readers'
-    /// hotplug work. Child tasks inherit the loop as their executor
-    /// preference (SE-0417), so everything the service awaits resumes on the
-    /// loop. Returns once `stop()` ended the work stream and every child ended.
+    /// another turn of the loop after this one; built with Swift 6.0, at the
+    /// next turn: `addTaskStartingOnLoop`), and so is the readers' hotplug
+    /// work. Child tasks inherit the loop as their executor preference
+    /// (SE-0417), so everything the service awaits resumes on the loop. Returns once `stop()` ended the work stream and every child ended.
     private func serveUntilStopped() async {
         await withDiscardingTaskGroup { group in
             while let item = await work.next() {
                 switch item {
                 case .call(let routed):
-                    group.addImmediateTask { @ServiceActor in await routed.serve(on: self.router) }
+                    group.addTaskStartingOnLoop { @ServiceActor in await routed.serve(on: self.router) }
                 case .reader(let job):
                     group.addTask { [readers] in await readers.perform(job) }
                 case .sleepCycle(let actions):
-                    group.addImmediateTask { @ServiceActor in await actions() }
+                    group.addTaskStartingOnLoop { @ServiceActor in await actions() }
                 case .task(let body):
-                    group.addImmediateTask { @ServiceActor in await body() }
+                    group.addTaskStartingOnLoop { @ServiceActor in await body() }
                 }
             }
         }

@@ -34,3 +34,17 @@ extension ServiceActor {
         }
     }
 }
+
+extension DiscardingTaskGroup {
+    /// A child task on the loop that starts at once, on the caller's turn of
+    /// the loop, until its first suspension (`addImmediateTask`, Swift 6.2,
+    /// SE-0472). Swift 6.0 (Debian 13's) has no such thing: there the task is
+    /// enqueued on the loop and starts at its next turn, in the same order.
+    mutating func addTaskStartingOnLoop(_ operation: sending @escaping @ServiceActor () async -> Void) {
+        #if compiler(>=6.2)
+        addImmediateTask(operation: operation)
+        #else
+        addTask(operation: operation)
+        #endif
+    }
+}

@@ -272,8 +272,7 @@ final class PromptWindow {
         gtk_drawing_area_set_draw_func(cast(area), { area, cr, width, height, _ in
             guard let area, let cr else { return }
             var color = GdkRGBA()
-            gtk_style_context_get_color(gtk_widget_get_style_context(UnsafeMutableRawPointer(area)
-                .assumingMemoryBound(to: GtkWidget.self)), &color)
+            cgtkshims_widget_color(UnsafeMutableRawPointer(area), &color)
             cairo_set_source_rgba(cr, Double(color.red), Double(color.green), Double(color.blue), Double(color.alpha))
             let size = Double(min(width, height))
             let (cx, cy) = (Double(width) / 2, Double(height) / 2 - size * 0.04)
@@ -367,7 +366,7 @@ enum Style {
             .sheet-buttons { margin-top: 10px; }
             """
         let provider = gtk_css_provider_new()
-        gtk_css_provider_load_from_data(provider, css, -1)
+        cgtkshims_css_provider_load(provider, css)
         gtk_style_context_add_provider_for_display(gdk_display_get_default(), OpaquePointer(provider),
                                                    UInt32(GTK_STYLE_PROVIDER_PRIORITY_APPLICATION))
     }

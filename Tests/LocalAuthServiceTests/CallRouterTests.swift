@@ -218,8 +218,10 @@ final class CallRouterTests: XCTestCase {
     }
 
     /// org.example.LocalAuth's rule for another user: `manage` instead of the row's action.
+    /// (async: Swift 6.0's SwiftPM lists a synchronous actor-isolated test in
+    /// a nonisolated context, which does not compile.)
     @ServiceActor
-    func testLocalAuthsRowsAskManageInsteadForAnotherUser() {
+    func testLocalAuthsRowsAskManageInsteadForAnotherUser() async {
         let rule = Authorization.localAuth(.enroll, interactive: true)
         XCTAssertEqual(rule.actions, [PolkitAction.enroll.rawValue])
         guard case .instead(let action) = rule.anotherUser else { return XCTFail("manage replaces the row's action") }

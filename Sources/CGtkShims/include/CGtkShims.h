@@ -44,4 +44,14 @@ void cgtkshims_accessible_described_by(void *accessible, void *description);
 /// on the default display's settings.
 void cgtkshims_prefer_dark_theme(int dark);
 
+/// The color a widget's text is drawn in, for drawing in its style: into
+/// `rgba` (a GdkRGBA). GTK 4.10 has gtk_widget_get_color and deprecates the
+/// style context's; Debian 12's GTK (4.8) has only the latter.
+void cgtkshims_widget_color(void *widget, void *rgba);
+
+/// Loads the NUL-terminated style sheet `css` into `provider` (a
+/// GtkCssProvider): gtk_css_provider_load_from_string from GTK 4.12, which
+/// deprecates load_from_data, the only one GTK 4.8 (Debian 12) has.
+void cgtkshims_css_provider_load(void *provider, const char *css);
+
 #endif

@@ -1,4 +1,4 @@
-internal import CLocalAuthInterface
+internal import LocalAuthInterface
 import DBusCore
 import LocalAuthShared
 
@@ -12,7 +12,7 @@ import LocalAuthShared
 /// another user (the struct's `namedUser`): for those the action is `manage`
 /// instead, whatever the row says (Authorization.swift).
 enum LocalAuthContract {
-    nonisolated static let interfaceXML = String(cString: clocalauth_interface_xml())
+    nonisolated static let interfaceXML = Interfaces.localAuth
 
     nonisolated static let contract = BusContract<LocalAuthObject>(
         interface: LocalAuthBus.interface, methods: methods, errors: .localAuth, introspection: interfaceXML,

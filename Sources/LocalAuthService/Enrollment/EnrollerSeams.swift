@@ -25,7 +25,7 @@ protocol EnrollerSeams: AnyObject {
     func isEnrolling(_ sender: String) -> Bool
     /// Runs `body` with `identity` held for one operation of `record`'s call:
     /// its turn in the queue, opened, given back afterwards.
-    func withReader<T>(
+    func withReader<T: Sendable>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T

@@ -52,12 +52,12 @@ final class ServiceEnrollerSeams: EnrollerSeams {
     func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
     var noReaderError: ServiceError { readerChoice.noReaderError }
     func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
-    var chipReaders: [Readers.Identity] { readers.usableReaders.filter(storesPrints) }
+    var chipReaders: [Readers.Identity] { readers.usableReaders.filter { storesPrints($0) } }
     func storesPrints(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.storesPrints == true }
     func checksDuplicates(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.checksDuplicates == true }
 
     func isEnrolling(_ sender: String) -> Bool { queue.isEnrolling(sender) }
-    func withReader<T>(
+    func withReader<T: Sendable>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {

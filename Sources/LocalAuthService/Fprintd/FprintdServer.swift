@@ -1,4 +1,4 @@
-internal import CLocalAuthInterface
+internal import LocalAuthInterface
 import DBusCore
 import LocalAuthShared
 
@@ -24,8 +24,8 @@ final class FprintdServer {
     private var behind: [ObjectIdentifier: Readers.Reader] = [:]
     private var nextID = 0
 
-    nonisolated static let managerXML = String(cString: clocalauth_fprintd_manager_xml())
-    nonisolated static let deviceXML = String(cString: clocalauth_fprintd_device_xml())
+    nonisolated static let managerXML = Interfaces.fprintdManager
+    nonisolated static let deviceXML = Interfaces.fprintdDevice
 
     init(
         seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, queue: SensorQueue, scanTimeout: Double,

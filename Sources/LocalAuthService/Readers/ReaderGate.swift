@@ -64,7 +64,10 @@ final class ReaderGate {
     /// `record`: its turn in the reader queue (at most `readerQueueWait`),
     /// the device opened (retrying while another program holds it, within
     /// the scan timeout), and given back afterwards (closed after the linger).
-    func withReader<T>(
+    /// `T` is `Sendable`: `body`'s type is a nonisolated async function, so
+    /// its result comes back to this actor from outside it, which Swift 6.0
+    /// refuses for a type that may not cross.
+    func withReader<T: Sendable>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {
@@ -73,7 +76,7 @@ final class ReaderGate {
 
     /// `withReader` for a body that speaks another contract's errors (fprintd's):
     /// `failedToOpen` says the queue's and the opening's errors in its words.
-    func withReader<T, Failure: Error>(
+    func withReader<T: Sendable, Failure: Error>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(Failure) -> T,
         failedToOpen: (ServiceError) -> Failure

@@ -33,7 +33,7 @@ final class FakeEnrollerSeams: EnrollerSeams, EnrollmentReaders {
         used.append("open")
         throw ServiceErrors.la(.systemCancel, "the fake gives no reader")
     }
-    func withReader<T>(
+    func withReader<T: Sendable>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
         _ body: (Readers.Reader) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {

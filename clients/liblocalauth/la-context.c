@@ -458,7 +458,7 @@ evaluation_options (LaContext *self, const gchar *request_id)
  * @cancellable: (nullable): cancelling it sends the service Cancel for this
  *   evaluation, which then fails with %LA_ERROR_APP_CANCEL
  * @callback: (scope async): called when the person is verified or it failed
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `evaluatePolicy(_:localizedReason:reply:)`. No reply timeout: it
  * takes as long as the person takes (the service bounds it). Progress comes

@@ -61,13 +61,16 @@ BUILD ?= release
 # 5 KB instead of 640 KB, read at every start (BENCHMARKS.md, issue 25).
 # swiftc links with gold here, which cannot pack them. A toolset picks lld,
 # not unsafeFlags in Package.swift (which a package used as a dependency may
-# not have).
+# not have); SwiftPM 6.0 (Debian 13's swiftlang) has no --toolset, and there
+# swiftc's -use-ld=lld picks it (the toolchain's own ld.lld).
 LLD_TOOLSET := $(CURDIR)/.build/lld-toolset.json
-LINK_FLAGS := --toolset $(LLD_TOOLSET) -Xlinker -z -Xlinker pack-relative-relocs
-RELEASE_FLAGS := -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
+# Asked once, and only by the targets that link for release.
+SWIFT_HAS_TOOLSET = $(eval SWIFT_HAS_TOOLSET := $$(shell $(SWIFT) build --help 2>/dev/null | grep -c -e '--toolset'))$(SWIFT_HAS_TOOLSET)
+LINK_FLAGS = $(if $(filter-out 0,$(SWIFT_HAS_TOOLSET)),--toolset $(LLD_TOOLSET),-Xswiftc -use-ld=lld) -Xlinker -z -Xlinker pack-relative-relocs
+RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
 	$(LINK_FLAGS)
 ifeq ($(BUILD),release)
-SWIFT_BUILD_FLAGS := $(RELEASE_FLAGS)
+SWIFT_BUILD_FLAGS = $(RELEASE_FLAGS)
 else ifeq ($(BUILD),debug)
 SWIFT_BUILD_FLAGS :=
 else
@@ -159,10 +162,12 @@ demo: deps build
 
 $(LLD_TOOLSET):
 	mkdir -p $(dir $@)
-	printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$$(dirname "$$(command -v $(SWIFT))")/ld.lld" > $@
+	printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/ld.lld" > $@
 
+# SWIFT_JOBS=N: SwiftPM's parallel jobs (debian/rules passes DEB_BUILD_OPTIONS=parallel=N).
+SWIFT_JOBS ?=
 release: $(LLD_TOOLSET)
-	$(SWIFT) build $(RELEASE_FLAGS)
+	$(SWIFT) build $(RELEASE_FLAGS) $(if $(SWIFT_JOBS),-j $(SWIFT_JOBS))
 
 binaries: $(LLD_TOOLSET)
 ifndef NO_BUILD

@@ -4,7 +4,11 @@
 #   make check       the unit tests: no root, no rig, seconds on a built tree
 #   make e2e         deps, the PAM module, the examples, then the end-to-end tests (needs root:
 #                    they start the rig themselves, one at a time under RIG_LOCK)
-#   make test        deps, then check, e2e and system-test: the whole suite (what CI runs)
+#   make test        deps, then check, distro-build (trixie), e2e and system-test: the whole suite (what CI runs)
+#   make distro-build SUITE=trixie  (root) the package and its tests built with the Swift a Debian suite
+#                    ships (trixie: swiftlang 6.0.3; sid: 6.2.3) in a cached buildd root of that suite
+#                    (scripts/distro-build.sh: mmdebstrap, no network during the build); DISTRO_ARGS=--test
+#                    runs the unit tests there too. `make test` runs it for trixie (docs/PACKAGING.md)
 #   make lint        swift format lint (.swift-format) on the Swift files added since LINT_BASE
 #                    (default: where this branch left main), failing on any finding; files
 #                    changed there are reported, not failed (the tree predates the config)
@@ -89,7 +93,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST FPRINTD
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam clientlib test check e2e run-check run-e2e lint demo bench reliability release binaries install \
+.PHONY: all deps build pam clientlib test check e2e run-check run-e2e distro-build lint demo bench reliability release binaries install \
 	uninstall install-list deb deb-test system-test run-system-test example examples clean
 
 all: build
@@ -137,6 +141,7 @@ e2e: deps pam clientlib examples
 test: deps pam clientlib examples
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-check
+	$(MAKE) --no-print-directory distro-build SUITE=trixie
 	$(MAKE) --no-print-directory run-e2e
 	$(MAKE) --no-print-directory system-test
 
@@ -149,6 +154,14 @@ run-check:
 # Spawn passes children 0, 1 and 2 only, for runs that take the lock without -o).
 run-e2e:
 	flock -o $(RIG_LOCK) $(SWIFT) test $(XCTEST) --filter '^EndToEndTests\.' 2>&1
+
+# The oldest Swift a distribution ships that we build with: Debian 13's
+# swiftlang 6.0.3 (no #embed, no 6.2 concurrency spellings, rethrows
+# standard library). The Swift on PATH is not used: the suite's own is.
+SUITE ?= trixie
+DISTRO_ARGS ?=
+distro-build:
+	scripts/distro-build.sh $(SUITE) $(DISTRO_ARGS)
 
 LINT_BASE ?= $(shell git merge-base HEAD main 2>/dev/null || git rev-list --max-parents=0 HEAD)
 lint:

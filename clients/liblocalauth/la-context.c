@@ -209,7 +209,8 @@ la_context_class_init (LaContextClass *klass)
    * LaContext::status:
    * @self: the context
    * @status: the service's EvaluationStatus: place-finger, retry-scan,
-   *   swipe-too-short, finger-not-centered, remove-and-retry or no-match
+   *   swipe-too-short, finger-not-centered, remove-and-retry, too-fast or
+   *   no-match
    *
    * Progress of this context's evaluation, for the app's own prompt
    * ("place your finger", "try again"). Emitted in the main context of the

@@ -114,6 +114,7 @@ open_seat_session() {  # UNIT USER CLASS(user|greeter)
 }
 close_seat_session() { systemctl stop "$1" 2>/dev/null; systemctl reset-failed "$1" 2>/dev/null; true; }
 session_prop() { loginctl show-session "$1" -P "$2"; }
+session_path() { busctl --system call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager GetSession s "$1" | sed -n 's/^o "\(.*\)"$/\1/p'; }
 active_session_of_seat() { loginctl show-seat seat0 -P ActiveSession; }
 
 # A process of USER in a scope of USER's systemd --user (user@UID.service),
@@ -212,7 +213,11 @@ CONF
 }
 
 # The module's log lines (pam_syslog: "PAM-SERVICE(pam_localauth:auth): ...").
-module_log_since() { journalctl -q --since "@$1" -o cat -t "$2" 2>/dev/null | grep pam_localauth; }
+# OpenSSH 10 (Debian 13) runs sshd's PAM in sshd-session, which logs under that name.
+module_log_since() {  # SINCE PROGRAM
+    local tags=(-t "$2"); [ "$2" != sshd ] || tags+=(-t sshd-session)
+    journalctl -q --since "@$1" -o cat "${tags[@]}" 2>/dev/null | grep pam_localauth
+}
 
 # --------------------------------------------------------------- scenarios
 
@@ -505,8 +510,8 @@ scenario_prompt_agent_follows_the_active_display_session() {
     reset_lockout alice; reset_lockout bob
     alice="$(open_seat_session systest-display-alice alice user)" || return 1
     alice_agent="$(start_agent alice 11 "$since")" || return 1
-    # The service names the session by its logind path (the id escaped: "175" → "_3175").
-    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q "/session/_3$alice)" ||
+    # The service names the session by its logind path (the id escaped: "175" → "_3175"; "c17" as it is).
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q -F "$(session_path "$alice"))" ||
         why "alice's agent is not registered for her display session $alice" || return 1
     bob="$(open_seat_session systest-display-bob bob user)" || return 1
     loginctl activate "$bob"
@@ -808,7 +813,7 @@ scenario_fprintd_swap_and_purge() {
         why "localauthd --fprintd lost a print on the second switch: $fingers" || return 1
 
     # Purge: with the pam-auth-update profile on, and the service running.
-    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo /etc/pam.d/sshd /etc/pam.d/su
     rm -f /etc/pam.d/systest-gdm-fingerprint /etc/pam.d/systest-gdm-fingerprint-fprintd
     pam-auth-update --package --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
     grep -q pam_localauth /etc/pam.d/common-auth || why "the localauth profile is not in common-auth" || return 1
@@ -936,6 +941,10 @@ CONF
 cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
     systemctl stop gdm systest-other xvfb-alice xvfb-bob 2>/dev/null
+    # The greeter's session (its scope outlives gdm.service): after logind's
+    # restart, Debian 13's logind counts session names from c1 again and
+    # would collide with a scope left over.
+    loginctl terminate-user Debian-gdm 2>/dev/null
     systemctl reset-failed gdm systest-other xvfb-alice xvfb-bob 2>/dev/null; rm -f /run/systest-gdm.cmd; true
 }
 

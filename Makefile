@@ -67,14 +67,13 @@ BUILD ?= release
 # Linked by the toolchain's lld with packed relative relocations (DT_RELR,
 # glibc 2.36): the static Swift runtime's 27,000 relative relocations take
 # 5 KB instead of 640 KB, read at every start (BENCHMARKS.md, issue 25).
-# swiftc links with gold here, which cannot pack them. A toolset picks lld,
-# not unsafeFlags in Package.swift (which a package used as a dependency may
-# not have); SwiftPM 6.0 (Debian 13's swiftlang) has no --toolset, and there
-# swiftc's -use-ld=lld picks it (the toolchain's own ld.lld).
-LLD_TOOLSET := $(CURDIR)/.build/lld-toolset.json
-# Asked once, and only by the targets that link for release.
-SWIFT_HAS_TOOLSET = $(eval SWIFT_HAS_TOOLSET := $$(shell $(SWIFT) build --help 2>/dev/null | grep -c -e '--toolset'))$(SWIFT_HAS_TOOLSET)
-LINK_FLAGS = $(if $(filter-out 0,$(SWIFT_HAS_TOOLSET)),--toolset $(LLD_TOOLSET),-Xswiftc -use-ld=lld) -Xlinker -z -Xlinker pack-relative-relocs
+# swiftc links with gold here, which cannot pack them: swiftc's -use-ld=lld
+# picks the toolchain's own ld.lld, for every link of the build, the
+# package's build tools (embed-interface-xml) included, which a toolset's
+# linker (SwiftPM 6.1's --toolset) is not used for (and Debian 13's SwiftPM
+# 6.0 has no --toolset). Not unsafeFlags in Package.swift, which a package
+# used as a dependency may not have.
+LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
 	$(LINK_FLAGS)
 ifeq ($(BUILD),release)
@@ -180,18 +179,14 @@ lint:
 demo: deps build
 	scripts/demo.sh
 
-$(LLD_TOOLSET):
-	mkdir -p $(dir $@)
-	printf '{"schemaVersion": "1.0", "linker": {"path": "%s"}}\n' "$$(dirname "$$(readlink -f "$$(command -v $(SWIFT))")")/ld.lld" > $@
-
 # SWIFT_JOBS=N: SwiftPM's parallel jobs (debian/rules passes DEB_BUILD_OPTIONS=parallel=N);
 # SWIFTPM_FLAGS: more options (debian/rules: SwiftPM's cache and configuration in the build tree).
 SWIFT_JOBS ?=
 SWIFTPM_FLAGS ?=
-release: $(LLD_TOOLSET)
+release:
 	$(SWIFT) build $(RELEASE_FLAGS) $(if $(SWIFT_JOBS),-j $(SWIFT_JOBS)) $(SWIFTPM_FLAGS)
 
-binaries: $(LLD_TOOLSET)
+binaries:
 ifndef NO_BUILD
 	$(SWIFT) build $(SWIFT_BUILD_FLAGS)
 	$(MAKE) pam
@@ -237,7 +232,7 @@ examples:
 BENCH_BUILD_FLAGS ?= -c release --static-swift-stdlib $(LINK_FLAGS)
 
 # clientlib: the "app preflight (C library)" rows build Tools/Bench/c/app-preflight.c against it.
-bench: deps clientlib $(LLD_TOOLSET)
+bench: deps clientlib
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	$(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS)
 	"$$($(SWIFT) build --package-path Tools/Bench $(BENCH_BUILD_FLAGS) --show-bin-path)/localauth-bench" \

@@ -182,7 +182,7 @@ t dpkg-buildpackage -us -uc -b ${PROFILES:+-P$PROFILES}
 SCRIPT
     [ "$MODE" != shell ] || INSIDE='cd /build; exec bash -i'
     start=$EPOCHREALTIME
-    say "$SUITE: $(cat "$ROOT/.distro-root-complete")${TOOLCHAIN:+, swift.org's toolchain $TOOLCHAIN}${PROFILES:+, profile $PROFILES}; building the packages (no network, as the user builder)"
+    say "$SUITE: $(cat "$ROOT/.distro-root-complete")${TOOLCHAIN:+, the swift.org toolchain in $TOOLCHAIN}${PROFILES:+, profile $PROFILES}; building the packages (no network, as the user builder)"
     rc=0
     unshare --mount --net --pid --fork --kill-child --propagation private \
         env ROOT="$ROOT" WORK="$WORK" TOOLCHAIN="$TOOLCHAIN" BUILDER="$BUILDER" INSIDE="$INSIDE" VERSION="$VERSION" PROFILES="$PROFILES" JOBS="$JOBS" bash -euc '

@@ -12,8 +12,8 @@
 #            `git worktree remove WORK/src-REV` when done). Its
 #            .build/release/localauthd must be built with `make bench`'s flags
 #            (release, static Swift runtime, lld), which keep the debug info:
-#              make $PWD/.build/lld-toolset.json && swift build -c release --static-swift-stdlib \
-#                --toolset $PWD/.build/lld-toolset.json -Xlinker -z -Xlinker pack-relative-relocs --product localauthd
+#              swift build -c release --static-swift-stdlib \
+#                -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs --product localauthd
 #            The unit-test count needs `swift build --build-tests` (debug) done;
 #            without it: "-". --build runs both when the release binary is missing.
 #   --only   comma-separated of static,count,walk (default all three)
@@ -81,8 +81,8 @@ has() { [[ ",$only," == *",$1,"* ]]; }
 t0=$(date +%s)
 
 build_tree() {  # CHECKOUT: make bench's release flags, then the unit tests (debug)
-  (cd "$1" && make "$1/.build/lld-toolset.json" >/dev/null &&
-   swift build -c release --static-swift-stdlib --toolset "$1/.build/lld-toolset.json" \
+  (cd "$1" &&
+   swift build -c release --static-swift-stdlib -Xswiftc -use-ld=lld \
      -Xlinker -z -Xlinker pack-relative-relocs --product localauthd &&
    swift build --build-tests)
 }

@@ -211,7 +211,7 @@ SCRIPT
     start=$EPOCHREALTIME
     rc=0
     unshare --mount --net --pid --fork --kill-child --propagation private \
-        env ROOT="$ROOT" OUT="$OUT" top="$WORK/lintian" bash -euc '
+        env ROOT="$ROOT" OUT="$OUT" BUILDER="$BUILDER" top="$WORK/lintian" bash -euc '
         mkdir -p "$top"
         mount -t tmpfs tmpfs "$top"
         mkdir "$top/upper" "$top/work" "$top/merged"
@@ -220,7 +220,7 @@ SCRIPT
         mount --bind "$OUT" "$top/merged/out"
         mount -t proc proc "$top/merged/proc"
         chroot "$top/merged" sh -c "dpkg -i /var/cache/lintian-debs/*.deb >/tmp/lintian-install.log 2>&1 || { cat /tmp/lintian-install.log; exit 1; }"
-        chroot "$top/merged" env -i PATH=/usr/bin:/bin LANG=C.UTF-8 sh -c \
+        chroot --userspec="$BUILDER" "$top/merged" env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 sh -c \
             "cd /out && lintian --version && lintian --info --display-info --pedantic --fail-on error,warning *.changes *.dsc"
     ' || rc=$?
     say "$SUITE: lintian in $(elapsed "$start") s$([ $rc = 0 ] || echo ": FAILED ($rc)")"

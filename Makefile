@@ -113,7 +113,8 @@ build: pam
 PAM_MODULE := .build/pam/pam_localauth.so
 PAM_CFLAGS := -O2 -g -fPIC -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -fvisibility=hidden
 pam: $(PAM_MODULE)
-PAM_SOURCES := pam/pam_localauth.c pam/login_secret.c pam/login_secret_crypto.c
+PAM_SOURCES := pam/pam_localauth.c pam/login_secret.c pam/login_secret_bus.c pam/login_secret_passwd.c pam/login_secret_argon2.c \
+	pam/login_secret_crypto.c
 $(PAM_MODULE): $(PAM_SOURCES) pam/pam_localauth.h pam/login_secret.h
 	mkdir -p $(dir $@)
 	$(CC) $(PAM_CFLAGS) -shared -o $@ $(PAM_SOURCES) $$(pkg-config --cflags --libs dbus-1 libcrypto libargon2) -lpam \

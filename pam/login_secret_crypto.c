@@ -5,17 +5,14 @@
 #include "login_secret.h"
 
 #include <argon2.h>
-#include <errno.h>
-#include <fcntl.h>
 #include <openssl/core_names.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
+#include <security/pam_ext.h>
 #include <string.h>
-#include <sys/file.h>
-#include <time.h>
-#include <unistd.h>
+#include <syslog.h>
 
 int ls_random(unsigned char *buffer, size_t count) {
     return RAND_bytes(buffer, (int)count) == 1;
@@ -160,28 +157,21 @@ static EVP_PKEY *key_from_scalar(const unsigned char scalar[32]) {
     return key;
 }
 
-/// Takes the machine's Argon2id lock: one derivation at a time, so logins at
-/// once cost 64 MiB, not 64 MiB each. Waits at most LS_LOCK_SECONDS; -1 then.
-static int take_lock(void) {
-    int fd = open(LS_ARGON2_LOCK, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0) return -1;
-    for (int tries = 0; tries < LS_LOCK_SECONDS * 20; tries++) {
-        if (flock(fd, LOCK_EX | LOCK_NB) == 0) return fd;
-        if (errno != EWOULDBLOCK && errno != EINTR) break;
-        struct timespec pause = { 0, 50 * 1000 * 1000 };
-        nanosleep(&pause, NULL);
-    }
-    close(fd);
-    return -1;
-}
-
-EVP_PKEY *ls_password_key(const char *password, const LSPasswordParameters *parameters) {
+EVP_PKEY *ls_password_key(pam_handle_t *pamh, const char *user, uid_t uid, const char *password, const LSPasswordParameters *parameters,
+                          int *no_slot) {
     unsigned char seed[32];
-    int lock = take_lock();
-    if (lock < 0) return NULL;
+    LSArgon2Lease lease;
+    char why[160] = "";
+    *no_slot = 0;
+    int entered = ls_argon2_enter(uid, &lease, why, sizeof why);
+    if (entered != LS_ARGON2_OK) {
+        *no_slot = 1;
+        pam_syslog(pamh, entered == LS_ARGON2_ERROR ? LOG_ERR : LOG_WARNING, "keyring: no Argon2id derivation for %s: %s", user, why);
+        return NULL;
+    }
     int result = argon2id_hash_raw(parameters->time, parameters->memory_kib, parameters->lanes, password, strlen(password),
                                    parameters->salt, parameters->salt_length, seed, sizeof seed);
-    close(lock);
+    ls_argon2_leave(&lease);
     EVP_PKEY *key = result == ARGON2_OK ? ls_key_from_seed(seed) : NULL;
     OPENSSL_cleanse(seed, sizeof seed);
     return key;

@@ -416,6 +416,10 @@ static int authenticate(pam_handle_t *pamh, const char *user, const Options *opt
 EXPORTED PAM_EXTERN int pam_sm_authenticate(pam_handle_t *pamh, int flags, int argc, const char **argv) {
     (void)flags;
     Options options = parse_options(pamh, argc, argv);
+    // The fingerprint line starts every pass that can match: a match an
+    // earlier pass of this handle saw is forgotten before anything else
+    // (login_secret.c), so the keyring line never presents its spent nonce.
+    if (!options.reset_lockout && !options.keyring_authtok && !options.keyring_restore && !options.keyring) ls_forget_match(pamh);
     const char *user = sendable_user(pamh);
     if (user == NULL) return PAM_USER_UNKNOWN;
     // reset-lockout acts in pam_sm_setcred, after the stack succeeded, for

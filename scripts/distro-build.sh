@@ -77,6 +77,7 @@ done
 [[ "$SUITE" =~ ^[a-z0-9-]+$ ]] || die "not a suite name: $SUITE"
 [ "$(id -u)" = 0 ] || die "must run as root (mmdebstrap, chroot, mounts)"
 command -v unshare >/dev/null || die "unshare is not installed (util-linux)"
+command -v ip >/dev/null || die "ip is not installed (iproute2): the build's loopback needs it"
 
 # The packages: build-essential (the buildd variant), debian/control's
 # Build-Depends resolved by apt-get build-dep (with PROFILES), and for the
@@ -116,6 +117,8 @@ build_root() {
     exec 9>"$ROOTS/.$SUITE.lock"
     flock 9
     if [ -f "$ROOT/.distro-root-complete" ]; then exec 9>&-; return; fi
+    # Only this script's roots of this suite and kind (SUITE-<16 hex digits>,
+    # SUITE-deb-<16 hex digits>): the directory may hold others'.
     for old in "$ROOTS/$SUITE"-*; do
         [ -e "$old" ] && [ "$old" != "$ROOT" ] && is_old_root "$old" && { say "removing the old root $old"; rm -rf --one-file-system "$old"; }
     done

@@ -45,12 +45,20 @@ public enum LoginPasswordKey {
         /// a setuid PAM host): t = 3, 64 MiB; the PAM module's default too.
         public static let standard = Parameters(time: 3, memoryKiB: 64 * 1024, lanes: 1)
 
-        /// Within what a PAM host can afford (pam/login_secret.h has the same
-        /// bounds): 1–10 passes, 8 to 256 MiB, 1–4 lanes. The user chooses
-        /// them (enable); a login of theirs, or `su` to them, runs them as root.
+        /// What a PAM host runs (pam/login_secret.h has the same bounds): 1–4
+        /// passes, 8 to 64 MiB, one lane. The user chooses them (enable), and
+        /// a login of theirs, `su` to them or their `passwd` runs them as
+        /// root, holding one of the machine's few Argon2id slots
+        /// (docs/KEYRING.md): the dearest, t = 4 at 64 MiB, takes about 0.3 s
+        /// on one core of this project's machine, so no one can make a
+        /// derivation hold a slot for long. One lane: libargon2 runs a thread
+        /// per lane, and a setuid PAM host should start none.
         public var isAffordable: Bool {
-            (1...10).contains(time) && (8 * 1024...256 * 1024).contains(memoryKiB) && (1...4).contains(lanes)
+            Self.timeBounds.contains(time) && Self.memoryKiBBounds.contains(memoryKiB) && Self.laneBounds.contains(lanes)
         }
+        public static let timeBounds: ClosedRange<UInt32> = 1...4
+        public static let memoryKiBBounds: ClosedRange<UInt32> = 8 * 1024...64 * 1024
+        public static let laneBounds: ClosedRange<UInt32> = 1...1
     }
     static let info = Array("org.example.LocalAuth login password key 1".utf8)
 

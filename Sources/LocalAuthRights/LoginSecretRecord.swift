@@ -45,8 +45,12 @@ public struct LoginSecretRecord: Sendable, Equatable {
     /// A new password's key waiting for the owner's next fingerprint
     /// release; while set, `passwordWrap` still opens only with the old password.
     public private(set) var pending: LoginPasswordKeyInfo?
+    /// A password change whose re-wrap could not run in the PAM host (no
+    /// Argon2id slot): `passwordWrap` is under a password that is no longer
+    /// the account's, and no key of the new one is known yet.
+    public private(set) var missedPasswordChange: Bool
 
-    public var isPasswordWrapStale: Bool { pending != nil }
+    public var isPasswordWrapStale: Bool { pending != nil || missedPasswordChange }
 
     /// Makes K and both wraps; K itself is returned nowhere.
     public static func make(uid: UInt32, password: LoginPasswordKeyInfo, protector: any KeyProtector) throws(RightsError) -> LoginSecretRecord {
@@ -61,8 +65,9 @@ public struct LoginSecretRecord: Sendable, Equatable {
 
     init(
         uid: UInt32, backend: String, machineWrap: [UInt8], commitment: [UInt8], password: LoginPasswordKeyInfo,
-        passwordWrap: [UInt8], pending: LoginPasswordKeyInfo?
+        passwordWrap: [UInt8], pending: LoginPasswordKeyInfo?, missedPasswordChange: Bool = false
     ) {
+        self.missedPasswordChange = missedPasswordChange
         self.uid = uid
         self.backend = backend
         self.machineWrap = machineWrap
@@ -102,10 +107,14 @@ public struct LoginSecretRecord: Sendable, Equatable {
         passwordWrap = try Self.wrap(secret, to: key)
         password = key
         pending = nil
+        missedPasswordChange = false
     }
 
     /// A password set without the old one: the wrap goes stale until the owner's next release.
     public mutating func setPending(_ key: LoginPasswordKeyInfo) { pending = key }
+
+    /// A password changed without the re-wrap: the wrap is stale, with no new key yet.
+    public mutating func markPasswordChangeMissed() { missedPasswordChange = true }
 
     public func checkCommitment(_ secret: [UInt8]) throws(RightsError) {
         guard secret.count == Self.secretBytes, try Self.commitment(secret, uid: uid) == commitment else {

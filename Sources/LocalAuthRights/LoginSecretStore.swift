@@ -33,6 +33,13 @@ public struct LoginSecretStore: Sendable {
         try Files.write(LoginSecretCoding.encode(record), to: path(of: record.uid))
     }
 
+    /// Saves a new record only if the user has none (link, which never
+    /// replaces): false, and nothing written or removed, if one is there.
+    public func create(_ record: LoginSecretRecord) throws(RightsError) -> Bool {
+        try Files.makeDirectories(directory, below: stateDirectory)
+        return try Files.createExclusively(LoginSecretCoding.encode(record), at: path(of: record.uid))
+    }
+
     /// Removes the user's record; false if there was none.
     @discardableResult
     public func remove(_ uid: UInt32) throws(RightsError) -> Bool {
@@ -44,7 +51,8 @@ public struct LoginSecretStore: Sendable {
 /// `tag (1) ‖ length (4) ‖ value` in order, all big-endian: uid, backend,
 /// machine wrap, commitment, password key, password wrap, and the pending
 /// password key if any. A password key is salt length (1) ‖ salt ‖ time (4)
-/// ‖ memory KiB (4) ‖ lanes (4) ‖ D (65).
+/// ‖ memory KiB (4) ‖ lanes (4) ‖ D (65). Last, when a password change
+/// missed its re-wrap, the one byte 1.
 enum LoginSecretCoding {
     static let magic = Array("LALOGIN\n".utf8)
     static let version: UInt16 = 1
@@ -57,6 +65,7 @@ enum LoginSecretCoding {
         case password
         case passwordWrap
         case pending
+        case missedPasswordChange
     }
 
     static func encode(_ record: LoginSecretRecord) -> [UInt8] {
@@ -69,6 +78,7 @@ enum LoginSecretCoding {
         field(.password, encode(record.password))
         field(.passwordWrap, record.passwordWrap)
         if let pending = record.pending { field(.pending, encode(pending)) }
+        if record.missedPasswordChange { field(.missedPasswordChange, [1]) }
         return out
     }
 
@@ -100,12 +110,14 @@ enum LoginSecretCoding {
             backend.count <= RightLimits.backendNameBytes, let machineWrap = fields[.machineWrap],
             machineWrap.count <= RightLimits.wrappedKeyBytes, let commitment = fields[.commitment], commitment.count == 32,
             let password = fields[.password], let passwordWrap = fields[.passwordWrap],
-            passwordWrap.count == ECIES.overheadByteCount + LoginSecretRecord.secretBytes
+            passwordWrap.count == ECIES.overheadByteCount + LoginSecretRecord.secretBytes,
+            fields[.missedPasswordChange] == nil || fields[.missedPasswordChange] == [1]
         else { throw RightsError(.malformed, "a login secret file lacks a field or has one of the wrong size") }
         return LoginSecretRecord(
             uid: readUInt32(uid, 0), backend: String(decoding: backend, as: UTF8.self), machineWrap: machineWrap,
             commitment: commitment, password: try decodeKey(password), passwordWrap: passwordWrap,
-            pending: try fields[.pending].map { (bytes) throws(RightsError) in try decodeKey(bytes) })
+            pending: try fields[.pending].map { (bytes) throws(RightsError) in try decodeKey(bytes) },
+            missedPasswordChange: fields[.missedPasswordChange] != nil)
     }
 
     static func decodeKey(_ bytes: [UInt8]) throws(RightsError) -> LoginPasswordKeyInfo {

@@ -122,7 +122,9 @@ public final class LocalAuthService {
             stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend,
             authorizationSeconds: configuration.rightsAuthorizationTimeout,
             seams: ServiceRightsWiring(evaluator: evaluator, readerChoice: readerChoice, prints: prints, callers: callers).seams)
-        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(rights: rights, stateDirectory: configuration.stateDirectory).seams)
+        let loginSecrets = LoginSecrets(seams: ServiceLoginSecretWiring(
+                rights: rights, stateDirectory: configuration.stateDirectory, keyBackend: configuration.keyBackend
+            ).seams)
         object = LocalAuthObject(
             evaluator: evaluator, enroller: enroller, rights: rights, promptAgents: promptAgents, environment: environment,
             readerChoice: readerChoice, readers: readers, loginSecrets: loginSecrets)
@@ -222,7 +224,8 @@ public final class LocalAuthService {
     /// another turn of the loop after this one; built with Swift 6.0, at the
     /// next turn: `addTaskStartingOnLoop`), and so is the readers' hotplug
     /// work. Child tasks inherit the loop as their executor preference
-    /// (SE-0417), so everything the service awaits resumes on the loop. Returns once `stop()` ended the work stream and every child ended.
+    /// (SE-0417), so everything the service awaits resumes on the loop.
+    /// Returns once `stop()` ended the work stream and every child ended.
     private func serveUntilStopped() async {
         await withDiscardingTaskGroup { group in
             while let item = await work.next() {

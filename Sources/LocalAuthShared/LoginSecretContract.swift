@@ -31,6 +31,9 @@ public enum LocalAuthLoginSecretBus {
         public static let proof = "proof"
         /// (b) DisableLoginSecret: remove the login secret (after the keyring got its password back).
         public static let commit = "commit"
+        /// (b, true) ChangeLoginSecretPassword without a key: the PAM host's
+        /// re-wrap could not run (no Argon2id slot); the wrap is stale.
+        public static let staleMark = "stale"
         /// (ay) VerifyUser's option: the PAM transaction's nonce a match's ticket is bound to.
         public static let nonce = "login-secret-nonce"
 
@@ -41,7 +44,8 @@ public enum LocalAuthLoginSecretBus {
         public static let passwordWrap = "password-wrap"
         /// (ay) ECIES(the caller's ephemeral key, K)
         public static let secret = "secret"
-        /// (b) the password wrap still needs the old password (a reset by root is pending).
+        /// (b) the password wrap still needs the old password (a reset by root
+        /// is pending, or a password change missed its re-wrap).
         public static let stale = "password-wrap-stale"
         /// (b) ReleaseLoginSecret made the password wrap for the pending password.
         public static let renewed = "password-wrap-renewed"
@@ -51,7 +55,8 @@ public enum LocalAuthLoginSecretBus {
         public static let resealKey = "reseal-key"
         /// (s) the key backend of the machine wrap ("tpm2", "software").
         public static let backend = "backend"
-        /// (b) ChangeLoginSecretPassword: the new password's key waits for the owner's next finger.
+        /// (b) ChangeLoginSecretPassword, GetLoginSecretPasswordWrap: a new
+        /// password's key waits for the owner's next finger.
         public static let pending = "pending"
     }
 

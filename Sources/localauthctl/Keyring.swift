@@ -80,7 +80,9 @@ func keyring(_ arguments: ArraySlice<String>) async -> Int32 {
             say("login keyring: opened by your fingerprint or your login password")
             say("machine wrap: \(status.backend == "tpm2" ? "the TPM" : "the machine key (root can read it; no TPM)")")
             if status.passwordWrapStale {
-                say("your password was reset by an administrator: log in once with your fingerprint to bring the password wrap up to date")
+                say(
+                    "the password copy still uses a previous password (reset by an administrator, or a password change that could "
+                        + "not update it): log in once with your password, then once with your fingerprint")
             }
             return Exit.success
         case "enable":

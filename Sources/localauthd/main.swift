@@ -40,6 +40,8 @@ let usage = """
     --tpm: where the keys of rights are kept. auto (default): the TPM behind
     /dev/tpmrm0 when present, else software; off: software; or a tpm2-tss
     TCTI such as device:/dev/tpmrm0 or swtpm:host=127.0.0.1,port=2321.
+    A login secret the TPM wrapped is wrapped again by the software machine
+    key only with off, never by auto's fallback (docs/KEYRING.md).
     --no-verify-user: refuse VerifyUser (the PAM module's fingerprint) to
     every caller; pam_localauth then falls through to the password.
     --fprintd: also serve fprintd's net.reactivated.Fprint on the same readers,

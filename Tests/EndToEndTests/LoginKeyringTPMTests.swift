@@ -74,4 +74,32 @@ final class LoginKeyringTPMTests: TPMRigTestCase, @unchecked Sendable {
         XCTAssertTrue(service.log.contains("resealed with tpm2 after a password login"), service.log)
         XCTAssertEqual(try fingerprintLogin(), secret, "and the finger again, the same keyring")
     }
+
+    /// A boot without the TPM after an administrator started the TPM's
+    /// machine key over (TPM.md): `--tpm auto` falls back to software, the
+    /// password still opens the keyring, and the machine wrap the TPM made is
+    /// not sealed to the software key on the disk (before issue 37 the
+    /// password login did that). `--tpm off`, the administrator's word, lets
+    /// the next password login move it.
+    func testATPMsWrapIsNotResealedToTheSoftwareKeyUnlessTheAdministratorSaysSo() async throws {
+        guard access("/dev/tpmrm0", F_OK) != 0 else { throw XCTSkip("this machine has a TPM: --tpm auto would use it") }
+        let uid = try TestAccount.ensure()
+        try restartServiceOnATPM()
+        let secret = Self.keyringHex(try enableAsOwner(uid: uid))
+        let state = service.stateDirectory
+        let record = state + "/login/\(uid)"
+        service.stop()
+        XCTAssertEqual(unlink(state + "/keys/machine-key.tpm"), 0)
+
+        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--tpm", "auto"])
+        XCTAssertEqual(try passwordLogin(), secret, "the password opens the keyring\n\(service.log)")
+        XCTAssertTrue(service.log.contains("not offering a reseal"), service.log)
+        XCTAssertFalse(service.log.contains("resealed with software"), service.log)
+        XCTAssertNotNil(FileManager.default.contents(atPath: record)?.range(of: Data("tpm2".utf8)), "still the TPM's wrap")
+
+        service.stop()
+        service = try ServiceProcess(bus: rig, stateDirectory: state, arguments: ["--tpm", "off"])
+        XCTAssertEqual(try passwordLogin(), secret)
+        XCTAssertTrue(service.log.contains("resealed with software after a password login"), service.log)
+    }
 }

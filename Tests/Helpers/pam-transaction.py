@@ -7,6 +7,9 @@ between steps).
 
 STEP is one of
     authenticate           pam_authenticate(0)
+    authenticate-again     pam_authenticate(0), and the transaction goes on
+                           whatever it returns (login and gdm let a person
+                           try again on the same handle)
     user=NAME              pam_set_item(PAM_USER, NAME): sudo sets the
                            run-as user after authenticating the invoking one
     setcred-reinitialize   pam_setcred(PAM_REINITIALIZE_CRED), as sudo
@@ -72,7 +75,7 @@ status = pam.pam_start(service.encode(), user.encode(), ctypes.byref(conversatio
 if status != 0:
     sys.exit("pam_start: %d" % status)
 for step in steps:
-    if step == "authenticate":
+    if step in ("authenticate", "authenticate-again"):
         status = pam.pam_authenticate(handle, 0)
     elif step.startswith("user="):
         status = pam.pam_set_item(handle, PAM_USER, ctypes.c_char_p(step[5:].encode()))
@@ -83,6 +86,6 @@ for step in steps:
     else:
         sys.exit("unknown step " + step)
     print("%s=%s" % (step, pam.pam_strerror(handle, status).decode()), flush=True)
-    if status != 0:
+    if status != 0 and step != "authenticate-again":
         break
 pam.pam_end(handle, status)

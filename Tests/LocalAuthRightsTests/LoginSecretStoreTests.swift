@@ -1,3 +1,4 @@
+import Foundation
 import LocalAuthCrypto
 @testable import LocalAuthRights
 import XCTest
@@ -17,14 +18,39 @@ final class LoginSecretStoreTests: XCTestCase {
     func testArgon2ParametersOutsideThePAMHostsBoundsAreRefused() throws {
         let key = try LoginPasswordKey.privateKey(seed: [UInt8](repeating: 7, count: 32))
         let salt = [UInt8](repeating: 7, count: 16)
-        for (time, memoryKiB, lanes) in [(0, 65536, 1), (11, 65536, 1), (3, 4096, 1), (3, 512 * 1024, 1), (3, 65536, 0), (3, 65536, 5)] {
+        // The old bounds (10 passes, 256 MiB, 4 lanes: 2.8 s of one core per
+        // derivation, 2 s with four threads) were accepted before issue 37.
+        let refused = [
+            (0, 65536, 1), (5, 65536, 1), (10, 65536, 1), (3, 4096, 1), (3, 65 * 1024, 1), (3, 256 * 1024, 1), (3, 65536, 0),
+            (3, 65536, 2), (3, 65536, 4), (10, 256 * 1024, 4),
+        ]
+        for (time, memoryKiB, lanes) in refused {
             let parameters = LoginPasswordKeyInfo.Parameters(time: UInt32(time), memoryKiB: UInt32(memoryKiB), lanes: UInt32(lanes))
             XCTAssertThrowsError(try LoginPasswordKeyInfo(salt: salt, parameters: parameters, publicKey: key.publicKey), "\(parameters)") {
                 XCTAssertEqual(($0 as? RightsError)?.code, .malformed)
             }
         }
-        XCTAssertNoThrow(try LoginPasswordKeyInfo(
-            salt: salt, parameters: .init(time: 1, memoryKiB: 8 * 1024, lanes: 4), publicKey: key.publicKey))
+        for (time, memoryKiB) in [(1, 8 * 1024), (4, 64 * 1024), (3, 64 * 1024)] {
+            let parameters = LoginPasswordKeyInfo.Parameters(time: UInt32(time), memoryKiB: UInt32(memoryKiB), lanes: 1)
+            XCTAssertNoThrow(try LoginPasswordKeyInfo(salt: salt, parameters: parameters, publicKey: key.publicKey))
+        }
+        XCTAssertTrue(LoginPasswordKeyInfo.Parameters.standard.isAffordable)
+    }
+
+    /// pam/login_secret.h states the same bounds as the service: what one
+    /// side accepts the other runs.
+    func testThePAMHostsBoundsAreTheServices() throws {
+        var url = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { url.deleteLastPathComponent() }
+        let header = try String(contentsOf: url.appendingPathComponent("pam/login_secret.h"), encoding: .utf8)
+        func define(_ name: String) -> String? {
+            header.split(separator: "\n").first { $0.hasPrefix("#define \(name) ") }.map { String($0.dropFirst("#define \(name) ".count)) }
+        }
+        let bounds = LoginPasswordKeyInfo.Parameters.self
+        XCTAssertEqual(define("LS_ARGON2_MAX_TIME"), "\(bounds.timeBounds.upperBound)")
+        XCTAssertEqual(define("LS_ARGON2_MIN_MEMORY_KIB"), "(\(bounds.memoryKiBBounds.lowerBound / 1024) * 1024)")
+        XCTAssertEqual(define("LS_ARGON2_MAX_MEMORY_KIB"), "(\(bounds.memoryKiBBounds.upperBound / 1024) * 1024)")
+        XCTAssertEqual(define("LS_ARGON2_MAX_LANES"), "\(bounds.laneBounds.upperBound)")
     }
 
     func testBothWrapsGiveTheSameSecretAndTheFileHoldsNeither() throws {
@@ -101,6 +127,32 @@ final class LoginSecretStoreTests: XCTestCase {
         XCTAssertFalse(record.isPasswordWrapStale)
         XCTAssertEqual(try ECIES.decrypt(record.passwordWrap, with: new), secret)
         XCTAssertThrowsError(try ECIES.decrypt(record.passwordWrap, with: old), "the old password no longer opens it")
+    }
+
+    /// A missed re-wrap is kept on disk, and a new record is created only
+    /// where there is none (the second gets false; the first stays as it was).
+    func testAMissedPasswordChangeIsKeptAndARecordIsCreatedOnce() throws {
+        let state = try StateDirectory()
+        let protector = try SoftwareKeyProtector(stateDirectory: state.path)
+        let (_, info) = try passwordKey(seed: 7)
+        let (_, other) = try passwordKey(seed: 8)
+        var record = try LoginSecretRecord.make(uid: 1000, password: info, protector: protector)
+        let store = LoginSecretStore(stateDirectory: state.path)
+        XCTAssertTrue(try store.create(record))
+        XCTAssertFalse(try store.create(try LoginSecretRecord.make(uid: 1000, password: other, protector: protector)))
+        XCTAssertEqual(try store.load(1000), record, "the first record stays")
+
+        record.markPasswordChangeMissed()
+        XCTAssertTrue(record.isPasswordWrapStale)
+        XCTAssertNil(record.pending)
+        try store.save(record)
+        XCTAssertEqual(try store.load(1000)?.missedPasswordChange, true)
+        var bytes = LoginSecretCoding.encode(record)
+        XCTAssertEqual(try LoginSecretCoding.decode(bytes), record)
+        bytes[bytes.count - 1] = 2
+        XCTAssertRightsError(try LoginSecretCoding.decode(bytes), .malformed)
+        try record.changePassword(to: other, secret: try record.openMachineWrap(using: protector))
+        XCTAssertFalse(record.missedPasswordChange, "a new wrap ends it")
     }
 
     func testEveryDamagedFileIsRefused() throws {

@@ -596,14 +596,21 @@ final class FprintdDeviceTests: XCTestCase {
     /// A touch belongs to whoever is in front when the finger is read
     /// (PresenceAtScanTests): pam_fprintd's VerifyStart from a session that
     /// was switched away from gets no match from the next touch.
+    /// A claimed device verifying "any" for the claimer, who then leaves the front.
     @ServiceActor
-    func testAMatchReadAfterTheClaimerLeftTheFrontIsNoMatchOfTheirs() async throws {
+    private static func verifyingWhenTheClaimerLeavesTheFront() async throws -> FprintdRig {
         let rig = try FprintdRig()
         rig.seams.enroll(.rightIndex, for: rig.uid)
         await rig.call("Claim", "")
         await rig.expect(Self.ok, "VerifyStart", "any")
         try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
         rig.evaluation.environment.presence = .inactive
+        return rig
+    }
+
+    @ServiceActor
+    func testAMatchReadAfterTheClaimerLeftTheFrontIsNoMatchOfTheirs() async throws {
+        let rig = try await Self.verifyingWhenTheClaimerLeavesTheFront()
         rig.evaluation.reader.script = [.match(0)]
         await rig.settle()
         XCTAssertEqual(
@@ -616,12 +623,7 @@ final class FprintdDeviceTests: XCTestCase {
 
     @ServiceActor
     func testASwitchEndsAVerifyOfAClaimerNoLongerInFrontBeforeAnyTouch() async throws {
-        let rig = try FprintdRig()
-        rig.seams.enroll(.rightIndex, for: rig.uid)
-        await rig.call("Claim", "")
-        await rig.expect(Self.ok, "VerifyStart", "any")
-        try await rig.evaluation.waitUntil { rig.evaluation.reader.waiting }
-        rig.evaluation.environment.presence = .inactive
+        let rig = try await Self.verifyingWhenTheClaimerLeavesTheFront()
         await rig.evaluation.evaluator.frontChanged()
         await rig.settle()
         XCTAssertEqual(rig.evaluation.reader.cancelledScans, 1, "the scan waiting for a finger was ended")

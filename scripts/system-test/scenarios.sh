@@ -709,6 +709,9 @@ scenario_terminal_scope_sudo_gets_fingerprint() {
 # is brought to the front (`loginctl activate`, a real switch on seat0) and
 # she touches: the su must not pass, and the service says why. On c686a26
 # her touch answered the queued VerifyUser and bob got a shell as alice.
+# localauthd's journal after CURSOR. Not `-u` with `--after-cursor`: that
+# pair sometimes printed nothing on systemd 252 (seen with -t as well).
+service_log_after() { journalctl -q --no-pager -o short --after-cursor="$1" | grep ' localauthd\[' | cut -d: -f4- ; }
 asked_since() { [ "$(status_mark)" -gt "$1" ]; }  # MARK: the service asked for a finger since
 is_seat_active() { [ "$(active_session_of_seat)" = "$1" ]; }
 su_in_bobs_terminal() {  # OUT
@@ -739,19 +742,19 @@ scenario_su_switched_away_gets_no_touch() {
     su_in_bobs_terminal "$LOGS/su-switch.log" &
     pid=$!
     wait_for 10 "su's VerifyUser to ask for a finger" asked_since "$mark" ||
-        { cat "$LOGS/su-switch.log" >&2; journalctl -q -o cat --after-cursor="$cursor" | tail -n 30 >&2; return 1; }
+        { cat "$LOGS/su-switch.log" >&2; journalctl -q --no-pager -o cat --after-cursor="$cursor" | tail -n 30 >&2; return 1; }
     loginctl activate "$alice"
     wait_for 5 "alice's session to be active" is_seat_active "$alice" || return 1
     # She touches, and touches again while the su runs.
     feed "$pid" "$(status_mark)" alice-right-index always
     wait "$pid"; rc=$?
     cat "$LOGS/su-switch.log" >&2
-    journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -E "at the reader|thrown away|verified" >&2
+    service_log_after "$cursor" | grep -E "at the reader|thrown away|verified" >&2
     ! grep -q SU-OK "$LOGS/su-switch.log" || why "alice's touch after the switch gave bob a shell as alice" || return 1
     [ $rc != 0 ] || why "su passed after the switch" || return 1
-    journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -q -E "no longer at the reader|was thrown away|not at the reader" ||
+    service_log_after "$cursor" | grep -q -E "no longer at the reader|was thrown away|not at the reader" ||
         why "the service logged no presence refusal for the switched-away su" || return 1
-    ! journalctl -q -o cat -u localauthd --after-cursor="$cursor" | grep -q "verified for a PAM module" ||
+    ! service_log_after "$cursor" | grep -q "verified for a PAM module" ||
         why "the service verified a PAM module's call after the switch" || return 1
 }
 
@@ -904,6 +907,47 @@ scenario_fprintd_swap_and_purge() {
 # locked again, a password login opens it too; a wrong finger does not, and
 # counts toward the lockout; disable gives the keyring its password back.
 keyring_in_alice_scope() { in_user_scope alice app-gnome-systest sh -c "$1"; }
+# Runs COMMAND as USER in a user scope with polkit's own text agent
+# (pkttyagent) registered for it on a pseudo-terminal, typing PASSWORD at
+# every password prompt (localauthctl's, then the agent's): turning the
+# login secret on or off is auth_self (org.example.LocalAuth.keyring), so
+# polkit asks the person, as GNOME's agent would.
+with_polkit_agent() {  # USER PASSWORD COMMAND...
+    local user="$1" password="$2"; shift 2
+    in_user_scope "$user" app-gnome-systest python3 -c '
+import os, pty, select, signal, subprocess, sys, termios, time
+password, command = sys.argv[1].encode(), sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    # The agent for this very process; exec keeps the pid polkit knows it by.
+    r, w = os.pipe()
+    subprocess.Popen(["pkttyagent", "--process", str(os.getpid()), "--notify-fd", str(w)], pass_fds=[w])
+    os.close(w); os.read(r, 1); os.close(r)
+    os.execvp(command[0], command)
+seen, answered, status, end = b"", 0, None, time.monotonic() + 120
+while status is None and time.monotonic() < end:
+    if select.select([fd], [], [], 0.1)[0]:
+        try:
+            data = os.read(fd, 4096)
+        except OSError:
+            data = b""
+        sys.stdout.buffer.write(data); sys.stdout.flush(); seen += data
+    while seen.count(b"assword:") > answered:
+        # Both prompts turn echo off with TCSAFLUSH, which drops what was typed before.
+        deadline = time.monotonic() + 10
+        while termios.tcgetattr(fd)[3] & termios.ECHO and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.write(fd, password + b"\n"); answered += 1
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(code)
+try:
+    os.killpg(pid, signal.SIGTERM)   # the agent outlives the command (and dumps core on EOF before polkit 125)
+except ProcessLookupError:
+    pass
+sys.exit(124 if status is None else status if status >= 0 else 128 - status)
+' "$password" "$@"
+}
 keyring_item() { keyring_in_alice_scope 'timeout 5 secret-tool lookup systest item' 2>/dev/null; }
 # Locks the login keyring through the Secret Service (secret-tool lock crashes in bookworm's libsecret-tools).
 keyring_lock() {
@@ -933,8 +977,8 @@ scenario_login_keyring_opens_with_the_finger_and_the_password() {
         printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null
         printf stored-before | secret-tool store --label=systest systest item' || why "no login keyring for alice" || return 1
     [ "$(keyring_item)" = stored-before ] || why "the item is not there before enabling" || return 1
-    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring enable && localauthctl keyring status' >&2 ||
-        why "localauthctl keyring enable failed" || return 1
+    with_polkit_agent alice alice-password localauthctl keyring enable >&2 || why "localauthctl keyring enable failed" || return 1
+    keyring_in_alice_scope 'localauthctl keyring status' >&2
     keyring_lock || why "could not lock the keyring" || return 1
     [ -z "$(keyring_item)" ] || why "the locked keyring still gave the item" || return 1
 
@@ -985,10 +1029,132 @@ CONF
     [ "$(keyring_item)" = stored-before ] || why "the password login did not open the keyring" || return 1
 
     loginctl activate "$display"
-    keyring_in_alice_scope 'printf "alice-password\n" | localauthctl keyring disable' >&2 || why "localauthctl keyring disable failed" || return 1
+    with_polkit_agent alice alice-password localauthctl keyring disable >&2 || why "localauthctl keyring disable failed" || return 1
     keyring_lock
     keyring_in_alice_scope 'printf %s alice-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null'
     [ "$(keyring_item)" = stored-before ] || why "after disable the login password does not open the keyring" || return 1
+}
+
+# Argon2id cannot be held hostage (issue 37; docs/KEYRING.md, "Where
+# Argon2id runs"): alice, bob and carol have their login secret on; alice
+# and bob each stop their own passwd (kill -STOP: passwd keeps its invoker's
+# real uid) while pam_localauth derives their password's key: as many
+# stopped holders as may run at once. carol's password login opens her
+# keyring and her passwd re-wraps, each at once (before: both waited 10 s on
+# one machine-wide lock, the login left the keyring locked and passwd
+# skipped the re-wrap with no log line). alice's second passwd cannot
+# re-wrap while her first holds her lock: the journal says so and her wrap
+# is marked stale.
+keyring_setup() {  # USER: a display session in front, a login keyring with an item, the login secret on
+    local user="$1" display
+    display="$(open_seat_session "systest-display-$user" "$user" user)" || return 1
+    loginctl activate "$display"
+    wait_for 20 "user@$(uid_of "$user").service" is_active "user@$(uid_of "$user").service" || return 1
+    in_user_scope "$user" app-gnome-systest sh -c "rm -rf ~/.local/share/keyrings
+        printf %s $user-password | gnome-keyring-daemon --replace --unlock --components=secrets >/dev/null
+        printf stored-before | secret-tool store --label=systest systest item" || why "no login keyring for $user" || return 1
+    with_polkit_agent "$user" "$user-password" localauthctl keyring enable >&2 || why "$user: keyring enable failed" || return 1
+}
+# passwd as USER runs it: setuid root, USER's real uid, the old password asked (stdin: OLD NEW NEW).
+passwd_as() {  # USER OLD NEW
+    printf '%s\n%s\n%s\n' "$2" "$3" "$3" | setpriv --reuid="$(uid_of "$1")" --regid="$(id -g "$1")" --init-groups passwd
+}
+# Stops (SIGSTOP) the process named COMM of real uid UID while it holds a
+# flock (/proc/locks: pam_localauth's Argon2id locks); prints its pid.
+stop_while_holding_a_flock() {  # UID COMM SECONDS
+    python3 - "$1" "$2" "$3" <<'PY'
+import os, signal, sys, time
+uid, comm, end = int(sys.argv[1]), sys.argv[2], time.monotonic() + float(sys.argv[3])
+def holders():
+    for line in open("/proc/locks"):
+        f = line.split()
+        if len(f) > 4 and f[1] == "FLOCK" and f[4].isdigit():
+            try:
+                if open("/proc/%s/comm" % f[4]).read().strip() != comm:
+                    continue
+                status = open("/proc/%s/status" % f[4]).read().splitlines()
+            except OSError:
+                continue
+            if int([l for l in status if l.startswith("Uid:")][0].split()[1]) == uid:
+                yield int(f[4])
+def state(pid):
+    s = open("/proc/%d/stat" % pid).read()
+    return s[s.rindex(")") + 2]
+while time.monotonic() < end:
+    for pid in list(holders()):
+        os.kill(pid, signal.SIGSTOP)
+        for _ in range(200):
+            if state(pid) == "T":
+                break
+            time.sleep(0.005)
+        if pid in holders():
+            print(pid)
+            sys.exit(0)
+        os.kill(pid, signal.SIGCONT)   # it let go just before: again
+    time.sleep(0.001)
+sys.exit("no %s of uid %d held a flock" % (comm, uid))
+PY
+}
+scenario_stopped_passwd_holds_no_other_login() {
+    local since hostage other first second start seconds out="$LOGS/hostage-login.log" rc=0
+    id carol >/dev/null 2>&1 || { useradd --create-home --shell /bin/bash carol && echo carol:carol-password | chpasswd; } ||
+        why "no account carol" || return 1
+    pam-auth-update --package --enable localauth-keyring || why "pam-auth-update --enable localauth-keyring failed" || return 1
+    grep -q "pam_localauth.so keyring" /etc/pam.d/common-password || why "common-password has no keyring line" || return 1
+    keyring_setup alice && keyring_setup bob && keyring_setup carol || return 1
+    cat > /etc/pam.d/systest-keyring-password <<'CONF'
+auth     requisite pam_unix.so
+auth     optional pam_localauth.so keyring-authtok debug
+auth     optional pam_gnome_keyring.so
+auth     optional pam_localauth.so keyring-restore
+account  required pam_permit.so
+CONF
+    since=$EPOCHREALTIME
+    passwd_as alice alice-password 'Quartz-Lantern-41' >"$LOGS/hostage-passwd-alice.log" 2>&1 &
+    first=$!
+    hostage=$(stop_while_holding_a_flock "$(uid_of alice)" passwd 30) || { cat "$LOGS/hostage-passwd-alice.log" >&2; return 1; }
+    passwd_as bob bob-password 'Saffron-Kettle-58' >"$LOGS/hostage-passwd-bob.log" 2>&1 &
+    second=$!
+    other=$(stop_while_holding_a_flock "$(uid_of bob)" passwd 30) || { cat "$LOGS/hostage-passwd-bob.log" >&2; rc=1; }
+    echo "alice's passwd $hostage and bob's stopped while they derive" >&2
+
+    # carol's password login: her keyring opens, at once.
+    in_user_scope carol app-gnome-systest gdbus call --session --dest org.freedesktop.secrets --object-path /org/freedesktop/secrets \
+        --method org.freedesktop.Secret.Service.Lock "['/org/freedesktop/secrets/collection/login']" >/dev/null
+    start=$EPOCHREALTIME
+    printf 'carol-password\n' | XDG_RUNTIME_DIR="/run/user/$(uid_of carol)" pamtester -v systest-keyring-password carol authenticate >"$out" 2>&1 ||
+        why "carol's password login failed" || rc=1
+    seconds=$(since "$start"); figure "carol's login ${seconds} s"
+    cat "$out" >&2
+    [ "$(in_user_scope carol app-gnome-systest sh -c 'timeout 5 secret-tool lookup systest item' 2>/dev/null)" = stored-before ] ||
+        why "carol's keyring did not open while the passwds were stopped" || rc=1
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "carol's login took $seconds s" || rc=1
+
+    # carol's passwd re-wraps at once.
+    start=$EPOCHREALTIME
+    passwd_as carol carol-password 'Walnut-Harbor-72' >&2 || why "carol's passwd failed" || rc=1
+    seconds=$(since "$start"); figure "carol's passwd ${seconds} s"
+    awk -v s="$seconds" 'BEGIN { exit !(s < 5) }' || why "carol's passwd took $seconds s" || rc=1
+    journalctl -q -u localauthd --since "@$since" -o cat | grep -q "login secret of uid $(uid_of carol): the password wrap follows the new password" ||
+        why "carol's password wrap did not follow her new password" || rc=1
+
+    # alice's second passwd: it cannot re-wrap; the journal says so, the wrap is stale.
+    passwd_as alice 'Quartz-Lantern-41' 'Copper-Meadow-93' >&2 || why "alice's second passwd failed" || rc=1
+    journalctl -q --since "@$since" -o cat | grep "pam_localauth" | grep -E "stopped process|marking it stale" >&2
+    journalctl -q --since "@$since" -o cat | grep -q "the password wrap of alice cannot follow the new password now; marking it stale" ||
+        why "no journal line for alice's missed re-wrap" || rc=1
+    in_user_scope alice app-gnome-systest localauthctl keyring status 2>&1 | grep -q "still uses a previous password" ||
+        why "keyring status does not say alice's password copy is stale" || rc=1
+
+    kill -KILL "$hostage" ${other:+"$other"} 2>/dev/null
+    wait "$first" "$second" 2>/dev/null
+    for person in alice bob carol; do
+        echo "$person:$person-password" | chpasswd
+        rm -f "/var/lib/localauth/login/$(uid_of $person)"
+    done
+    close_seat_session systest-display-carol
+    pam-auth-update --package --disable localauth-keyring
+    return "$rc"
 }
 
 cleanup_between_scenarios() {
@@ -1005,7 +1171,340 @@ ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session su_switched_away_gets_no_touch
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
-     fprintd_statuses_are_debians fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password)
+     fprintd_statuses_are_debians fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password stopped_passwd_holds_no_other_login)
+
+# ----------------------------------------- password managers through polkit
+# Issue 40, item 1. Bitwarden, 1Password and KeePassXC each ask polkit for an
+# auth_self action of their own; the desktop's agent runs
+# polkit-agent-helper-1 (setuid root, a child of the agent, so in the app's
+# scope), which runs PAM's polkit-1 stack (/usr/lib/pam.d/polkit-1:
+# @include common-auth), where `pam-auth-update --enable localauth` puts
+# pam_localauth. Here the app is pkcheck --allow-user-interaction for its
+# own process, with polkit's own text agent (pkttyagent) registered for that
+# process, both on a pseudo terminal (the text agent needs one), in an app
+# scope of alice's user manager, her display session in front.
+
+# The apps' action files, as each app's package installs them (but for their
+# DOCTYPE line, which names the DTD by a web address: polkitd does not read it).
+PASSWORD_MANAGER_ACTIONS="com.bitwarden.Bitwarden.unlock com.1password.1Password.unlock org.keepassxc.KeePassXC.unlockDatabase"
+install_password_manager_actions() {
+    local dir=/usr/share/polkit-1/actions
+    cat > "$dir/com.bitwarden.Bitwarden.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+    <action id="com.bitwarden.Bitwarden.unlock">
+      <description>Unlock Bitwarden</description>
+      <message>Authenticate to unlock Bitwarden</message>
+      <defaults>
+        <allow_any>no</allow_any>
+        <allow_inactive>no</allow_inactive>
+        <allow_active>auth_self</allow_active>
+      </defaults>
+    </action>
+</policyconfig>
+XML
+    # 1Password's installer fills the owners in with the machine's people
+    # (uids of four digits).
+    cat > "$dir/com.1password.1Password.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+  <action id="com.1password.1Password.unlock">
+    <description>Unlock 1Password</description>
+    <message>1Password is trying to unlock.</message>
+    <defaults>
+      <allow_any>no</allow_any>
+      <allow_inactive>no</allow_inactive>
+      <allow_active>auth_self</allow_active>
+    </defaults>
+    <annotate key="org.freedesktop.policykit.owner">unix-user:alice unix-user:bob</annotate>
+  </action>
+</policyconfig>
+XML
+    cat > "$dir/org.keepassxc.KeePassXC.policy" <<'XML'
+<?xml version="1.0" encoding="UTF-8"?>
+<policyconfig>
+  <vendor>KeePassXC Developers</vendor>
+  <icon_name>keepassxc</icon_name>
+  <action id="org.keepassxc.KeePassXC.unlockDatabase">
+    <description>Quick Unlock for a KeePassXC Database</description>
+    <message>Authentication is required to unlock a KeePassXC Database</message>
+    <defaults>
+      <allow_inactive>no</allow_inactive>
+      <allow_active>auth_self</allow_active>
+    </defaults>
+  </action>
+</policyconfig>
+XML
+}
+
+# The app: pty.fork(); in the child, pkttyagent --process <child> (its
+# --notify-fd says when it is registered), then exec pkcheck for that same
+# pid (exec keeps the pid and start time polkit knows it by). The parent
+# shows the terminal on stdout and answers each "Password: " with the next
+# ANSWER once the agent has turned echo off (it does so with TCSAFLUSH,
+# which would drop an answer typed before); a prompt with no answer left
+# stops the app. Never EOF: pkttyagent dumps core on it before polkit 125
+# (upstream's fix; Debian 12 has 122). Exits with pkcheck's status: 0
+# authorized, 1 not authorized (124: still running after a minute).
+POLKIT_APP=/run/systest-polkit-app.py
+write_polkit_app() {
+    cat > "$POLKIT_APP" <<'PY'
+import os, pty, select, signal, sys, termios, time
+
+action, answers = sys.argv[1], sys.argv[2:]
+pid, master = pty.fork()
+if pid == 0:
+    me = os.getpid()
+    ready_r, ready_w = os.pipe()
+    agent = os.fork()
+    if agent == 0:
+        os.close(ready_r)
+        os.set_inheritable(ready_w, True)
+        os.execvp("pkttyagent", ["pkttyagent", "--process", str(me), "--notify-fd", str(ready_w)])
+    os.close(ready_w)
+    os.read(ready_r, 1)  # EOF: the agent registered, or died
+    if os.waitpid(agent, os.WNOHANG) != (0, 0):
+        print("app: pkttyagent did not register", flush=True)
+        os._exit(125)
+    print("app: agent %d registered for pid %d" % (agent, me), flush=True)
+    os.execvp("pkcheck", ["pkcheck", "--action-id", action, "--process", str(me), "--allow-user-interaction"])
+
+out = os.fdopen(os.dup(1), "wb", buffering=0)
+seen = b""
+
+
+def show_terminal(timeout):
+    global seen
+    if not select.select([master], [], [], timeout)[0]:
+        return False
+    try:
+        data = os.read(master, 4096)
+    except OSError:  # EIO: nobody holds the terminal any more
+        return False
+    out.write(data)
+    seen += data
+    while b"Password: " in seen:
+        seen = seen.split(b"Password: ", 1)[1]
+        if not answers:
+            out.write(b"\n[app: a password prompt it has no answer for: stopped]\n")
+            os.killpg(pid, signal.SIGTERM)
+            continue
+        deadline = time.monotonic() + 10
+        while termios.tcgetattr(master)[3] & termios.ECHO and time.monotonic() < deadline:
+            time.sleep(0.01)
+        os.write(master, answers.pop(0).encode() + b"\n")
+        out.write(b"\n[app: answered the password prompt]\n")
+    return bool(data)
+
+
+status = None
+while status is None:
+    show_terminal(0.2)
+    done, code = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = os.waitstatus_to_exitcode(code)
+while show_terminal(0.2):  # what pkcheck said last
+    pass
+try:
+    os.killpg(pid, signal.SIGTERM)  # the agent: pkcheck leaves it running
+except ProcessLookupError:
+    pass
+out.write(b"[app: pkcheck exited %d]\n" % status)
+sys.exit(status if status >= 0 else 128 - status)
+PY
+    chmod 0755 "$POLKIT_APP"
+}
+
+# USER's app (in an app scope named after it) asks polkit for ACTION, in the
+# background: its terminal to OUT, its pid in APP_PID.
+app_asks_polkit() {  # USER APP ACTION OUT [ANSWER...]
+    local user="$1" app="$2" action="$3" out="$4"; shift 4
+    in_user_scope "$user" "app-gnome-$app" timeout 60 python3 "$POLKIT_APP" "$action" "$@" >"$out" 2>&1 &
+    APP_PID=$!
+}
+# The journal since a cursor, one program's lines (its syslog identifier).
+# Filtered here, not by journalctl: systemd 252's journalctl
+# --after-cursor=C -t NAME now and then prints nothing (2 runs in 6 here).
+journal_cursor() { journalctl -n0 --show-cursor -q | sed -n 's/^-- cursor: //p'; }
+journal_of() { journalctl -q -o short-unix --after-cursor="$1" | grep -F " $2[" | sed 's/^[^ ]* [^ ]* //'; }  # CURSOR NAME
+# CURSOR TEXT: a line of polkitd, of the service, of pam_localauth inside
+# polkit-agent-helper-1 since CURSOR. journald files them a moment after the
+# fact: wait for them (logged), never for time.
+polkitd_said() { journal_of "$1" polkitd | grep -q -F -- "$2"; }
+service_said() { journal_of "$1" localauthd | grep -q -F -- "$2"; }
+helper_said() { journal_of "$1" polkit-agent-helper-1 | grep -q -F -- "pam_localauth(polkit-1:auth): $2"; }
+logged() { wait_for 5 "the journal to say '$3'" "$@"; }  # SAID-FUNCTION CURSOR TEXT
+in_transcript() { grep -q -F "$2" "$1"; }  # OUT TEXT
+
+# What the scenario changed, undone when its subshell exits: common-auth as
+# pam-auth-update wrote it (byte for byte, or it would refuse to update a
+# locally modified file), then the profile off again; /etc/pam.d/sudo; the
+# action files.
+POLKIT_SCENARIO_SAVED=/run/systest-polkit-saved
+undo_password_manager_setup() {
+    [ -f "$POLKIT_SCENARIO_SAVED/common-auth" ] && cp "$POLKIT_SCENARIO_SAVED/common-auth" /etc/pam.d/common-auth
+    [ -f "$POLKIT_SCENARIO_SAVED/enabled-here" ] && pam-auth-update --disable localauth
+    [ -f "$POLKIT_SCENARIO_SAVED/sudo" ] && cp "$POLKIT_SCENARIO_SAVED/sudo" /etc/pam.d/sudo
+    rm -f /usr/share/polkit-1/actions/com.bitwarden.Bitwarden.policy /usr/share/polkit-1/actions/com.1password.1Password.policy \
+        /usr/share/polkit-1/actions/org.keepassxc.KeePassXC.policy "$POLKIT_APP"
+    rm -rf "$POLKIT_SCENARIO_SAVED"
+    reset_lockout alice 2>/dev/null
+    true
+}
+
+# The whole path, each outcome from what the real components say: pkcheck's
+# status and the agent's terminal, pam_localauth's lines as
+# polkit-agent-helper-1 logs them (`debug` added to the profile's line for
+# the run: logging only), the service's journal, polkitd's journal, the
+# lockout file. 1: each app's unlock takes alice's finger. 2: another finger
+# is refused (then the password prompt; a wrong password: not authorized)
+# and counts exactly as a wrong finger at sudo does. 3: sudo's failures and
+# polkit's add up to the one lockout, after which polkit asks for no finger
+# and her password still unlocks. 4: her session switched away while the
+# helper waits for her finger: the verify ends (NotAtTheReader), no scan
+# follows, the password prompt does. 5: switched away before the app asks:
+# polkit refuses at once (allow_inactive=no), no helper, no VerifyUser.
+scenario_password_managers_through_polkit_agent_helper() {
+    local alice bob out="$LOGS/polkit-app.log" cursor mark pid rc t0 app action polkit_count sudo_count calls package
+    for package in localauthd localauth-tools libpam-localauth; do
+        [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
+    done
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    rm -rf "$POLKIT_SCENARIO_SAVED"; mkdir -p "$POLKIT_SCENARIO_SAVED"
+    trap undo_password_manager_setup EXIT
+
+    # As a person sets it up: the apps' action files, the PAM profile.
+    install_password_manager_actions
+    for action in $PASSWORD_MANAGER_ACTIONS; do
+        wait_for 10 "polkitd to know $action" pkaction --action-id "$action" || return 1
+    done
+    write_polkit_app
+    if ! grep -q pam_localauth /etc/pam.d/common-auth; then
+        pam-auth-update --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
+        touch "$POLKIT_SCENARIO_SAVED/enabled-here"
+    fi
+    grep -q '^auth.*pam_localauth.so timeout=15$' /etc/pam.d/common-auth || why "the profile's line is not in common-auth" || return 1
+    cp /etc/pam.d/common-auth "$POLKIT_SCENARIO_SAVED/common-auth"
+    sed -i 's/pam_localauth.so timeout=15$/& debug/' /etc/pam.d/common-auth
+    echo "polkit-1's stack: $(ls /etc/pam.d/polkit-1 /usr/lib/pam.d/polkit-1 2>/dev/null | head -n1);" \
+        "common-auth: $(grep -v '^#' /etc/pam.d/common-auth | grep . | paste -sd'|')" >&2
+    # sudo as Debian ships it (common-auth only): earlier scenarios put a line of their own in.
+    cp /etc/pam.d/sudo "$POLKIT_SCENARIO_SAVED/sudo"
+    sed -i '/pam_localauth/d' /etc/pam.d/sudo
+
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    wait_for 5 "alice's display session $alice in front" is_seat_active "$alice" || return 1
+
+    # 1. Each app's unlock: her finger answers inside polkit-agent-helper-1.
+    for app in bitwarden:com.bitwarden.Bitwarden.unlock 1password:com.1password.1Password.unlock \
+               keepassxc:org.keepassxc.KeePassXC.unlockDatabase; do
+        action=${app#*:}; app=${app%%:*}
+        cursor="$(journal_cursor)"; mark=$(status_mark); t0=$EPOCHREALTIME
+        app_asks_polkit alice "$app" "$action" "$out"
+        feed "$APP_PID" "$mark" alice-right-index 1
+        wait "$APP_PID"; rc=$?
+        echo "----- $app, her finger: rc=$rc in $(since "$t0") s" >&2; cat "$out" >&2
+        journal_of "$cursor" polkit-agent-helper-1 >&2
+        [ "$rc" = 0 ] || why "$app's unlock ($action) was not authorized with her finger (pkcheck $rc)" || return 1
+        in_transcript "$out" "AUTHENTICATING FOR $action" && in_transcript "$out" "Place your finger on the fingerprint reader" &&
+            in_transcript "$out" "AUTHENTICATION COMPLETE" || why "the agent did not show $action's finger prompt and its success" || return 1
+        ! in_transcript "$out" "Password: " || why "$app: the password was asked for with her finger enrolled" || return 1
+        logged helper_said "$cursor" "authenticate alice: Success" ||
+            why "$app: no success of pam_localauth inside polkit-agent-helper-1's polkit-1 stack" || return 1
+        logged service_said "$cursor" "fingerprint of uid $(uid_of alice) verified for a PAM module" || why "$app: the service verified no finger" || return 1
+        logged polkitd_said "$cursor" "successfully authenticated as unix-user:alice to gain ONE-SHOT authorization for action $action" ||
+            why "$app: polkitd did not log the authorization" || return 1
+        [ "$app" = bitwarden ] && figure "Bitwarden's unlock with her finger in $(since "$t0") s"
+    done
+
+    # 2. Another finger: refused, then the password prompt (a wrong one:
+    # not authorized); counted as a wrong finger at sudo is.
+    reset_lockout alice
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice 1password com.1password.1Password.unlock "$out" not-her-password
+    feed "$APP_PID" "$mark" someone-else 3
+    wait "$APP_PID"; rc=$?
+    polkit_count=$(lockout_count alice)
+    echo "----- 1password, another finger: rc=$rc, lockout 0 → $polkit_count" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    [ "$rc" = 1 ] && in_transcript "$out" "Not authorized." || why "another finger: pkcheck $rc, not 'Not authorized.'" || return 1
+    in_transcript "$out" "Fingerprint not recognized" && in_transcript "$out" "[app: answered the password prompt]" ||
+        why "another finger: the agent did not say 'not recognized' and ask for the password" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.AuthenticationFailed" ||
+        why "another finger: pam_localauth in polkit-agent-helper-1 did not log AuthenticationFailed" || return 1
+    logged polkitd_said "$cursor" "FAILED to authenticate to gain authorization for action com.1password.1Password.unlock" ||
+        why "another finger: polkitd did not log the failure" || return 1
+    ! service_said "$cursor" "verified for a PAM module" || why "another finger was verified" || return 1
+    reset_lockout alice
+    t0=$EPOCHSECONDS; mark=$(status_mark)
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/polkit-sudo.log" 2>&1 &
+    pid=$!
+    feed "$pid" "$mark" someone-else 3
+    wait "$pid"; rc=$?
+    sudo_count=$(lockout_count alice)
+    echo "----- sudo, another finger: rc=$rc, lockout 0 → $sudo_count" >&2; cat "$LOGS/polkit-sudo.log" >&2; module_log_since "$t0" sudo >&2
+    [ "$rc" != 0 ] || why "sudo passed with another finger" || return 1
+    [ "$polkit_count" = 3 ] && [ "$sudo_count" = "$polkit_count" ] ||
+        why "a wrong finger counts $polkit_count through polkit, $sudo_count through sudo (3 scans each)" || return 1
+    figure "a wrong finger counts $polkit_count through polkit, $sudo_count through sudo"
+
+    # 3. One lockout: sudo's 3, then polkit's next two failures reach 5; then
+    # polkit asks for no finger, and her password still unlocks.
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice keepassxc org.keepassxc.KeePassXC.unlockDatabase "$out" not-her-password
+    feed "$APP_PID" "$mark" someone-else 3
+    wait "$APP_PID"; rc=$?
+    echo "----- keepassxc, another finger after sudo's: rc=$rc, lockout $sudo_count → $(lockout_count alice)" >&2; cat "$out" >&2
+    [ "$rc" = 1 ] || why "locking out: pkcheck $rc" || return 1
+    [ "$(lockout_count alice)" = 5 ] && logged service_said "$cursor" "biometry locked out for uid $(uid_of alice)" ||
+        why "sudo's and polkit's failures did not make one lockout (count $(lockout_count alice))" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out" alice-password
+    wait "$APP_PID"; rc=$?
+    echo "----- bitwarden, locked out, her password: rc=$rc" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    [ "$rc" = 0 ] || why "locked out: her password did not unlock Bitwarden (pkcheck $rc)" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "locked out: the service asked for a finger" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.BiometryLockout" ||
+        why "locked out: pam_localauth did not log BiometryLockout" || return 1
+    reset_lockout alice
+
+    # 4. Switched away while the helper waits for her finger: no scan.
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$alice"
+    wait_for 5 "alice's session in front" is_seat_active "$alice" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice keepassxc org.keepassxc.KeePassXC.unlockDatabase "$out" not-her-password
+    wait_for 10 "the helper's VerifyUser to ask for her finger" asked_since "$mark" || { cat "$out" >&2; return 1; }
+    loginctl activate "$bob"
+    wait_for 5 "bob's session in front" is_seat_active "$bob" || return 1
+    mark=$(status_mark)
+    wait "$APP_PID"; rc=$?
+    echo "----- keepassxc, switched to bob while waiting: rc=$rc" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    journal_of "$cursor" localauthd | grep -E "at the reader|thrown away|verified" >&2
+    [ "$rc" = 1 ] || why "switched away: pkcheck $rc" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "switched away: the service asked for a finger again" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.NotAtTheReader" ||
+        why "switched away: pam_localauth did not get NotAtTheReader" || return 1
+    logged service_said "$cursor" "is no longer at the reader" || why "switched away: the service logged no refusal" || return 1
+    ! service_said "$cursor" "verified for a PAM module" || why "switched away: a finger was verified" || return 1
+    in_transcript "$out" "[app: answered the password prompt]" || why "switched away: polkit did not fall to the password" || return 1
+
+    # 5. Switched away before the app asks: polkit refuses at once.
+    mark=$(status_mark)
+    watch_verify_user "$LOGS/polkit-verify.log"
+    app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out"
+    wait "$APP_PID"; rc=$?
+    calls=$(verify_user_calls "$LOGS/polkit-verify.log")
+    echo "----- bitwarden, bob in front: rc=$rc, $calls VerifyUser" >&2; cat "$out" >&2
+    [ "$rc" = 1 ] && in_transcript "$out" "Not authorized." || why "bob in front: pkcheck $rc" || return 1
+    ! in_transcript "$out" "AUTHENTICATING FOR" || why "bob in front: the agent was asked" || return 1
+    [ "$calls" = 0 ] && [ "$(status_mark)" = "$mark" ] || why "bob in front: $calls VerifyUser, a finger asked for" || return 1
+}
+ALL+=(password_managers_through_polkit_agent_helper)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0

@@ -280,9 +280,13 @@ extension Evaluator {
     /// with NotAtTheReader on ours and fprintd's error on its, and gives its
     /// turn back, so that the next touch cannot answer it.
     func frontChanged() async {
-        for (flight, verify) in inFlight {
+        // A switch is signalled once per session whose `Active` changed
+        // (the one left, the one brought to the front): a verify already
+        // ended by the first is not judged again.
+        for (flight, verify) in inFlight where verify.call.biometricInterruption == nil {
             let presence = await environment.presence(of: verify.caller)
-            guard let refusal = EnvironmentRules.refusal(presence), inFlight[flight] != nil else { continue }
+            guard let refusal = EnvironmentRules.refusal(presence), inFlight[flight] != nil,
+                  verify.call.biometricInterruption == nil else { continue }
             Log.notice(
                 "uid \(verify.caller.uid)'s call from \(verify.caller.sender) is no longer at the reader "
                     + "(\(refusal.message)): its fingerprint verify ends")

@@ -84,14 +84,26 @@ struct GetLoginSecretPasswordWrapArguments: CallArguments {
     }
 }
 
-/// ChangeLoginSecretPassword(s user, a{sv} options): password-key, salt, argon2-*, proof.
+/// ChangeLoginSecretPassword(s user, a{sv} options): password-key, salt,
+/// argon2-*, proof; or `stale` (true) alone: the PAM host could not make
+/// the new password's key, and the wrap no longer follows the password.
 struct ChangeLoginSecretPasswordArguments: CallArguments {
     let user: String
-    let password: LoginPasswordKeyInfo
+    /// nil: only the stale mark.
+    let password: LoginPasswordKeyInfo?
     let proof: [UInt8]?
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         user = try userName(arguments[0])
         let entries = try CallArgument.options(arguments[1])
+        if try entries.option(Key.staleMark, \.bool, "true", where: { $0 }) != nil {
+            let keyed = [Key.passwordKey, Key.salt, Key.argon2Time, Key.argon2MemoryKiB, Key.argon2Lanes, Key.proof]
+            guard keyed.allSatisfy({ entries[$0] == nil }) else {
+                throw ServiceErrors.invalidArgs("\(Key.staleMark) comes alone, without a password key or a proof")
+            }
+            password = nil
+            proof = nil
+            return
+        }
         password = try PasswordKeyOptions(entries).info
         proof = try entries.option(Key.proof, \.byteArray, "a signature", where: isProof)
     }

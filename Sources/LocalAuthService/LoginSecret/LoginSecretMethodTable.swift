@@ -3,16 +3,17 @@ import LocalAuthShared
 
 // The rows of the method table for the login secret (LoginSecrets.swift,
 // docs/KEYRING.md), merged into `LocalAuthContract.methods` (Bus/MethodTable.swift).
-// The user's side needs org.example.LocalAuth.keyring; the PAM host's side
+// The user's side needs org.example.LocalAuth.keyring (auth_self: polkit asks
+// the person, so the rows are interactive); the PAM host's side
 // org.example.LocalAuth.login-secret, which no one but root gets, and the
 // component refuses any other uid itself.
 extension LocalAuthContract {
     nonisolated static let loginSecretMethods: [String: MethodSpec<LocalAuthObject>] = [
         LocalAuthLoginSecretBus.Method.enable: MethodSpec(
-            signature: "a{sv}", action: .keyring, interactive: false, EnableLoginSecretArguments.self,
+            signature: "a{sv}", action: .keyring, interactive: true, EnableLoginSecretArguments.self,
             handler: { object, call throws(ServiceError) in try await object.loginSecrets.enable(LoginSecretCaller(call.caller), call.arguments) }),
         LocalAuthLoginSecretBus.Method.disable: MethodSpec(
-            signature: "aya{sv}", action: .keyring, interactive: false, DisableLoginSecretArguments.self,
+            signature: "aya{sv}", action: .keyring, interactive: true, DisableLoginSecretArguments.self,
             handler: { object, call throws(ServiceError) in try object.loginSecrets.disable(LoginSecretCaller(call.caller), call.arguments) }),
         LocalAuthLoginSecretBus.Method.status: MethodSpec(
             signature: "", action: nil, interactive: false, NoArguments.self,

@@ -12,6 +12,9 @@ protocol LoginSecretKeys: AnyObject {
     func protector() async throws(ServiceError) -> any KeyProtector
     /// Where the records live.
     var store: LoginSecretStore { get }
+    /// The administrator chose the software key backend (`localauthd --tpm
+    /// off`): only then may a machine wrap the TPM made be sealed to it.
+    var softwareChosen: Bool { get }
 }
 
 @ServiceActor

@@ -18,10 +18,12 @@ extension LoginSecretCaller {
 final class ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
     private let rights: RightsService
     let store: LoginSecretStore
+    let softwareChosen: Bool
 
-    init(rights: RightsService, stateDirectory: String) {
+    init(rights: RightsService, stateDirectory: String, keyBackend: KeyBackendChoice) {
         self.rights = rights
         store = LoginSecretStore(stateDirectory: stateDirectory)
+        softwareChosen = keyBackend == .off
     }
 
     var seams: LoginSecretSeams { LoginSecretSeams(keys: self, accounts: self, clock: EventLoopClock()) }

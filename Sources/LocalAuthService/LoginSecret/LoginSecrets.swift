@@ -66,6 +66,7 @@ final class LoginSecrets {
         var answer = Self.describe(record.password)
         answer[Key.passwordWrap] = .bytes(record.passwordWrap)
         answer[Key.stale] = .boolean(record.isPasswordWrapStale)
+        answer[Key.pending] = .boolean(record.pending != nil)
         // The password opens the keyring whatever happened to the machine's
         // key: a protector that cannot open (a cleared TPM) still answers the wrap.
         let protector: any KeyProtector
@@ -79,10 +80,14 @@ final class LoginSecrets {
             LoginSecretRecord.clear(&secret)
             answer[Key.machineWrapOK] = .boolean(true)
         } catch {
+            answer[Key.machineWrapOK] = .boolean(false)
+            if let refusal = resealRefusal(record, protector) {
+                Log.warning("login secret of uid \(uid): the machine wrap does not open (\(error)); not offering a reseal: \(refusal)")
+                return [.dictionary(answer)]
+            }
             Log.info("login secret of uid \(uid): the machine wrap does not open (\(error)); offering a reseal")
             let key = try crypto("a reseal key") { () throws(CryptoError) in try P256.PrivateKey() }
             resealKeys.add(key, uid: uid, process: process, now: seams.clock.now)
-            answer[Key.machineWrapOK] = .boolean(false)
             answer[Key.resealKey] = .bytes(key.publicKey.x963Representation)
         }
         return [.dictionary(answer)]
@@ -102,6 +107,10 @@ final class LoginSecrets {
         }
         defer { LoginSecretRecord.clear(&secret) }
         let protector = try await seams.keys.protector()
+        if let refusal = resealRefusal(record, protector) {
+            Log.warning("login secret of uid \(uid): reseal refused: \(refusal)")
+            throw ServiceErrors.permissionDenied(refusal)
+        }
         try rights("resealing", as: .notAuthorized) { () throws(RightsError) in try record.reseal(secret, using: protector) }
         try save(record)
         Log.info("login secret of uid \(uid) resealed with \(protector.backendName) after a password login")
@@ -115,7 +124,15 @@ final class LoginSecrets {
         _ = try requireRoot(caller)
         let uid = try account(arguments.user)
         var record = try load(uid)
-        let payload = arguments.password.publicKey.x963Representation + arguments.password.salt
+        guard let password = arguments.password else {
+            record.markPasswordChangeMissed()
+            try save(record)
+            Log.warning(
+                "login secret of uid \(uid): a password change could not re-wrap it in the PAM host; the password wrap is stale "
+                    + "(the next password login offers the new password for the owner's finger)")
+            return [.dictionary([Key.pending: .boolean(record.pending != nil), Key.stale: .boolean(true)])]
+        }
+        let payload = password.publicKey.x963Representation + password.salt
         let message = LocalAuthLoginSecretBus.ProofLabel.message(
             LocalAuthLoginSecretBus.ProofLabel.change, uid: uid, sender: caller.sender,
             payload: payload)
@@ -126,12 +143,12 @@ final class LoginSecrets {
             let protector = try await seams.keys.protector()
             var secret = try machineSecret(record, protector)
             defer { LoginSecretRecord.clear(&secret) }
-            try rights("changing the password wrap") { () throws(RightsError) in try record.changePassword(to: arguments.password, secret: secret) }
+            try rights("changing the password wrap") { () throws(RightsError) in try record.changePassword(to: password, secret: secret) }
             try save(record)
             Log.info("login secret of uid \(uid): the password wrap follows the new password")
             return [.dictionary([Key.pending: .boolean(false)])]
         }
-        record.setPending(arguments.password)
+        record.setPending(password)
         try save(record)
         Log.info("login secret of uid \(uid): a password set without the old one waits for the owner's finger")
         return [.dictionary([Key.pending: .boolean(true)])]
@@ -146,11 +163,18 @@ final class LoginSecrets {
         guard try seams.keys.store.loadChecked(caller.uid) == nil else {
             throw ServiceError(.alreadyEnrolled, "the login secret is already on; disable it first")
         }
+        // Opening a TPM's protector the first time suspends this call: another
+        // enable of the same uid may run meanwhile. The record is created
+        // only if none is there (link never replaces): the loser is
+        // AlreadyEnrolled, and nothing of the winner's is touched.
         let protector = try await seams.keys.protector()
         let record = try rights("making the login secret") { () throws(RightsError) in
             try LoginSecretRecord.make(uid: caller.uid, password: arguments.password, protector: protector)
         }
-        try save(record)
+        guard try rights("saving the login secret", { () throws(RightsError) in try seams.keys.store.create(record) }) else {
+            Log.info("login secret of uid \(caller.uid): a second enable lost the race to the first; nothing changed")
+            throw ServiceError(.alreadyEnrolled, "the login secret is already on; disable it first")
+        }
         Log.info("login secret of uid \(caller.uid) made (\(protector.backendName))")
         return [.bytes(record.passwordWrap)]
     }
@@ -202,6 +226,22 @@ final class LoginSecrets {
 
     private func save(_ record: LoginSecretRecord) throws(ServiceError) {
         try rights("saving the login secret") { () throws(RightsError) in try seams.keys.store.save(record) }
+    }
+
+    /// Why the machine wrap may not be sealed again by `protector`, nil if
+    /// it may: a wrap the TPM made never goes to the software machine key
+    /// (whose key is on the disk) unless the administrator chose software
+    /// (`localauthd --tpm off`). Under `--tpm auto` a boot without the TPM
+    /// (a firmware setting, a driver failing) falls back to software; the
+    /// password still opens the keyring then, and the TPM's wrap is kept.
+    private func resealRefusal(_ record: LoginSecretRecord, _ protector: any KeyProtector) -> String? {
+        Self.resealRefusal(from: record.backend, to: protector.backendName, softwareChosen: seams.keys.softwareChosen)
+    }
+
+    nonisolated static func resealRefusal(from made: String, to now: String, softwareChosen: Bool) -> String? {
+        guard made == TPMKeyProtector.name, now != TPMKeyProtector.name, !softwareChosen else { return nil }
+        return "the machine wrap was made by the TPM and the key backend is \(now) now; "
+            + "it is sealed to the software machine key only with localauthd --tpm off"
     }
 
     private func machineSecret(_ record: LoginSecretRecord, _ protector: any KeyProtector) throws(ServiceError) -> [UInt8] {

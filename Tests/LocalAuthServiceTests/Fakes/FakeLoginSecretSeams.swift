@@ -13,6 +13,12 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
     let store: LoginSecretStore
     let clock = FakeClock()
     var machineKey = [UInt8](repeating: 0x11, count: 32)
+    /// The name the protector gives its wraps: "tpm2" stands for a TPM's (same machine key).
+    var backendName = SoftwareKeyProtector.name
+    /// `localauthd --tpm off`.
+    var softwareChosen = false
+    /// Runs inside every `protector()`, where opening a TPM suspends the call.
+    var whileOpening: (@ServiceActor () async -> Void)?
     var accounts: [String: UInt32] = ["alice": 1000, "bob": 1001]
     private(set) lazy var secrets = LoginSecrets(seams: LoginSecretSeams(keys: self, accounts: self, clock: clock))
 
@@ -29,7 +35,10 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
     deinit { try? FileManager.default.removeItem(atPath: directory) }
 
     func protector() async throws(ServiceError) -> any KeyProtector {
-        do { return try SoftwareKeyProtector(machineKey: machineKey) } catch { throw ServiceError(.storageFailed, "\(error)") }
+        await whileOpening?()
+        do { return NamedProtector(inner: try SoftwareKeyProtector(machineKey: machineKey), backendName: backendName) } catch {
+            throw ServiceError(.storageFailed, "\(error)")
+        }
     }
 
     func uid(of name: String) -> UInt32? { accounts[name] }
@@ -49,8 +58,8 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
     }
 
     /// Enables alice's login secret with `password`; K as her localauthctl gets it.
-    func enable(_ password: String = "old password") async throws -> [UInt8] {
-        let answer = try await secrets.enable(alice, EnableLoginSecretArguments([.dictionary(try Self.options(password))]))
+    func enable(_ password: String = "old password", salt: UInt8 = 1) async throws -> [UInt8] {
+        let answer = try await secrets.enable(alice, EnableLoginSecretArguments([.dictionary(try Self.options(password, salt: salt))]))
         return try ECIES.decrypt(try XCTUnwrapBytes(answer.first), with: try Self.passwordKey(password))
     }
 
@@ -74,4 +83,12 @@ struct MissingBytes: Error {}
 func XCTUnwrapBytes(_ value: DBusValue?) throws -> [UInt8] {
     guard let bytes = value?.byteArray else { throw MissingBytes() }
     return bytes
+}
+
+/// A software protector under another backend name (the TPM's wraps without a TPM).
+struct NamedProtector: KeyProtector {
+    let inner: SoftwareKeyProtector
+    let backendName: String
+    func wrap(_ key: [UInt8], context: KeyContext) throws(RightsError) -> [UInt8] { try inner.wrap(key, context: context) }
+    func unwrap(_ blob: [UInt8], context: KeyContext) throws(RightsError) -> [UInt8] { try inner.unwrap(blob, context: context) }
 }

@@ -33,7 +33,7 @@
 #                    one line per scenario, "N passed, N failed" (README, "The system test")
 #   make run-system-test  the same on the packages already in out/debian/SUITE (no package build);
 #                    SYSTEST_ARGS="scenario ..." runs some scenarios, "--hold 600" keeps it up to look inside
-#   make deb-test    (opt-in, root, ~1 min) install out/debian/bookworm/*.deb on this machine and run a preflight
+#   make deb-test    (opt-in, root, ~1 min) install out/debian/<this machine's suite>/*.deb here and run a preflight
 #                    from each example language against the installed packages; swap fprintd for
 #                    localauth-fprintd and back; purge them all again (scripts/test-packages.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path

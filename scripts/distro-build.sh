@@ -196,6 +196,11 @@ SCRIPT
         mount -t proc proc "$ROOT/proc"
         mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
         mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm" 2>/dev/null || true
+        # No network, but a loopback, as sbuild gives its builds: without one
+        # swift-build (CoreFoundation: "Could not create wakeup socket pair
+        # for CFSocket") sometimes hung for ever after running the build-tool
+        # plugin.
+        ip link set lo up
         path=/usr/bin:/bin:/usr/sbin:/sbin
         [ -z "$TOOLCHAIN" ] || path=/opt/swift-toolchain/usr/bin:$path
         exec chroot --userspec="$BUILDER" "$ROOT" env -i PATH="$path" HOME=/nonexistent LANG=C.UTF-8 LC_ALL=C.UTF-8 \

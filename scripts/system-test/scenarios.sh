@@ -458,6 +458,7 @@ fprintd_results() {  # SOCKET COMMAND: the VerifyStatus results pam_fprintd saw
     case "$2" in RETRY*) wait_for 5 "the retry" sh -c "journalctl -q --after-cursor='$cursor' -o cat -t pamtester | grep -q '(done: 0)'"
                          vfp "$1" SCAN alice-right-index ;; esac
     gdm_worker_status "$out" "$pid" >/dev/null
+    echo "$2: $(grep '^pamtester:' "$out" | tail -n1)" >&2
     logged | sed -n 's/.*Verify result: \([a-z-]*\) .*/\1/p' | paste -sd' '
 }
 scenario_fprintd_statuses_are_debians() {

@@ -4,7 +4,8 @@
 #   make check       the unit tests: no root, no rig, seconds on a built tree
 #   make e2e         deps, the PAM module, the examples, then the end-to-end tests (needs root:
 #                    they start the rig themselves, one at a time under RIG_LOCK)
-#   make test        deps, then check, distro-build (trixie), e2e and system-test: the whole suite (what CI runs)
+#   make test        deps, then check, distro-build (trixie), e2e and system-test for bookworm and
+#                    trixie: the whole suite (what CI runs)
 #   make distro-build SUITE=trixie  (root) the package and its tests built with the Swift a Debian suite
 #                    ships (trixie: swiftlang 6.0.3; sid: 6.2.3) in a cached buildd root of that suite
 #                    (scripts/distro-build.sh: mmdebstrap, no network during the build); DISTRO_ARGS=--test
@@ -22,16 +23,19 @@
 #                    (binaries that need no Swift runtime and search no private library path)
 #   make install     release, then install (PREFIX=/usr/local, DESTDIR=; see scripts/install.sh)
 #   make uninstall   remove exactly what `make install` installed (its manifest)
-#   make deb         out/debian/*.deb: dpkg-buildpackage -b with debian/ (the split packages; a release
-#                    Swift build inside; docs/PACKAGING.md); then lintian on them
-#   make system-test (root, 5-12 min from a clean tree, 1-2.5 min with the packages built and the root cached)
-#                    make deb, then scripts/system-test/run: our .debs installed with apt into a
-#                    Debian 12 root (mmdebstrap, cached under /var/cache/localauth-system-test),
+#   SUITE=bookworm (Debian 12, the default) or trixie (Debian 13): what deb and system-test are for
+#   make deb         (root) out/debian/SUITE/*.deb: the source package built as a Debian builder
+#                    builds it, in a clean buildd root of SUITE (scripts/distro-build.sh --deb: only
+#                    Build-Depends, no network, an unprivileged user; trixie with its swiftlang,
+#                    bookworm with swift.org's toolchain from /opt/swift), then that suite's lintian
+#                    (docs/PACKAGING.md)
+#   make system-test (root) make deb, then scripts/system-test/run: our .debs installed with apt into a
+#                    Debian root of SUITE (mmdebstrap, cached under /var/cache/localauth-system-test),
 #                    booted with systemd-nspawn (real systemd, logind, polkitd, dbus-daemon, sshd);
 #                    one line per scenario, "N passed, N failed" (README, "The system test")
-#   make run-system-test  the same on the packages already in out/debian (no package build);
+#   make run-system-test  the same on the packages already in out/debian/SUITE (no package build);
 #                    SYSTEST_ARGS="scenario ..." runs some scenarios, "--hold 600" keeps it up to look inside
-#   make deb-test    (opt-in, root, ~1 min) install out/debian/*.deb on this machine and run a preflight
+#   make deb-test    (opt-in, root, ~1 min) install out/debian/<this machine's suite>/*.deb here and run a preflight
 #                    from each example language against the installed packages; swap fprintd for
 #                    localauth-fprintd and back; purge them all again (scripts/test-packages.sh)
 #   make example     build Examples/UnlockApp, which uses the package by path
@@ -85,7 +89,7 @@ LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
 	$(LINK_FLAGS)
 ifeq ($(BUILD),release)
-SWIFT_BUILD_FLAGS := $(RELEASE_FLAGS)
+SWIFT_BUILD_FLAGS = $(RELEASE_FLAGS)
 else ifeq ($(BUILD),debug)
 SWIFT_BUILD_FLAGS :=
 else
@@ -155,7 +159,8 @@ test: deps pam clientlib examples
 	$(MAKE) --no-print-directory run-check
 	$(MAKE) --no-print-directory distro-build SUITE=trixie
 	$(MAKE) --no-print-directory run-e2e
-	$(MAKE) --no-print-directory system-test
+	$(MAKE) --no-print-directory system-test SUITE=bookworm
+	$(MAKE) --no-print-directory system-test SUITE=trixie
 
 run-check:
 	$(SWIFT) test $(XCTEST) --skip '^EndToEndTests\.' 2>&1
@@ -170,10 +175,12 @@ run-e2e:
 # The oldest Swift a distribution ships that we build with: Debian 13's
 # swiftlang 6.0.3 (no #embed, no 6.2 concurrency spellings, rethrows
 # standard library). The Swift on PATH is not used: the suite's own is.
-SUITE ?= trixie
+# Its suite is trixie unless SUITE is given (SUITE's own default, bookworm,
+# has no swiftlang).
+DISTRO_SUITE = $(if $(filter command line environment,$(origin SUITE)),$(SUITE),trixie)
 DISTRO_ARGS ?=
 distro-build:
-	scripts/distro-build.sh $(SUITE) $(DISTRO_ARGS)
+	scripts/distro-build.sh $(DISTRO_SUITE) $(DISTRO_ARGS)
 
 LINT_BASE ?= $(shell base=$$(git merge-base HEAD main 2>/dev/null); \
 	if [ -n "$$base" ] && [ "$$base" != "$$(git rev-parse HEAD)" ]; then echo $$base; else cat $(CURDIR)/.lint-baseline; fi)
@@ -210,27 +217,26 @@ uninstall:
 install-list:
 	@$(INSTALL_ENV) scripts/install.sh list
 
-# The Debian source package in debian/ builds the split binary packages;
-# they land in out/debian (not dpkg-buildpackage's default, the parent directory).
-DEB_OUT := $(CURDIR)/out/debian
+# The Debian source package in debian/ builds the split binary packages, for
+# one suite: in a clean root of it (scripts/distro-build.sh --deb), into
+# out/debian/SUITE, then that suite's lintian. The suites we build for and
+# test on: bookworm (Debian 12) and trixie (Debian 13).
+SUITE ?= bookworm
+DEB_OUT = $(CURDIR)/out/debian/$(SUITE)
 deb:
 	@test "$$(dpkg-parsechangelog -SVersion)" = "$(VERSION)" || \
 		{ echo "debian/changelog is at $$(dpkg-parsechangelog -SVersion), VERSION at $(VERSION): add a changelog entry (dch -v $(VERSION))"; exit 1; }
-	rm -rf $(DEB_OUT) && mkdir -p $(DEB_OUT)
-	DEB_DESTDIR=$(DEB_OUT) dpkg-buildpackage -b -us -uc \
-		--buildinfo-option=-u$(DEB_OUT) --buildinfo-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).buildinfo \
-		--changes-option=-u$(DEB_OUT) --changes-file=$(DEB_OUT)/localauth_$(VERSION)_$$(dpkg --print-architecture).changes
-	lintian --info --display-info $(DEB_OUT)/*.changes
+	scripts/distro-build.sh $(SUITE) --deb --out $(DEB_OUT)
 
 deb-test:
 	scripts/test-packages.sh
 
-# The system test: a real Debian system in a container (scripts/system-test/run).
+# The system test: a real Debian system of SUITE in a container (scripts/system-test/run).
 system-test: deb
 	$(MAKE) --no-print-directory run-system-test
 
 run-system-test:
-	scripts/system-test/run $(SYSTEST_ARGS)
+	scripts/system-test/run --suite $(SUITE) $(SYSTEST_ARGS)
 
 example:
 	cd Examples/UnlockApp && $(SWIFT) build

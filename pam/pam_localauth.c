@@ -122,6 +122,7 @@ static const char *status_text(const char *status) {
     if (strcmp(status, "swipe-too-short") == 0) return "Swipe was too short, try again";
     if (strcmp(status, "finger-not-centered") == 0) return "Center your finger on the reader, try again";
     if (strcmp(status, "remove-and-retry") == 0) return "Lift your finger and place it again";
+    if (strcmp(status, "too-fast") == 0) return "Too fast, hold your finger on the reader a little longer";
     return NULL;
 }
 

@@ -3,19 +3,39 @@
 # (its `swiftlang`), in a buildd root of that suite, so that a change that
 # breaks an older Swift fails here and not in a distribution's build:
 #   scripts/distro-build.sh SUITE [--test] [--root] [--shell]
+#   scripts/distro-build.sh SUITE --deb [--out DIR] [--root] [--shell]
 # SUITE: trixie (Debian 13, swiftlang 6.0.3), sid, or any suite that has
-# swiftlang. `make distro-build SUITE=trixie` runs it; `make test` (CI) runs
-# it for trixie.
+# swiftlang; for --deb also bookworm (Debian 12, swift.org's toolchain).
+# `make distro-build SUITE=trixie` runs it; `make test` (CI) runs it for
+# trixie. `make deb SUITE=...` runs --deb.
 #   (default)  swift build, then swift build --build-tests
 #   --test     then the unit tests too (every test target but EndToEndTests,
 #              and RigSupport's), XCTest only
+#   --deb      the Debian packages, as a Debian builder builds them: the
+#              source package (dpkg-source -b of the tree), then
+#              dpkg-buildpackage -b of it unpacked, as an unprivileged user,
+#              in a root with nothing but build-essential and its
+#              Build-Depends, no network; the .debs, .buildinfo, .changes,
+#              .dsc and .tar.xz go to DIR (out/debian/SUITE), then the
+#              suite's own lintian checks them (below)
 #   --root     only build the root (if not cached) and print its path
 #   --shell    a shell in the root, set up as for the build
-# The root: mmdebstrap --variant=buildd --include=swiftlang,<Build-Depends of
-# debian/control but debhelper's>,<what the unit tests run> SUITE, cached
-# under $DISTRO_ROOTS (/var/cache/localauth-build-roots) as SUITE-KEY, KEY a
-# hash of the suite, the package list and the mirror; roots of the suite with
-# another key are removed. It is never written to: each build runs in its own
+# The root: mmdebstrap --variant=buildd SUITE, then `apt-get build-dep` of
+# debian/control (Build-Depends with their alternatives, versions and build
+# profiles, as a buildd resolves them) and, but for --deb, what the unit
+# tests run (swiftlang, openssl, swtpm and its TCTI, dbus-daemon). Cached
+# under $DISTRO_ROOTS (/var/cache/localauth-build-roots) as SUITE-KEY (--deb:
+# SUITE-deb-KEY), KEY a hash of the suite, Build-Depends, the packages and
+# the mirror; roots of the suite and kind with another key are removed.
+# --deb on a suite without swiftlang (bookworm) builds with the build profile
+# pkg.localauth.upstream-swift: swift.org's toolchain, the one the Makefile
+# puts on PATH (/opt/swift), is mounted read-only in the root and put on
+# PATH (the only thing from this machine in the build); its run-time
+# libraries are the profile's Build-Depends. lintian: the suite's own, whose
+# packages the root keeps downloaded (not installed); it is installed into a
+# throw-away overlay of the root for the check, which fails on any error or
+# warning (the report shows pedantic and info tags too). The root is never
+# written to: each build runs in its own
 # mount, network and pid namespace (unshare) where the root is mounted read-only,
 # the source tree read-only at /src, /proc, a tmpfs /tmp, and the build's
 # scratch directory (.build/distro/SUITE of the tree, kept between builds:
@@ -37,9 +57,14 @@ elapsed() { awk -v a="$1" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.0f", b - a }'
 
 SUITE=""
 MODE=build
+KIND=test
+OUT=""
+ONLY_ROOT=""
 while [ $# -gt 0 ]; do
     case "$1" in
         --test) MODE=test ;;
+        --deb) KIND=deb; [ "$MODE" != build ] || MODE=deb ;;
+        --out) OUT="$2"; shift ;;
         --root) MODE=root ;;
         --shell) MODE=shell ;;
         -h|--help) sed -n '2,/^set/{/^set/d;s/^# \{0,1\}//;p}' "$0"; exit 0 ;;
@@ -54,23 +79,36 @@ done
 command -v unshare >/dev/null || die "unshare is not installed (util-linux)"
 command -v ip >/dev/null || die "ip is not installed (iproute2): the build's loopback needs it"
 
-# The packages: Debian's Swift, what debian/control says the build needs
-# (debhelper's own entries aside: this builds with SwiftPM, not dh), and what
-# the unit tests run: openssl (the crypto tests check against it), swtpm and
-# its TCTI (the TPM tests), dbus-daemon (DBusCoreTests' private bus).
-build_depends() {
-    sed -n '/^Build-Depends:/,/^[^ #]/{/^Build-Depends:/{s/^Build-Depends://;p;d};/^[ \t]/p}' "$REPO/debian/control" |
-        sed 's/#.*//' | tr ',' '\n' | sed 's/[[(<].*//; s/[ \t]//g' | grep -v '^$' |
-        grep -v '^debhelper' | grep -v '^dh-'
-}
-PACKAGES="$( { echo swiftlang; build_depends; printf '%s\n' openssl swtpm libtss2-tcti-swtpm0 dbus-daemon; } |
-    sort -u | paste -sd, -)"
-[[ "$PACKAGES" == *libdbus-1-dev* ]] || die "could not read Build-Depends from debian/control"
+# The packages: build-essential (the buildd variant), debian/control's
+# Build-Depends resolved by apt-get build-dep (with PROFILES), and for the
+# unit tests (not --deb) Debian's Swift and what they run: openssl (the
+# crypto tests check against it), swtpm and its TCTI (the TPM tests),
+# dbus-daemon (DBusCoreTests' private bus).
+BUILD_DEPENDS="$(sed -n '/^Build-Depends:/,/^[^ #]/{/^Build-Depends:/{s/^Build-Depends://;p;d};/^[ \t]/p}' "$REPO/debian/control" |
+    sed 's/#.*//' | tr -s ' \t\n' ' ')"
+[[ "$BUILD_DEPENDS" == *libdbus-1-dev* ]] || die "could not read Build-Depends from debian/control"
+PROFILES=""
+UPSTREAM_SWIFT=""
+if [ "$KIND" = deb ]; then
+    # Debian 12 has no swiftlang: swift.org's toolchain (debian/control).
+    case "$SUITE" in bookworm|bullseye) UPSTREAM_SWIFT=1 ;; esac
+    [ -z "${DISTRO_UPSTREAM_SWIFT:-}" ] || UPSTREAM_SWIFT=1
+    [ -z "$UPSTREAM_SWIFT" ] || PROFILES=pkg.localauth.upstream-swift
+    PACKAGES=""
+else
+    PACKAGES="swiftlang,openssl,swtpm,libtss2-tcti-swtpm0,dbus-daemon"
+fi
 # sid's Release file is valid for a week only: a mirror that is a snapshot
 # (this project's machines) would be refused without this.
 APTOPT='Acquire::Check-Valid-Until "false"'
-KEY="$(printf '%s\n' "$SUITE" "$PACKAGES" "$MIRROR" "$APTOPT" | sha256sum | cut -c1-16)"
-ROOT="$ROOTS/$SUITE-$KEY"
+KEY="$(printf '%s\n' "$SUITE" "$KIND" "$BUILD_DEPENDS" "$PROFILES" "$PACKAGES" "$MIRROR" "$APTOPT" | sha256sum | cut -c1-16)"
+if [ "$KIND" = deb ]; then ROOT="$ROOTS/$SUITE-deb-$KEY"; else ROOT="$ROOTS/$SUITE-$KEY"; fi
+# A root of the same suite and kind with another key.
+is_old_root() {
+    local name="${1##*/}"
+    name="${name%.tmp}"
+    if [ "$KIND" = deb ]; then [[ "$name" =~ ^$SUITE-deb-[0-9a-f]{16}$ ]]; else [[ "$name" =~ ^$SUITE-[0-9a-f]{16}$ ]]; fi
+}
 
 build_root() {
     command -v mmdebstrap >/dev/null || die "mmdebstrap is not installed (apt-get install mmdebstrap)"
@@ -79,18 +117,29 @@ build_root() {
     exec 9>"$ROOTS/.$SUITE.lock"
     flock 9
     if [ -f "$ROOT/.distro-root-complete" ]; then exec 9>&-; return; fi
-    # Only this script's roots of this suite (SUITE-<16 hex digits>): the
-    # directory may hold others' (trixie-deb-…).
+    # Only this script's roots of this suite and kind (SUITE-<16 hex digits>,
+    # SUITE-deb-<16 hex digits>): the directory may hold others'.
     for old in "$ROOTS/$SUITE"-*; do
-        [[ "${old##*/}" =~ ^$SUITE-[0-9a-f]{16}(\.tmp)?$ ]] || continue
-        [ "$old" != "$ROOT" ] && { say "removing the old root $old"; rm -rf --one-file-system "$old"; }
+        [ -e "$old" ] && [ "$old" != "$ROOT" ] && is_old_root "$old" && { say "removing the old root $old"; rm -rf --one-file-system "$old"; }
     done
-    say "building the root $ROOT (mmdebstrap --variant=buildd $SUITE, $(echo "$PACKAGES" | tr , '\n' | wc -l) packages)"
+    say "building the root $ROOT (mmdebstrap --variant=buildd $SUITE, Build-Depends${PROFILES:+ (profile $PROFILES)}${PACKAGES:+, $PACKAGES})"
     local start=$EPOCHREALTIME
-    mmdebstrap --variant=buildd --include="$PACKAGES" --aptopt="$APTOPT" \
-        --customize-hook='mkdir -p "$1/src" "$1/scratch"' \
-        "$SUITE" "$ROOT.tmp" "deb $MIRROR $SUITE main" >&2 || { rm -rf --one-file-system "$ROOT.tmp"; die "mmdebstrap failed"; }
-    chroot "$ROOT.tmp" dpkg-query -W -f='${Package} ${Version}\n' swiftlang > "$ROOT.tmp/.distro-root-complete"
+    local control; control="$(mktemp -d)"
+    mkdir "$control/debian" && cp "$REPO/debian/control" "$control/debian/control"
+    # --deb: lintian's packages are downloaded, not installed (the build sees
+    # only Build-Depends); the builder is an unprivileged user, as on a buildd.
+    local deb_hooks=()
+    [ "$KIND" != deb ] || deb_hooks=(
+        --customize-hook='mkdir -p "$1/var/cache/lintian-debs/partial" && chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends --download-only -o Dir::Cache::Archives=/var/cache/lintian-debs lintian && rm -rf "$1/var/cache/lintian-debs/partial" "$1/var/cache/lintian-debs/lock"'
+        --customize-hook='chroot "$1" useradd --create-home --uid 2000 --user-group --shell /bin/sh builder && mkdir -p "$1/build" "$1/opt/swift-toolchain"')
+    mmdebstrap --variant=buildd ${PACKAGES:+--include="$PACKAGES"} --aptopt="$APTOPT" \
+        --customize-hook='mkdir -p "$1/src" "$1/scratch" "$1/tmp/control"' \
+        --customize-hook='copy-in '"$control/debian"' /tmp/control' \
+        --customize-hook='chroot "$1" env DEBIAN_FRONTEND=noninteractive apt-get build-dep -y -q --no-install-recommends '"${PROFILES:+-P $PROFILES}"' /tmp/control && rm -rf "$1/tmp/control"' \
+        "${deb_hooks[@]}" \
+        "$SUITE" "$ROOT.tmp" "deb $MIRROR $SUITE main" >&2 || { rm -rf --one-file-system "$ROOT.tmp" "$control"; die "mmdebstrap failed"; }
+    rm -rf "$control"
+    chroot "$ROOT.tmp" dpkg-query -W -f='${Package} ${Version}\n' swiftlang debhelper dpkg-dev 2>/dev/null | paste -sd, - | sed 's/,/, /g' > "$ROOT.tmp/.distro-root-complete" || true
     mv "$ROOT.tmp" "$ROOT"
     say "root built in $(elapsed "$start") s: $(du -sh --one-file-system "$ROOT" | cut -f1), $(cat "$ROOT/.distro-root-complete")"
     exec 9>&-
@@ -98,6 +147,95 @@ build_root() {
 
 [ -f "$ROOT/.distro-root-complete" ] || build_root
 if [ "$MODE" = root ]; then echo "$ROOT"; exit 0; fi
+
+# --deb: the source package from the tree, built as a buildd builds it.
+if [ "$KIND" = deb ]; then
+    VERSION="$(cat "$REPO/VERSION")"
+    OUT="${OUT:-$REPO/out/debian/$SUITE}"
+    WORK="$REPO/.build/distro/$SUITE-deb"
+    TOOLCHAIN=""
+    if [ -n "$UPSTREAM_SWIFT" ]; then
+        swift="$(command -v swift || true)"
+        [ -n "$swift" ] || die "$SUITE has no swiftlang: put swift.org's toolchain on PATH (the Makefile adds /opt/swift/usr/bin)"
+        TOOLCHAIN="$(cd "$(dirname "$(readlink -f "$swift")")/../.." && pwd)"
+        [ -x "$TOOLCHAIN/usr/bin/swift-build" ] || die "no toolchain around $swift ($TOOLCHAIN/usr/bin/swift-build)"
+    fi
+    # The tree as it is: tracked files and new ones git does not ignore
+    # (uncommitted changes too), never build output.
+    rm -rf --one-file-system "$WORK"
+    mkdir -p "$WORK/localauth-$VERSION"
+    (cd "$REPO" && git ls-files -z --cached --others --exclude-standard |
+        while IFS= read -r -d '' f; do [ -e "$f" ] || [ -L "$f" ] && printf '%s\0' "$f"; done |
+        tar --null --no-recursion -cf - -T -) | tar -xf - -C "$WORK/localauth-$VERSION"
+    [ -z "$(cd "$REPO" && git status --porcelain 2>/dev/null)" ] || say "the tree has uncommitted changes: they are built too"
+    BUILDER="$(awk -F: '$1 == "builder" { print $3 ":" $4 }' "$ROOT/etc/passwd")"
+    [ -n "$BUILDER" ] || die "the root has no builder account"
+    chown -R "$BUILDER" "$WORK"
+    JOBS="$(nproc)"
+    read -r -d '' INSIDE <<'SCRIPT' || true
+set -eu
+cd /build
+t() { local s=$(date +%s) rc=0; "$@" || rc=$?; echo "distro-build: $(( $(date +%s) - s )) s: $*$([ $rc = 0 ] || echo ": FAILED ($rc)")" >&2; return $rc; }
+swift --version 2>&1 | head -n 1
+t dpkg-source -b "localauth-$VERSION"
+rm -rf "localauth-$VERSION"
+dpkg-source -x "localauth_$VERSION.dsc" "localauth-$VERSION"
+cd "localauth-$VERSION"
+t dpkg-buildpackage -us -uc -b ${PROFILES:+-P$PROFILES}
+SCRIPT
+    [ "$MODE" != shell ] || INSIDE='cd /build; exec bash -i'
+    start=$EPOCHREALTIME
+    say "$SUITE: $(cat "$ROOT/.distro-root-complete")${TOOLCHAIN:+, the swift.org toolchain in $TOOLCHAIN}${PROFILES:+, profile $PROFILES}; building the packages (no network, as the user builder)"
+    rc=0
+    unshare --mount --net --pid --fork --kill-child --propagation private \
+        env ROOT="$ROOT" WORK="$WORK" TOOLCHAIN="$TOOLCHAIN" BUILDER="$BUILDER" INSIDE="$INSIDE" VERSION="$VERSION" PROFILES="$PROFILES" JOBS="$JOBS" bash -euc '
+        mount --bind "$ROOT" "$ROOT"
+        mount -o remount,bind,ro "$ROOT"
+        mount --bind "$WORK" "$ROOT/build"
+        if [ -n "$TOOLCHAIN" ]; then mount --bind "$TOOLCHAIN" "$ROOT/opt/swift-toolchain"; mount -o remount,bind,ro "$ROOT/opt/swift-toolchain"; fi
+        mount -t proc proc "$ROOT/proc"
+        mount -t tmpfs -o mode=1777 tmpfs "$ROOT/tmp"
+        mount -t tmpfs -o mode=1777 tmpfs "$ROOT/dev/shm" 2>/dev/null || true
+        # No network, but a loopback, as sbuild gives its builds: without one
+        # swift-build (CoreFoundation: "Could not create wakeup socket pair
+        # for CFSocket") sometimes hung for ever after running the build-tool
+        # plugin.
+        ip link set lo up
+        path=/usr/bin:/bin:/usr/sbin:/sbin
+        [ -z "$TOOLCHAIN" ] || path=/opt/swift-toolchain/usr/bin:$path
+        exec chroot --userspec="$BUILDER" "$ROOT" env -i PATH="$path" HOME=/nonexistent LANG=C.UTF-8 LC_ALL=C.UTF-8 \
+            DEB_BUILD_OPTIONS="parallel=$JOBS" VERSION="$VERSION" PROFILES="$PROFILES" bash -c "$INSIDE"
+    ' || rc=$?
+    say "$SUITE: packages built in $(elapsed "$start") s"
+    [ $rc = 0 ] || die "the package build failed ($rc)"
+    [ "$MODE" != shell ] || exit 0
+    rm -rf --one-file-system "$OUT"
+    mkdir -p "$OUT"
+    cp "$WORK"/*.deb "$WORK"/*.buildinfo "$WORK"/*.changes "$WORK"/*.dsc "$WORK"/*.tar.* "$OUT/"
+    ls "$OUT"/*.deb >/dev/null 2>&1 || die "no packages were built"
+
+    # lintian of the suite, in an overlay of the root that goes with the
+    # namespace: its packages come from the root's cache (no network).
+    start=$EPOCHREALTIME
+    rc=0
+    unshare --mount --net --pid --fork --kill-child --propagation private \
+        env ROOT="$ROOT" OUT="$OUT" BUILDER="$BUILDER" top="$WORK/lintian" bash -euc '
+        mkdir -p "$top"
+        mount -t tmpfs tmpfs "$top"
+        mkdir "$top/upper" "$top/work" "$top/merged"
+        mount -t overlay overlay -o "lowerdir=$ROOT,upperdir=$top/upper,workdir=$top/work" "$top/merged"
+        mkdir -p "$top/merged/out"
+        mount --bind "$OUT" "$top/merged/out"
+        mount -t proc proc "$top/merged/proc"
+        chroot "$top/merged" sh -c "dpkg -i /var/cache/lintian-debs/*.deb >/tmp/lintian-install.log 2>&1 || { cat /tmp/lintian-install.log; exit 1; }"
+        chroot --userspec="$BUILDER" "$top/merged" env -i PATH=/usr/bin:/bin HOME=/tmp LANG=C.UTF-8 sh -c \
+            "cd /out && lintian --version && lintian --info --display-info --pedantic --fail-on error,warning *.changes *.dsc"
+    ' || rc=$?
+    say "$SUITE: lintian in $(elapsed "$start") s$([ $rc = 0 ] || echo ": FAILED ($rc)")"
+    [ $rc = 0 ] || die "lintian found errors or warnings"
+    say "$SUITE: $(ls "$OUT"/*.deb | wc -l) packages in $OUT"
+    exit 0
+fi
 
 SCRATCH="$REPO/.build/distro/$SUITE"
 mkdir -p "$SCRATCH/home"

@@ -1,6 +1,7 @@
 #!/bin/bash
 # The package test (opt-in, `make deb-test`; needs root, takes about a minute
-# after `make deb`): installs out/debian/*.deb on this machine with apt, then
+# after `make deb`): installs out/debian/SUITE/*.deb (this machine's suite)
+# on this machine with apt, then
 # on the test rig (scripts/rig.sh: a private bus and the real polkitd) starts
 # the *installed* /usr/libexec/localauthd on libfprint's virtual reader,
 # enrolls a finger with the installed localauthctl, and runs a preflight from
@@ -23,7 +24,8 @@
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DEBS="${DEBS:-$REPO/out/debian}"
+# The packages built for this machine's suite (make deb SUITE=...).
+DEBS="${DEBS:-$REPO/out/debian/$(. /etc/os-release && echo "$VERSION_CODENAME")}"
 EXAMPLES="$REPO/Examples/LibLocalAuth"
 
 die() { echo "test-packages: $*" >&2; exit 1; }

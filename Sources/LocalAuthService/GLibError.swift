@@ -44,6 +44,9 @@ struct GLibError: Error, Sendable, CustomStringConvertible {
         case Int32(FP_DEVICE_RETRY_TOO_SHORT.rawValue): .tooShort
         case Int32(FP_DEVICE_RETRY_CENTER_FINGER.rawValue): .centerFinger
         case Int32(FP_DEVICE_RETRY_REMOVE_FINGER.rawValue): .removeFinger
+        // FP_DEVICE_RETRY_TOO_FAST (libfprint 1.94.7; Debian 13's 1.94.9), the
+        // value after REMOVE_FINGER: Debian 12's headers (1.94.5) lack the name.
+        case Int32(FP_DEVICE_RETRY_REMOVE_FINGER.rawValue) + 1: .tooFast
         default: .general
         }
     }
@@ -51,7 +54,7 @@ struct GLibError: Error, Sendable, CustomStringConvertible {
 
 /// Why a scan has to be repeated (libfprint's FpDeviceRetry).
 enum RetryKind: Sendable, CaseIterable {
-    case general, tooShort, centerFinger, removeFinger
+    case general, tooShort, centerFinger, removeFinger, tooFast
 }
 
 /// libfprint's device errors (fp-device.h's FpDeviceError), every one by

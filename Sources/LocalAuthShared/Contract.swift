@@ -122,6 +122,8 @@ public enum EvaluationProgress: String, Sendable, CaseIterable {
     case swipeTooShort = "swipe-too-short"
     case fingerNotCentered = "finger-not-centered"
     case removeAndRetry = "remove-and-retry"
+    /// The finger moved or touched too fast (libfprint 1.94.7 and later).
+    case tooFast = "too-fast"
     case noMatch = "no-match"
     /// Another program (fprintd, the lock screen) holds the reader: the
     /// service tries again until the scan timeout.
@@ -137,6 +139,7 @@ public enum EnrollProgress: String, Sendable, CaseIterable {
     case swipeTooShort = "enroll-swipe-too-short"
     case fingerNotCentered = "enroll-finger-not-centered"
     case removeAndRetry = "enroll-remove-and-retry"
+    case tooFast = "enroll-too-fast"
     case completed = "enroll-completed"
     case failed = "enroll-failed"
     case duplicate = "enroll-duplicate"

@@ -289,6 +289,7 @@ public struct LAEvaluationStatus: RawRepresentable, Hashable, Sendable {
     public static let swipeTooShort = LAEvaluationStatus(rawValue: EvaluationProgress.swipeTooShort.rawValue)
     public static let fingerNotCentered = LAEvaluationStatus(rawValue: EvaluationProgress.fingerNotCentered.rawValue)
     public static let removeAndRetry = LAEvaluationStatus(rawValue: EvaluationProgress.removeAndRetry.rawValue)
+    public static let tooFast = LAEvaluationStatus(rawValue: EvaluationProgress.tooFast.rawValue)
     public static let noMatch = LAEvaluationStatus(rawValue: EvaluationProgress.noMatch.rawValue)
     /// Another program (fprintd, the lock screen) holds the reader; the
     /// service waits for it until the scan timeout.
@@ -302,6 +303,7 @@ public struct LAEvaluationStatus: RawRepresentable, Hashable, Sendable {
         case .swipeTooShort: "Swipe was too short; try again."
         case .fingerNotCentered: "Finger not centered; try again."
         case .removeAndRetry: "Remove your finger and try again."
+        case .tooFast: "Too fast; hold your finger on the reader a little longer."
         case .noMatch: "Not recognized; try again."
         case .readerBusy: "The reader is in use by another program; waiting for it."
         default: rawValue

@@ -161,6 +161,7 @@ final class PromptWindow {
         case EvaluationProgress.swipeTooShort.rawValue: text = "Swipe was too short, try again"
         case EvaluationProgress.fingerNotCentered.rawValue: text = "Center your finger on the reader and try again"
         case EvaluationProgress.removeAndRetry.rawValue: text = "Lift your finger and try again"
+        case EvaluationProgress.tooFast.rawValue: text = "Too fast, hold your finger on the reader a little longer"
         case EvaluationProgress.readerBusy.rawValue: text = "The reader is in use by another program; waiting for it"
         case EvaluationProgress.noMatch.rawValue:
             text = "Not recognized, try again"

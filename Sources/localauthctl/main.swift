@@ -166,6 +166,8 @@ func enroll(_ options: PrintCommandOptions) async -> Int32 {
                 say("The finger was not centered and the scan did not count. Place it again, centered (\(next)).")
             case "enroll-remove-and-retry":
                 say("Lift your finger off the reader, then place it again (\(next)).")
+            case "enroll-too-fast":
+                say("That was too fast and did not count. Place your \(finger) again, a little longer (\(next)).")
             case "enroll-duplicate":
                 say("The reader already knows this finger (perhaps enrolled as another finger).")
             case "enroll-data-full":

@@ -28,7 +28,8 @@ func mergedServiceSettings(_ text: String) -> [String: [String]] {
 final class FprintdPackagingTests: ScratchDirectoryTestCase, @unchecked Sendable {
     override class var scratchName: String { "fprintd-package" }
 
-    /// FPRINTD=yes adds exactly localauth-fprintd's files (debian/localauth-fprintd.install)
+    /// FPRINTD=yes adds exactly localauth-fprintd's files (debian/localauth-fprintd.install,
+    /// and the drop-in, which debian/rules installs from the suite's unit directory)
     /// to the default installation; the activation file starts localauthd.service.
     func testFprintdInstallAddsTheReplacingPackagesFiles() throws {
         let destdir = scratch + "/root"
@@ -37,6 +38,10 @@ final class FprintdPackagingTests: ScratchDirectoryTestCase, @unchecked Sendable
         let added = files.subtracting(expectedFiles(prefix: "/usr", unitDirectory: "/lib/systemd/system").keys)
         let packaged = try contents(Paths.root + "/debian/localauth-fprintd.install")
             .split(separator: "\n").filter { !$0.hasPrefix("#") && !$0.isEmpty }.map { "/" + $0 }
+            + ["/lib/systemd/system/localauthd.service.d/fprintd.conf"]
+        let rules = try contents(Paths.root + "/debian/rules")
+        XCTAssertTrue(rules.contains("dh_install -plocalauth-fprintd $(UNITS)/localauthd.service.d/fprintd.conf"),
+                      "debian/rules installs the drop-in")
         XCTAssertEqual(added, Set(packaged))
         XCTAssertEqual(packaged.count, 6)
 

@@ -141,18 +141,18 @@ final class EvaluatorTests: XCTestCase {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [
-            .retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger), .retry(.general),
+            .retry(.tooShort), .retry(.centerFinger), .retry(.removeFinger), .retry(.general), .retry(.tooFast),
             .noMatch, .noMatch, .noMatch,
         ]
         let error = await rig.evaluate().value
         XCTAssertEqual(error?.code.rawValue, Code.authenticationFailed.dbusName)
-        XCTAssertEqual(rig.reader.scans, 7, "four retries do not use up three attempts")
+        XCTAssertEqual(rig.reader.scans, 8, "five retries do not use up three attempts")
         XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3, "only the judged scans count")
         XCTAssertEqual(
             rig.observers.statuses,
             [
                 .placeFinger, .swipeTooShort, .fingerNotCentered, .removeAndRetry,
-                .retryScan, .noMatch, .noMatch,
+                .retryScan, .tooFast, .noMatch, .noMatch,
             ])
     }
 

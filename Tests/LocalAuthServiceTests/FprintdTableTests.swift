@@ -80,9 +80,19 @@ final class FprintdTableTests: XCTestCase {
             let name = "net.reactivated.Fprint.Error." + chunk.prefix { $0 != "\"" }
             XCTAssertNotNil(FprintdBus.Error(rawValue: name), name)
         }
-        // And every status string.
-        for result in FprintdBus.VerifyResult.allCases { XCTAssertTrue(documented.contains(result.rawValue), result.rawValue) }
-        for result in FprintdBus.EnrollResult.allCases { XCTAssertTrue(documented.contains(result.rawValue), result.rawValue) }
+        // And the status strings, both ways: every one fprintd documents is
+        // one we send (fprintd 1.94.5, Debian 13, added verify-too-fast and
+        // enroll-too-fast for libfprint's FP_DEVICE_RETRY_TOO_FAST), and every
+        // one we send is documented, but those a newer fprintd added: an older
+        // one's libfprint never reports their cause (Debian 12's 1.94.2 with
+        // libfprint 1.94.5).
+        let theirs = Set(documented.components(separatedBy: "<doc:term>").dropFirst().map { String($0.prefix { $0 != "<" }) }
+            .filter { $0.hasPrefix("verify-") || $0.hasPrefix("enroll-") })
+        let ours = Set(FprintdBus.VerifyResult.allCases.map(\.rawValue) + FprintdBus.EnrollResult.allCases.map(\.rawValue))
+        XCTAssertFalse(theirs.isEmpty)
+        XCTAssertEqual(theirs.subtracting(ours), [], "statuses the installed fprintd documents that we never send")
+        XCTAssertTrue(ours.subtracting(theirs).isSubset(of: ["verify-too-fast", "enroll-too-fast"]),
+                      "statuses we send that the installed fprintd does not document: \(ours.subtracting(theirs).sorted())")
     }
 
     /// Our polkit file (for the replacing package) has fprintd's action ids and defaults.
@@ -107,9 +117,10 @@ final class FprintdTableTests: XCTestCase {
     /// STATUS strings: which end the operation (done) and which ask for another scan.
     func testDoneFollowsFprintd() {
         XCTAssertEqual(FprintdBus.VerifyResult.allCases.filter { !$0.done }.map(\.rawValue),
-                       ["verify-retry-scan", "verify-swipe-too-short", "verify-finger-not-centered", "verify-remove-and-retry"])
+                       ["verify-retry-scan", "verify-swipe-too-short", "verify-finger-not-centered", "verify-remove-and-retry",
+                        "verify-too-fast"])
         XCTAssertEqual(FprintdBus.EnrollResult.allCases.filter { !$0.done }.map(\.rawValue),
                        ["enroll-stage-passed", "enroll-retry-scan", "enroll-swipe-too-short", "enroll-finger-not-centered",
-                        "enroll-remove-and-retry"])
+                        "enroll-remove-and-retry", "enroll-too-fast"])
     }
 }

@@ -122,8 +122,8 @@ final class ContractValueTests: XCTestCase {
 
     func testProgressAndActionNames() {
         XCTAssertEqual(EvaluationProgress.allCases.map(\.rawValue),
-                       ["place-finger", "retry-scan", "swipe-too-short", "finger-not-centered", "remove-and-retry", "no-match",
-                        "reader-busy"])
+                       ["place-finger", "retry-scan", "swipe-too-short", "finger-not-centered", "remove-and-retry", "too-fast",
+                        "no-match", "reader-busy"])
         XCTAssertEqual(PolkitAction.evaluate.rawValue, "org.example.LocalAuth.evaluate")
         XCTAssertEqual(PolkitAction.authenticateOwner.rawValue, "org.example.LocalAuth.authenticate-owner")
         XCTAssertEqual(PolkitAction.enroll.rawValue, "org.example.LocalAuth.enroll")

@@ -13,7 +13,7 @@ final class EnrollmentContractTests: XCTestCase {
     func testEnrollStatusValues() {
         XCTAssertEqual(EnrollProgress.allCases.map(\.rawValue), [
             "enroll-place-finger", "enroll-stage-passed", "enroll-retry-scan", "enroll-swipe-too-short",
-            "enroll-finger-not-centered", "enroll-remove-and-retry", "enroll-completed", "enroll-failed",
+            "enroll-finger-not-centered", "enroll-remove-and-retry", "enroll-too-fast", "enroll-completed", "enroll-failed",
             "enroll-duplicate", "enroll-data-full", "enroll-reader-busy",
         ])
     }

@@ -209,7 +209,8 @@ la_context_class_init (LaContextClass *klass)
    * LaContext::status:
    * @self: the context
    * @status: the service's EvaluationStatus: place-finger, retry-scan,
-   *   swipe-too-short, finger-not-centered, remove-and-retry or no-match
+   *   swipe-too-short, finger-not-centered, remove-and-retry, too-fast or
+   *   no-match
    *
    * Progress of this context's evaluation, for the app's own prompt
    * ("place your finger", "try again"). Emitted in the main context of the
@@ -458,7 +459,7 @@ evaluation_options (LaContext *self, const gchar *request_id)
  * @cancellable: (nullable): cancelling it sends the service Cancel for this
  *   evaluation, which then fails with %LA_ERROR_APP_CANCEL
  * @callback: (scope async): called when the person is verified or it failed
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `evaluatePolicy(_:localizedReason:reply:)`. No reply timeout: it
  * takes as long as the person takes (the service bounds it). Progress comes

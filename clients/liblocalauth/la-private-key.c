@@ -125,7 +125,7 @@ byte_array (GBytes *bytes)
  *   %LA_KEY_ALGORITHM_ECDSA_SIGNATURE_DIGEST_X962_SHA256
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called with the signature
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `sign(_:secKeyAlgorithm:)`: a DER ECDSA signature.
  */
@@ -160,7 +160,7 @@ la_private_key_sign_finish (LaPrivateKey *self, GAsyncResult *result, GError **e
  * @algorithm: one of the ECIES algorithms (%LA_KEY_ALGORITHM_ECIES_ENCRYPTION_COFACTOR_VARIABLE_IV_X963_SHA256_AESGCM, …)
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called with the plaintext
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `decrypt(_:secKeyAlgorithm:)`.
  */
@@ -197,7 +197,7 @@ la_private_key_decrypt_finish (LaPrivateKey *self, GAsyncResult *result, GError 
  *   for the X9.63 algorithms
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called with the shared secret
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `exchangeKeys(publicKey:secKeyAlgorithm:secKeyParameters:)`.
  */

@@ -409,7 +409,7 @@ forward_status (LaRight *self, const gchar *status, LaContext *context)
  * @cancellable: (nullable): cancelling sends the service Cancel; the
  *   authorization then fails with %LA_ERROR_APP_CANCEL
  * @callback: (scope async): called when it is authorized or failed
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `authorize(localizedReason:)`: a real evaluation with the right's
  * requirement. No reply timeout: it takes as long as the person takes.
@@ -562,7 +562,7 @@ secret_loaded (GObject *source, GAsyncResult *result, gpointer data)
  * @self: a right's secret
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called with the secret
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `loadData()`: the secret, while its right is authorized (else
  * %LA_ERROR_NOT_INTERACTIVE).
@@ -680,7 +680,7 @@ saved_right_free (SavedRight *saved)
  * @secret: (nullable): a secret to keep with it (at most 64 KiB)
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called when it is kept
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `saveRight(_:identifier:secret:)`: replaces a right of that
  * identifier. polkit may ask (org.example.LocalAuth.rights.manage), so no
@@ -735,7 +735,7 @@ la_right_store_save_right_finish (LaRightStore *self, GAsyncResult *result, GErr
  * @identifier: the right's identifier
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called with the right
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `right(forIdentifier:)`; a missing right is
  * %LA_ERROR_INVALID_CONTEXT (org.example.LocalAuth.Error.RightNotFound).
@@ -794,7 +794,7 @@ la_right_store_right_for_identifier_finish (LaRightStore *self, GAsyncResult *re
  * @identifier: the right's identifier
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called when it is removed
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `removeRight(forIdentifier:)`; its authorizations end.
  */
@@ -829,7 +829,7 @@ la_right_store_remove_right_for_identifier_finish (LaRightStore *self, GAsyncRes
  * @self: the store
  * @cancellable: (nullable): a #GCancellable
  * @callback: (scope async): called when they are removed
- * @user_data: (closure): for @callback
+ * @user_data: for @callback
  *
  * Apple's `removeAllRights()`: every right of this app.
  */

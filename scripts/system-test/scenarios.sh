@@ -114,6 +114,7 @@ open_seat_session() {  # UNIT USER CLASS(user|greeter)
 }
 close_seat_session() { systemctl stop "$1" 2>/dev/null; systemctl reset-failed "$1" 2>/dev/null; true; }
 session_prop() { loginctl show-session "$1" -P "$2"; }
+session_path() { busctl --system call org.freedesktop.login1 /org/freedesktop/login1 org.freedesktop.login1.Manager GetSession s "$1" | sed -n 's/^o "\(.*\)"$/\1/p'; }
 active_session_of_seat() { loginctl show-seat seat0 -P ActiveSession; }
 
 # A process of USER in a scope of USER's systemd --user (user@UID.service),
@@ -212,7 +213,11 @@ CONF
 }
 
 # The module's log lines (pam_syslog: "PAM-SERVICE(pam_localauth:auth): ...").
-module_log_since() { journalctl -q --since "@$1" -o cat -t "$2" 2>/dev/null | grep pam_localauth; }
+# OpenSSH 10 (Debian 13) runs sshd's PAM in sshd-session, which logs under that name.
+module_log_since() {  # SINCE PROGRAM
+    local tags=(-t "$2"); [ "$2" != sshd ] || tags+=(-t sshd-session)
+    journalctl -q --since "@$1" -o cat "${tags[@]}" 2>/dev/null | grep pam_localauth
+}
 
 # --------------------------------------------------------------- scenarios
 
@@ -436,6 +441,60 @@ CONF
     [ "$(lockout_count alice)" -gt "$before" ] || why "the lockout did not count pam_fprintd's failed match ($before → $(lockout_count alice))" || return 1
 }
 
+# fprintd's statuses for libfprint's errors and retries (docs/FPRINTD.md),
+# checked against the suite's own fprintd: the same commands of the virtual
+# reader during a pam_fprintd verify (gdm's worker, as above), once with
+# localauthd --fprintd, once with Debian's fprintd; pam_fprintd logs each
+# VerifyStatus. Ours are fprintd 1.94.5's everywhere; Debian 12's fprintd
+# 1.94.2 says verify-unknown-error for TOO_HOT, and its libfprint (1.94.5)
+# has no TOO_FAST (libfprint 1.94.7).
+fprintd_results() {  # SOCKET COMMAND: the VerifyStatus results pam_fprintd saw
+    local out="$LOGS/fprintd-results.log" pid cursor
+    cursor="$(journalctl -n0 --show-cursor -q | sed -n 's/^-- cursor: //p')"
+    logged() { journalctl -q --after-cursor="$cursor" -o cat -t pamtester; }
+    pid=$(gdm_worker "$out" pamtester -v systest-gdm-fingerprint-fprintd alice authenticate)
+    wait_for 10 "VerifyStart" sh -c "journalctl -q --after-cursor='$cursor' -o cat -t pamtester | grep -q 'VerifyStart completed'"
+    vfp "$1" "$2"
+    case "$2" in RETRY*) wait_for 5 "the retry" sh -c "journalctl -q --after-cursor='$cursor' -o cat -t pamtester | grep -q '(done: 0)'"
+                         vfp "$1" SCAN alice-right-index ;; esac
+    gdm_worker_status "$out" "$pid" >/dev/null
+    echo "$2: $(grep '^pamtester:' "$out" | tail -n1)" >&2
+    logged | sed -n 's/.*Verify result: \([a-z-]*\) .*/\1/p' | paste -sd' '
+}
+scenario_fprintd_statuses_are_debians() {
+    local commands=("ERROR 5" "ERROR 7") ours=() theirs=() expect_ours expect_theirs i fprintd_version bad=""
+    dpkg --compare-versions "$(dpkg-query -W -f='${Version}' libfprint-2-2)" ge 1:1.94.7 && commands+=("RETRY 4")
+    commands+=("ERROR 257")  # last: the reader is then taken as cooling down
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    [ "$(status_of localauth-fprintd)" = installed ] || apt_quiet install "$(ls $DEBS/localauth-fprintd_*.deb)" || return 1
+    systemctl stop localauthd
+    start_gdm_with_greeter >/dev/null || return 1
+    printf 'auth [success=done default=ignore] pam_fprintd.so max-tries=1 timeout=10 debug\nauth requisite pam_deny.so\naccount required pam_permit.so\n' \
+        > /etc/pam.d/systest-gdm-fingerprint-fprintd
+    for i in "${!commands[@]}"; do ours[i]="$(fprintd_results "$VFP" "${commands[i]}")"; done
+    systemctl stop localauthd
+    apt_quiet install fprintd || return 1
+    fprintd_version="$(dpkg-query -W -f='${Version}' fprintd)"
+    for i in "${!commands[@]}"; do theirs[i]="$(fprintd_results "$FPRINTD_VFP" "${commands[i]}")"; done
+    systemctl stop fprintd
+    reset_lockout alice
+    for i in "${!commands[@]}"; do
+        case "${commands[i]}" in
+            "ERROR 5") expect_ours=verify-disconnected expect_theirs=verify-disconnected ;;        # PROTO
+            "ERROR 7") expect_ours=verify-no-match expect_theirs=verify-no-match ;;                # DATA_NOT_FOUND
+            "ERROR 257") expect_ours=verify-disconnected expect_theirs=verify-disconnected         # TOO_HOT
+                dpkg --compare-versions "$fprintd_version" ge 1.94.5 || expect_theirs=verify-unknown-error ;;
+            "RETRY 4") expect_ours="verify-too-fast verify-match" expect_theirs="verify-too-fast verify-match" ;;
+        esac
+        echo "${commands[i]}: localauthd --fprintd '${ours[i]}', Debian's fprintd $fprintd_version '${theirs[i]}'" >&2
+        [ "${theirs[i]}" = "$expect_theirs" ] || bad="${commands[i]}: Debian's fprintd $fprintd_version said '${theirs[i]}', docs/FPRINTD.md says '$expect_theirs'"
+        [ "${ours[i]}" = "$expect_ours" ] || bad="${commands[i]}: localauthd --fprintd said '${ours[i]}', fprintd 1.94.5 says '$expect_ours'"
+    done
+    [ -z "$bad" ] || why "$bad" || return 1
+    figure "fprintd $fprintd_version: ${#commands[@]} commands"
+}
+
 # logind away: the service cannot tell who is at the reader, so it must fail
 # closed: alice's app in her (formerly active) display session is refused
 # without a scan while systemd-logind is stopped (masked, so the bus cannot
@@ -505,8 +564,8 @@ scenario_prompt_agent_follows_the_active_display_session() {
     reset_lockout alice; reset_lockout bob
     alice="$(open_seat_session systest-display-alice alice user)" || return 1
     alice_agent="$(start_agent alice 11 "$since")" || return 1
-    # The service names the session by its logind path (the id escaped: "175" → "_3175").
-    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q "/session/_3$alice)" ||
+    # The service names the session by its logind path (the id escaped: "175" → "_3175"; "c17" as it is).
+    journalctl -q -u localauthd --since "@$since" -o cat | grep "prompt agent $alice_agent registered" | grep -q -F "$(session_path "$alice"))" ||
         why "alice's agent is not registered for her display session $alice" || return 1
     bob="$(open_seat_session systest-display-bob bob user)" || return 1
     loginctl activate "$bob"
@@ -1102,6 +1161,10 @@ CONF
 cleanup_between_scenarios() {
     close_seat_session systest-display-alice; close_seat_session systest-display-bob; close_seat_session systest-greeter
     systemctl stop gdm systest-other xvfb-alice xvfb-bob 2>/dev/null
+    # The greeter's session (its scope outlives gdm.service): after logind's
+    # restart, Debian 13's logind counts session names from c1 again and
+    # would collide with a scope left over.
+    loginctl terminate-user Debian-gdm 2>/dev/null
     systemctl reset-failed gdm systest-other xvfb-alice xvfb-bob 2>/dev/null; rm -f /run/systest-gdm.cmd; true
 }
 
@@ -1109,7 +1172,7 @@ ALL=(apt_installs_the_packages bus_activation_and_idle_exit app_scope_in_active_
      greeter_worker_fingerprint_login sshd_own_pam_never_scans sudo_in_ssh_session_falls_to_password
      terminal_scope_sudo_gets_fingerprint ssh_user_scope_sudo_is_judged_by_the_display_session su_switched_away_gets_no_touch
      prompt_agent_follows_the_active_display_session journal_priorities logind_away_fails_closed greeter_worker_fingerprint_login_through_pam_fprintd
-     fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password stopped_passwd_holds_no_other_login)
+     fprintd_statuses_are_debians fprintd_swap_and_purge login_keyring_opens_with_the_finger_and_the_password stopped_passwd_holds_no_other_login)
 
 # ----------------------------------------- password managers through polkit
 # Issue 40, item 1. Bitwarden, 1Password and KeePassXC each ask polkit for an

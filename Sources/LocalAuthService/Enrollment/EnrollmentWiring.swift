@@ -139,7 +139,7 @@ extension LibfprintReaderSession: EnrollSession {
 
 extension ReaderFailure {
     /// What libfprint's `error` is, as fprintd's statuses tell them apart:
-    /// every device error decided here, as fprintd 1.94 decides it
+    /// every device error decided here, as fprintd 1.94.5 decides it
     /// (src/device.c, verify_result_to_name and enroll_result_to_name).
     init(_ error: GLibError) {
         if error.isCancelled {
@@ -152,9 +152,9 @@ extension ReaderFailure {
         case .dataFull?: self = .dataFull
         case .dataDuplicate?: self = .duplicate
         case .dataNotFound?: self = .notFound
-        // TOO_HOT included: fprintd 1.94 names it nowhere (the caller of an
-        // evaluation hears "cooling down": ReaderGate.unusable).
-        case .general?, .notSupported?, .notOpen?, .alreadyOpen?, .busy?, .dataInvalid?, .tooHot?, nil:
+        // The caller of an evaluation hears "cooling down" (ReaderGate.unusable).
+        case .tooHot?: self = .overheated
+        case .general?, .notSupported?, .notOpen?, .alreadyOpen?, .busy?, .dataInvalid?, nil:
             self = .other
         }
     }

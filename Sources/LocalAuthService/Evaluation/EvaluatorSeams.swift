@@ -58,7 +58,10 @@ enum ReaderFailure: Equatable {
     case duplicate
     /// FP_DEVICE_ERROR_DATA_NOT_FOUND: the chip does not hold a print it was given.
     case notFound
-    /// Every other error (GENERAL, BUSY, TOO_HOT, …): fprintd's "unknown-error".
+    /// FP_DEVICE_ERROR_TOO_HOT: the reader must cool down (fprintd 1.94.5's
+    /// "disconnected"; the caller of an evaluation hears "cooling down").
+    case overheated
+    /// Every other error (GENERAL, BUSY, …): fprintd's "unknown-error".
     case other
 }
 

@@ -81,6 +81,7 @@ extension RetryKind {
         case .tooShort: .swipeTooShort
         case .centerFinger: .fingerNotCentered
         case .removeFinger: .removeAndRetry
+        case .tooFast: .tooFast
         }
     }
 

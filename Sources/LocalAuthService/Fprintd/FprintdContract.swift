@@ -61,6 +61,8 @@ enum FprintdBus {
         case swipeTooShort = "verify-swipe-too-short"
         case fingerNotCentered = "verify-finger-not-centered"
         case removeAndRetry = "verify-remove-and-retry"
+        /// fprintd 1.94.5 (Debian 13): libfprint's FP_DEVICE_RETRY_TOO_FAST.
+        case tooFast = "verify-too-fast"
         case disconnected = "verify-disconnected"
         case unknownError = "verify-unknown-error"
 
@@ -76,6 +78,8 @@ enum FprintdBus {
         case swipeTooShort = "enroll-swipe-too-short"
         case fingerNotCentered = "enroll-finger-not-centered"
         case removeAndRetry = "enroll-remove-and-retry"
+        /// fprintd 1.94.5 (Debian 13): libfprint's FP_DEVICE_RETRY_TOO_FAST.
+        case tooFast = "enroll-too-fast"
         case dataFull = "enroll-data-full"
         case duplicate = "enroll-duplicate"
         case disconnected = "enroll-disconnected"
@@ -85,7 +89,7 @@ enum FprintdBus {
     }
 }
 
-/// The four statuses of a scan to try again, which VerifyStatus and
+/// The five statuses of a scan to try again, which VerifyStatus and
 /// EnrollStatus both send, each under its own prefix ("verify-retry-scan",
 /// "enroll-retry-scan"): one mapping from libfprint's retry for both.
 protocol RetryStatus: Equatable {
@@ -93,6 +97,7 @@ protocol RetryStatus: Equatable {
     static var swipeTooShort: Self { get }
     static var fingerNotCentered: Self { get }
     static var removeAndRetry: Self { get }
+    static var tooFast: Self { get }
 }
 
 extension RetryStatus {
@@ -102,11 +107,12 @@ extension RetryStatus {
         case .tooShort: self = .swipeTooShort
         case .centerFinger: self = .fingerNotCentered
         case .removeFinger: self = .removeAndRetry
+        case .tooFast: self = .tooFast
         }
     }
 
     /// A retry: the operation goes on, so the client must not stop it yet (`done` is false).
-    var isRetry: Bool { [.retryScan, .swipeTooShort, .fingerNotCentered, .removeAndRetry].contains(self) }
+    var isRetry: Bool { [.retryScan, .swipeTooShort, .fingerNotCentered, .removeAndRetry, .tooFast].contains(self) }
 }
 
 extension ErrorTable {

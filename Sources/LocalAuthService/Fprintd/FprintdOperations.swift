@@ -201,8 +201,8 @@ extension FprintdDevice {
             // counted nowhere), and the Stop waits for it (so at SIGTERM). A
             // timeout or sleep is an error to report.
             return operation.timedOut ? .unknownError : .noMatch
-        // PROTO is fprintd's "disconnected"; an unplugged reader is ours (docs/FPRINTD.md).
-        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
+        // fprintd 1.94.5's "disconnected": PROTO, REMOVED (unplugged) and TOO_HOT (docs/FPRINTD.md).
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _), .readerFailed(_, .overheated, _):
             return .disconnected
         case .readerFailed(_, .notFound, _):
             // fprintd 1.94: the chip lacks the print, so it did not match (judged by no scan: counted nowhere).
@@ -325,8 +325,8 @@ extension FprintdDevice {
         case .interrupted, .readerFailed(_, .cancelled, _):
             // EnrollStop, Release, the claimer gone: enroll-failed; no finger in time, sleep: an error.
             return operation.timedOut ? .unknownError : .failed
-        // PROTO is fprintd's "disconnected"; an unplugged reader is ours.
-        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _):
+        // fprintd 1.94.5's "disconnected": PROTO, REMOVED and TOO_HOT.
+        case .readerFailed(_, .removed, _), .readerFailed(_, .protocolError, _), .readerFailed(_, .overheated, _):
             return .disconnected
         case .readerFailed(_, .dataFull, _):
             return .dataFull

@@ -85,7 +85,9 @@ BUILD ?= release
 # linker (SwiftPM 6.1's --toolset) is not used for (and Debian 13's SwiftPM
 # 6.0 has no --toolset). Not unsafeFlags in Package.swift, which a package
 # used as a dependency may not have.
-LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs
+# A build ID as every Debian program has (swift.org's 6.3 asks for one, Debian
+# 13's 6.0.3 does not).
+LINK_FLAGS = -Xswiftc -use-ld=lld -Xlinker -z -Xlinker pack-relative-relocs -Xlinker --build-id=sha1
 RELEASE_FLAGS = -c release --static-swift-stdlib --disable-local-rpath -Xlinker -z -Xlinker relro -Xlinker -z -Xlinker now \
 	$(LINK_FLAGS)
 ifeq ($(BUILD),release)

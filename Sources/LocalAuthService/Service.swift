@@ -39,7 +39,7 @@ public final class LocalAuthService {
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
     let callers: Callers
-    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
+    /// Every call in flight, from arrival to answer (Bus/CallRecord.swift).
     let registry = CallRegistry()
     /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
     let readerChoice: ReaderChoice
@@ -49,7 +49,7 @@ public final class LocalAuthService {
     let environment: Environment
     /// Rights and secrets: their storage and the authorizations in force (Rights/).
     let rights: RightsService
-    /// org.example.LocalAuth's object: the components its rows reach (Bus/MethodTable.swift).
+    /// org.example.LocalAuth's object: the components its rows reach (LocalAuth/LocalAuthContract.swift).
     let object: LocalAuthObject
     /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
     let router: CallRouter
@@ -275,7 +275,7 @@ public final class LocalAuthService {
     /// operation still runs on one; closing would wait for it).
     private func abandonStuckCalls() {
         guard stopping, !registry.isEmpty else { return }
-        let count = registry.abandonAll(answering: Evaluation.Interruption.serviceStopping.error)
+        let count = registry.abandonAll(answering: Interruption.serviceStopping.error)
         Log.warning("\(count) call(s) still waited \(Int(ServiceLimits.shutdownGrace)) s after SIGTERM "
                     + "(a reader ignored its cancellation); answered them and exiting")
         readersStuck = true

@@ -18,10 +18,10 @@ final class EnrollmentTests: XCTestCase {
     private final class Call: EnrollingCall {
         let ticket = SensorQueue.Ticket(uid: 1000, purpose: .enrollment(sender: ":1.5"))
         let cancellable = Cancellable()
-        var stopped: Evaluation.Interruption?
-        var biometricInterruption: Evaluation.Interruption? { stopped }
+        var stopped: Interruption?
+        var biometricInterruption: Interruption? { stopped }
         var hasEnded = false
-        func stopBiometrics(_ reason: Evaluation.Interruption) {
+        func stopBiometrics(_ reason: Interruption) {
             stopped = reason
             cancellable.cancel()
         }

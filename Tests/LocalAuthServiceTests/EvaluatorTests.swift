@@ -162,7 +162,7 @@ final class EvaluatorTests: XCTestCase {
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [.noMatch, .fail(FakeReader.removed)]
         let removed = await rig.evaluate().value
-        XCTAssertEqual(removed, Evaluation.Interruption.readerRemoved.error, "the reader's own mapping (unusable)")
+        XCTAssertEqual(removed, Interruption.readerRemoved.error, "the reader's own mapping (unusable)")
         XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 1, "the no-match before it still counts")
         XCTAssertFalse(rig.reader.isOpen)
 
@@ -195,7 +195,7 @@ final class EvaluatorTests: XCTestCase {
 
             let interruption =
                 arguments.count == 1
-                ? Evaluation.Interruption.appCancelled : try EndEvaluationArguments(arguments).interruption
+                ? Interruption.appCancelled : try EndEvaluationArguments(arguments).interruption
             if arguments.count == 1 { XCTAssertEqual(try CancelArguments(arguments).requestID, "r") }
             rig.evaluator.end("r", of: rig.sender, interruption)
             let error = await pending.value
@@ -223,7 +223,7 @@ final class EvaluatorTests: XCTestCase {
             rig.clock.advance(by: 1)
             try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
-            XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
+            XCTAssertEqual(error, Interruption.timedOut.error)
             XCTAssertFalse(rig.reader.isOpen)
         }
         // Two timeouts in a row on a warm reader: 30 s before the next wait.
@@ -248,7 +248,7 @@ final class EvaluatorTests: XCTestCase {
             rig.clock.advance(by: 30)
             try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
-            XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
+            XCTAssertEqual(error, Interruption.timedOut.error)
         }
         XCTAssertEqual(rig.reader.opens, 3)
     }
@@ -268,7 +268,7 @@ final class EvaluatorTests: XCTestCase {
         rig.clock.advance(by: 1)
         try await rig.waitUntil { rig.finished == 1 }
         let error = await pending.value
-        XCTAssertEqual(error, Evaluation.Interruption.queueTimedOut.error)
+        XCTAssertEqual(error, Interruption.queueTimedOut.error)
         XCTAssertEqual(rig.queue.waitingCount, 0, "out of the line")
         XCTAssertEqual(rig.reader.opens, 0)
         XCTAssertEqual(rig.clock.pendingDelays, [], "no timer left behind")

@@ -32,7 +32,7 @@ protocol EnrollmentReaders: AnyObject {
     /// timeout), through the one gate (ReaderGate.open: its errors).
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession
     /// Whether a person can touch `reader` now (awake, not under a closed lid).

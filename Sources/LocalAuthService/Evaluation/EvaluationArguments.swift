@@ -130,7 +130,7 @@ struct CancelArguments: CallArguments {
 struct EndEvaluationArguments: CallArguments {
     var endsCall: EndsCall? { EndsCall(requestID: requestID, reason: interruption) }
     let requestID: String
-    let interruption: Evaluation.Interruption
+    let interruption: Interruption
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard arguments.count == 2, let id = arguments[0].string, let reason = arguments[1].string else {

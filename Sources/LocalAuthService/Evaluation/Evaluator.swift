@@ -196,7 +196,7 @@ final class Evaluator {
                 cancelTitle: options.cancelTitle, appName: options.appName))
         // An evaluation whose call already ended (Cancel right after the
         // call, the caller gone) is interrupted here and never touches the reader.
-        caller.record.evaluation = evaluation
+        caller.record.work = evaluation
         try caller.record.checkNotEnded()
 
         // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
@@ -242,7 +242,7 @@ final class Evaluator {
     }
 
     /// Ends `sender`'s own call with that request id, wherever it waits.
-    func end(_ requestID: String, of sender: String, _ interruption: Evaluation.Interruption) {
+    func end(_ requestID: String, of sender: String, _ interruption: Interruption) {
         registry.end(requestID: requestID, of: sender, interruption)
     }
 

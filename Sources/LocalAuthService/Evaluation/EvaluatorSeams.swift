@@ -21,7 +21,7 @@ protocol EvaluationReaders: AnyObject {
     /// wins over the reader's). `busy` hears that another program holds the device.
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession
 }

@@ -49,7 +49,7 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
         try await LibfprintReaderSession.open(
@@ -135,7 +135,7 @@ final class LibfprintReaderSession: ReaderSession {
     /// Opens `reader` through the gate (ReaderGate.open: its errors) for one operation.
     static func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?, busy: @escaping @ServiceActor () -> Void,
+        interruption: @escaping @ServiceActor () -> Interruption?, busy: @escaping @ServiceActor () -> Void,
         gate: ReaderGate, readers: Readers
     ) async throws(ServiceError) -> LibfprintReaderSession {
         let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)

@@ -45,7 +45,7 @@ extension Evaluator {
                                     uid: uid, queue: queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))
-        caller.record.evaluation = evaluation
+        caller.record.work = evaluation
         try caller.record.checkNotEnded()
         _ = try await fingerprint(evaluation)
         Log.info("fingerprint of uid \(uid) verified for a PAM module")

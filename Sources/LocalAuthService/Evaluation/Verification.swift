@@ -22,9 +22,9 @@ protocol ReaderCall: AnyObject, Sendable {
     /// Cancels the wait for the reader and the scan in progress.
     var cancellable: Cancellable { get }
     /// Why the scans ended early, if they did (the front-end's own record).
-    var biometricInterruption: Evaluation.Interruption? { get }
+    var biometricInterruption: Interruption? { get }
     /// Ends the scans early: no turn in the queue in time, no finger in time.
-    func stopBiometrics(_ reason: Evaluation.Interruption)
+    func stopBiometrics(_ reason: Interruption)
     /// The reader is open and the first scan is next: a front-end that
     /// answers its caller first (fprintd's Start, then VerifyFingerSelected)
     /// returns once it has.
@@ -301,7 +301,7 @@ extension Evaluator {
         guard let refusal = EnvironmentRules.refusal(presence) else { return }
         Log.notice("no scan for uid \(request.uid)\(request.via): the caller \(request.caller.sender) is not at the reader "
                    + "(\(refusal.message))")
-        throw .refused(Evaluation.Interruption.notAtTheReader.error)
+        throw .refused(Interruption.notAtTheReader.error)
     }
 
     /// After a judged scan: the caller still at the reader, and no switch of
@@ -320,6 +320,6 @@ extension Evaluator {
         Log.warning(
             "a scan read for uid \(request.uid)\(request.via) (\(outcome == .noMatch ? "no match" : "a match")) "
                 + "was thrown away: the caller \(request.caller.sender) was not in front when the finger was read (\(why))")
-        throw .refused(Evaluation.Interruption.notAtTheReader.error)
+        throw .refused(Interruption.notAtTheReader.error)
     }
 }

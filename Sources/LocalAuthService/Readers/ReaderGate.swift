@@ -25,7 +25,7 @@ final class ReaderGate {
     /// errors a caller gets when it cannot (Readers.acquire).
     func open(
         _ identity: Readers.Identity, until deadline: ContinuousClock.Instant? = nil, cancellable: Cancellable,
-        interruption: @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @ServiceActor () -> Interruption?,
         busy: @ServiceActor () -> Void
     ) async throws(ServiceError) -> Readers.Reader {
         let deadline = deadline ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
@@ -34,9 +34,9 @@ final class ReaderGate {
         } catch {
             if let interruption = interruption() { throw interruption.error }
             switch error {
-            case .removed: throw Evaluation.Interruption.readerRemoved.error
+            case .removed: throw Interruption.readerRemoved.error
             case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
-            case .suspended: throw Evaluation.Interruption.systemSleeping.error
+            case .suspended: throw Interruption.systemSleeping.error
             case .heldByAnotherProgram(let why):
                 throw ServiceError(
                     .readerInUse,
@@ -50,7 +50,7 @@ final class ReaderGate {
     func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? {
         if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
             readers.forget(device)
-            return Evaluation.Interruption.readerRemoved.error
+            return Interruption.readerRemoved.error
         }
         if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
             return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
@@ -105,7 +105,7 @@ final class ReaderGate {
         let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
         let acquired = await queue.acquire(ticket)
         waitLimit.cancel()
-        guard acquired else { throw record.interruption?.error ?? Evaluation.Interruption.queueTimedOut.error }
+        guard acquired else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
         do throws(ServiceError) {
             try record.checkNotEnded()
             return try await open(

@@ -26,7 +26,7 @@ final class SensorQueue {
         var reader: Readers.Identity?
         /// Ends the operation that holds or waits with this ticket (its
         /// evaluation or its call), for sleep and the lid.
-        var interrupt: (@ServiceActor (Evaluation.Interruption) -> Void)?
+        var interrupt: (@ServiceActor (Interruption) -> Void)?
         fileprivate var continuation: CheckedContinuation<Bool, Never>?
         init(uid: UInt32, purpose: Purpose) {
             self.uid = uid
@@ -43,7 +43,7 @@ final class SensorQueue {
     private var waiting: [Ticket] = []
     /// While set (from PrepareForSleep(true) until the readers are offered
     /// again), every ticket is refused with this interruption.
-    private(set) var closed: Evaluation.Interruption?
+    private(set) var closed: Interruption?
 
     /// How many wait in line now.
     var waitingCount: Int { waiting.count }
@@ -101,7 +101,7 @@ final class SensorQueue {
     /// Ends every operation holding or waiting for a reader, whatever call
     /// it serves (EvaluatePolicy, VerifyUser, AuthorizeRight, enrollment),
     /// and refuses new ones until `reopen`.
-    func closeForSleep(_ reason: Evaluation.Interruption) {
+    func closeForSleep(_ reason: Interruption) {
         closed = reason
         interrupt(reason) { _ in true }
     }
@@ -110,11 +110,11 @@ final class SensorQueue {
 
     /// Ends the operations holding or waiting for one of `readers` (the
     /// built-in ones, when the lid closes).
-    func interrupt(on readers: Set<Readers.Identity>, _ reason: Evaluation.Interruption) {
+    func interrupt(on readers: Set<Readers.Identity>, _ reason: Interruption) {
         interrupt(reason) { $0.reader.map(readers.contains) ?? false }
     }
 
-    private func interrupt(_ reason: Evaluation.Interruption, where chosen: (Ticket) -> Bool) {
+    private func interrupt(_ reason: Interruption, where chosen: (Ticket) -> Bool) {
         var tickets = waiting.filter(chosen)
         if case .held(let holder) = state, chosen(holder) { tickets.append(holder) }
         for ticket in tickets {

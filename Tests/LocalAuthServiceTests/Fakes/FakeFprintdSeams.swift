@@ -128,7 +128,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession {
         _ = try await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
@@ -156,7 +156,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
     }
 
     func isReachable(_ reader: Readers.Identity) -> Bool { reachable && !asleep }
-    var noReaderError: ServiceError { asleep ? Evaluation.Interruption.systemSleeping.error : ServiceErrors.noReader }
+    var noReaderError: ServiceError { asleep ? Interruption.systemSleeping.error : ServiceErrors.noReader }
 
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }
     func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }

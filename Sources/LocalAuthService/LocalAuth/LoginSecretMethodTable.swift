@@ -2,7 +2,7 @@ import DBusCore
 import LocalAuthShared
 
 // The rows of the method table for the login secret (LoginSecrets.swift,
-// docs/KEYRING.md), merged into `LocalAuthContract.methods` (Bus/MethodTable.swift).
+// docs/KEYRING.md), merged into `LocalAuthContract.methods` (LocalAuth/LocalAuthContract.swift).
 // The user's side needs org.example.LocalAuth.keyring (auth_self: polkit asks
 // the person, so the rows are interactive); the PAM host's side
 // org.example.LocalAuth.login-secret, which no one but root gets, and the

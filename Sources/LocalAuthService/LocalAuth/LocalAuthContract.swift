@@ -25,7 +25,8 @@ enum LocalAuthContract {
             }
         })
 
-    // Rights' rows are in RightsMethodTable.swift, merged here.
+    // Rights' and the login secret's rows are in RightsMethodTable.swift and
+    // LoginSecretMethodTable.swift, merged here.
     nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(

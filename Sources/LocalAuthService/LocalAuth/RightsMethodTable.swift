@@ -2,7 +2,7 @@ import DBusCore
 import LocalAuthShared
 
 // The rows of the method table for rights and secrets (RightsService.swift,
-// docs/RIGHTS.md), merged into `LocalAuthContract.methods` (Bus/MethodTable.swift).
+// docs/RIGHTS.md), merged into `LocalAuthContract.methods` (LocalAuth/LocalAuthContract.swift).
 // Save and remove need org.example.LocalAuth.rights.manage, AuthorizeRight
 // org.example.LocalAuth.rights.use; using an authorization needs its handle,
 // which only the connection that authorized can use.

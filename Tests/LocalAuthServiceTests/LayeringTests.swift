@@ -62,7 +62,8 @@ final class LayeringTests: XCTestCase {
 
     /// Every top-level type and the folder that declares it.
     static func owners(_ sources: [Source]) -> [String: String] {
-        let declaration = #"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|internal|private|fileprivate|package|final|nonisolated|indirect)\s+)*"#
+        let declaration =
+            #"^(?:@\w+(?:\([^)]*\))?\s+)*(?:(?:public|internal|private|fileprivate|package|final|nonisolated|indirect)\s+)*"#
             + #"(?:class|struct|enum|protocol|actor|typealias)\s+([A-Z]\w*)"#
         var owner: [String: String] = [:]
         for source in sources {

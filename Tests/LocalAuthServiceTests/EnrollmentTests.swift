@@ -15,7 +15,7 @@ final class EnrollmentTests: XCTestCase {
 
     /// An enrollment as a front-end keeps it.
     @ServiceActor
-    private final class Call: EnrollingCall {
+    private final class Call: ReaderCall {
         let ticket = SensorQueue.Ticket(uid: 1000, purpose: .enrollment(sender: ":1.5"))
         let cancellable = Cancellable()
         var stopped: Interruption?

@@ -397,19 +397,19 @@ final class EvaluatorTests: XCTestCase {
         // A user naming root is refused before anything else.
         let user = rig.caller(requestID: "su-1")
         await XCTAssertThrowsDBusError(LocalAuthServiceError.permissionDenied) { () async throws(ServiceError) in
-            try await rig.evaluator.verify(arguments, for: user)
+            try await rig.evaluator.verifyUser(user, arguments)
         }
         // Root in a session switched away from: someone else is at the reader.
         let root = rig.caller(requestID: "su-2", uid: 0)
         rig.environment.presence = .inactive
         await XCTAssertThrowsDBusError(LocalAuthServiceError.notAtTheReader) { () async throws(ServiceError) in
-            try await rig.evaluator.verify(arguments, for: root)
+            try await rig.evaluator.verifyUser(root, arguments)
         }
         XCTAssertEqual(rig.reader.opens, 0)
 
         rig.environment.presence = .local
         rig.reader.script = [.noMatch, .match(0)]
-        try await rig.evaluator.verify(arguments, for: root)
+        try await rig.evaluator.verifyUser(root, arguments)
         XCTAssertEqual(rig.reader.scans, 2)
         XCTAssertEqual(rig.evaluator.failedMatches(of: 0), 0, "root's own lockout, reset by the match")
         XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the caller's is not the user's")

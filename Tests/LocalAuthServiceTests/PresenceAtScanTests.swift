@@ -153,7 +153,7 @@ final class PresenceAtScanTests: XCTestCase {
         let su = rig.caller(requestID: "su", uid: 0, sender: ":1.60")
         let pending = Task { @ServiceActor () -> ServiceError? in
             do throws(ServiceError) {
-                try await rig.evaluator.verify(arguments, for: su)
+                try await rig.evaluator.verifyUser(su, arguments)
                 return nil
             } catch {
                 return error

@@ -206,7 +206,7 @@ final class Enroller {
 /// An Enroll call as the one enroll operation sees it: the call's record
 /// (what ends it) and its place in the reader queue.
 @ServiceActor
-final class EnrollCall: EnrollingCall {
+final class EnrollCall: ReaderCall {
     let record: CallRecord
     let ticket: SensorQueue.Ticket
     /// No turn in the queue in time, or no finger in time.

@@ -39,14 +39,6 @@ protocol EnrollmentReaders: AnyObject {
     func isReachable(_ reader: Readers.Identity) -> Bool
 }
 
-/// An enrollment as its front-end keeps it (LocalAuth's `EnrollCall`,
-/// fprintd's `FprintdOperation`).
-@ServiceActor
-protocol EnrollingCall: ReaderCall {
-    /// Its caller has gone (left the bus, released the claim): nothing is kept for it.
-    var hasEnded: Bool { get }
-}
-
 /// What one enrollment is asked to do.
 struct EnrollRequest {
     /// Whose finger, and their name (libfprint writes it into the print).
@@ -126,7 +118,7 @@ final class Enrollment {
 
     /// Runs one enrollment to its end: the print, saved by `request.save`, or why not.
     func run(
-        _ request: EnrollRequest, for call: any EnrollingCall,
+        _ request: EnrollRequest, for call: any ReaderCall,
         progress: @escaping @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         call.ticket.reader = request.reader
@@ -203,7 +195,7 @@ final class Enrollment {
 
     /// What libfprint's `error` ends the enrollment with.
     private func failure(
-        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall
+        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall
     ) -> EnrollFailure {
         let failure = session.failure(error)
         if failure == .cancelled, call.cancellable.isCancelled { return .interrupted }
@@ -220,7 +212,7 @@ final class Enrollment {
     /// account's print is a guess that came true: it counts as a failed match
     /// of the asker's own (DuplicateCheckBudget).
     private func refuseDuplicate(
-        _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall,
+        _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall,
         progress: @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         guard let candidates = request.duplicateCandidates() else { return }

@@ -68,6 +68,10 @@ final class Evaluation: ReaderCall, CallWork {
         queue?.withdraw(ticket)
     }
 
+    /// The whole evaluation was interrupted (ReaderCall's; only the enroll
+    /// operation asks).
+    var hasEnded: Bool { interruption != nil }
+
     /// Why the fingerprint part ended early, if it did.
     var biometricInterruption: Interruption? { interruption ?? biometricStop }
 }

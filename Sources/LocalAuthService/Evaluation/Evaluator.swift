@@ -60,22 +60,6 @@ final class Evaluator {
         lastFinger = LastFingerStore(stateDirectory: configuration.stateDirectory)
     }
 
-    /// Who asks for an evaluation: the connection (its uid, its session) and the call.
-    struct Caller {
-        let connection: CallerRecord
-        /// The call's registration: what ends it early.
-        let record: CallRecord
-        var uid: UInt32 { connection.uid }
-        var sender: String { record.sender }
-
-        init(connection: CallerRecord, record: CallRecord) {
-            self.connection = connection
-            self.record = record
-        }
-
-        init(_ request: Request) { self.init(connection: request.caller, record: request.record) }
-    }
-
     // MARK: Preflight
 
     /// The user's prints on the reader that serves them, or why biometrics cannot be used.
@@ -110,11 +94,11 @@ final class Evaluator {
     /// Why biometrics cannot be used by this caller now, or nil: a remote or
     /// seatless session first (EnvironmentRules.refusal), then the reader,
     /// lockout and prints (`checkBiometricsUsable`).
-    func biometricsRefusal(_ caller: Caller) async -> ServiceError? {
-        let presence = await environment.presence(of: caller.connection)
+    func biometricsRefusal(_ request: Request) async -> ServiceError? {
+        let presence = await environment.presence(of: request.caller)
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
-            try checkBiometricsUsable(for: caller.uid)
+            try checkBiometricsUsable(for: request.uid)
             return nil
         } catch {
             return error
@@ -123,19 +107,19 @@ final class Evaluator {
 
     /// CanEvaluatePolicy(u policy).
     func canEvaluatePolicy(_ request: Request, _ arguments: CanEvaluatePolicyArguments) async throws(ServiceError) -> [DBusValue] {
-        try await canEvaluate(arguments.policy, Caller(request))
+        try await canEvaluate(arguments.policy, request)
         return [.boolean(true)]
     }
 
-    func canEvaluate(_ policy: PolicyValue, _ caller: Caller) async throws(ServiceError) {
-        let refusal = await biometricsRefusal(caller)
-        try caller.record.checkNotEnded()
+    func canEvaluate(_ policy: PolicyValue, _ request: Request) async throws(ServiceError) {
+        let refusal = await biometricsRefusal(request)
+        try request.record.checkNotEnded()
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
             if let refusal { throw refusal }
         case .deviceOwnerAuthentication:
             // Biometrics, or else the account password.
-            if refusal != nil, !environment.hasPassword(caller.uid) {
+            if refusal != nil, !environment.hasPassword(request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -145,7 +129,7 @@ final class Evaluator {
 
     /// EvaluatePolicy(u policy, s localized_reason, a{sv} options).
     func evaluatePolicy(_ request: Request, _ arguments: EvaluatePolicyArguments) async throws(ServiceError) -> [DBusValue] {
-        try await evaluate(Caller(request), policy: arguments.policy, reason: arguments.reason, options: arguments.options)
+        try await evaluate(request, policy: arguments.policy, reason: arguments.reason, options: arguments.options)
         return [.boolean(true)]
     }
 
@@ -156,16 +140,9 @@ final class Evaluator {
         _ request: Request, policy: PolicyValue, reason: String,
         options: EvaluationOptions
     ) async throws(ServiceError) {
-        try await evaluate(Caller(request), policy: policy, reason: reason, options: options)
-    }
-
-    func evaluate(
-        _ caller: Caller, policy: PolicyValue, reason: String,
-        options: EvaluationOptions
-    ) async throws(ServiceError) {
-        let uid = caller.uid
-        let presence = await environment.presence(of: caller.connection)
-        try caller.record.checkNotEnded()
+        let uid = request.uid
+        let presence = await environment.presence(of: request.caller)
+        try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
         let biometrics: ServiceError?
         var enrolledSet: [[UInt8]] = []
@@ -189,18 +166,18 @@ final class Evaluator {
         }
 
         let evaluation = Evaluation(
-            requestID: options.requestID ?? Posix.randomID(), caller: caller.connection,
+            requestID: options.requestID ?? Posix.randomID(), caller: request.caller,
             uid: uid, queue: queue,
             prompt: .init(
                 reason: reason, fallbackTitle: options.fallbackTitle,
                 cancelTitle: options.cancelTitle, appName: options.appName))
         // An evaluation whose call already ended (Cancel right after the
         // call, the caller gone) is interrupted here and never touches the reader.
-        caller.record.work = evaluation
-        try caller.record.checkNotEnded()
+        request.record.work = evaluation
+        try request.record.checkNotEnded()
 
         // The system sheet, if the caller's session has a prompt agent (PromptAgents.swift).
-        await observers.evaluationStarted(evaluation, record: caller.record, policy: policy)
+        await observers.evaluationStarted(evaluation, record: request.record, policy: policy)
         let way: Way
         do throws(ServiceError) {
             switch policy {

@@ -23,6 +23,9 @@ protocol ReaderCall: AnyObject, Sendable {
     var cancellable: Cancellable { get }
     /// Why the scans ended early, if they did (the front-end's own record).
     var biometricInterruption: Interruption? { get }
+    /// Its caller has gone (left the bus, released the claim, the whole
+    /// call interrupted): an enrollment keeps nothing for it.
+    var hasEnded: Bool { get }
     /// Ends the scans early: no turn in the queue in time, no finger in time.
     func stopBiometrics(_ reason: Interruption)
     /// The reader is open and the first scan is next: a front-end that

@@ -19,7 +19,7 @@ import LocalAuthShared
 /// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
-final class FprintdOperation: EnrollingCall {
+final class FprintdOperation: ReaderCall {
     enum Kind { case verify, enroll }
     let kind: Kind
     let cancellable = Cancellable()

@@ -42,7 +42,7 @@ final class ServiceFprintdWiring: FprintdSeams {
     /// pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
     func matchSeen(uid: UInt32, sender: String) {
         guard let caller = callers.known(sender) else { return }
-        loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: [])
+        loginSecrets.matchSeen(uid: uid, caller: caller, nonce: [])
     }
 
     // MARK: Readers

@@ -47,9 +47,9 @@ enum LocalAuthContract {
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
-                    let uid = try await object.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
+                    let uid = try await object.evaluator.verifyUser(call.request, call.arguments)
                     // A match the service saw: a ticket for one login-secret release (LoginSecret/).
-                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }
+                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: call.caller, nonce: nonce) }
                     return []
                 }),
             LocalAuthBus.Method.getDomainState: MethodSpec(

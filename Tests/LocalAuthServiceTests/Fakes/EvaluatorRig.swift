@@ -43,12 +43,12 @@ final class EvaluatorRig {
     }
 
     /// A call registered as the service registers one, for Cancel to find.
-    func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Evaluator.Caller {
+    func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Request {
         let sender = sender ?? self.sender
         let record = CallRecord(sender: sender, requestID: requestID)
         try? registry.register(record)
-        return Evaluator.Caller(
-            connection: CallerRecord(
+        return Request(
+            caller: CallerRecord(
                 sender: sender, uid: uid ?? self.uid, process: nil,
                 securityLabel: nil),
             record: record)

@@ -92,8 +92,12 @@ public final class LocalAuthService {
         let wiring = ServiceEvaluatorWiring(
             readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
             passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
+        // The one verify operation, both contracts' (Evaluation/Verifier.swift).
+        let verifier = Verifier(
+            stateDirectory: configuration.stateDirectory, queue: queue, readers: wiring, prints: wiring,
+            environment: wiring, clock: EventLoopClock())
         let evaluator = Evaluator(
-            configuration: configuration, queue: queue, registry: registry,
+            configuration: configuration, queue: queue, registry: registry, verifier: verifier,
             seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
                                   observers: wiring, clock: EventLoopClock()))
         environment = Environment(
@@ -106,7 +110,7 @@ public final class LocalAuthService {
         // reader that identifies) share one budget and count into one lockout.
         let duplicateChecks = DuplicateCheckBudget(
             stateDirectory: configuration.stateDirectory,
-            countFailedMatch: { [evaluator] uid in _ = try? evaluator.scanDidNotMatch(uid) })
+            countFailedMatch: { [verifier] uid in _ = try? verifier.scanDidNotMatch(uid) })
         // The one enroll operation, both contracts' (Enrollment/Enrollment.swift).
         let enrollment = Enrollment(
             queue: queue, readers: ServiceEnrollmentReaders(readers: readers, gate: readerGate, readerChoice: readerChoice),
@@ -135,7 +139,7 @@ public final class LocalAuthService {
         fprintd = configuration.fprintd
             ? FprintdServer(
                 seams: ServiceFprintdWiring(
-                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
+                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, verifier: verifier,
                     environment: environment, callers: callers, duplicateChecks: duplicateChecks, enrollment: enrollment,
                     bus: bus, loginSecrets: loginSecrets),
                 router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout, events: events,
@@ -191,11 +195,11 @@ public final class LocalAuthService {
         // A switch of the session in front also ends the fingerprint verifies
         // of callers no longer there (Evaluation/Verification.swift), and the
         // idle claims of fprintd's contract (Fprintd/FprintdDevice.swift).
-        let evaluator = service.object.evaluator
+        let verifier = service.object.evaluator.verifier
         let fprintd = service.fprintd
         service.logind.onSessionChange = { [work = service.work] in
             environment.sessionsChanged()
-            work.yield(.task { await evaluator.frontChanged() })
+            work.yield(.task { await verifier.frontChanged() })
             if let fprintd { work.yield(.task { await fprintd.frontChanged() }) }
         }
         await service.logind.start()

@@ -28,7 +28,7 @@ final class Evaluation: ReaderCall, CallWork {
     let passwordCancellable = Cancellable()
     let ticket: SensorQueue.Ticket
     /// The user's enrolled set the matching scan was compared with
-    /// (`Evaluator.enrolledSet`): what a reuse is tied to.
+    /// (`Verifier.enrolledSet`): what a reuse is tied to.
     var matchedSet: [[UInt8]]?
     /// Why the whole evaluation ended early.
     private(set) var interruption: Interruption?

@@ -35,7 +35,7 @@ extension Evaluator {
         try request.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
         try checkBiometricsUsable(for: uid)
-        try refuseWhileCooling(uid)
+        try verifier.refuseWhileCooling(uid)
 
         let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: request.caller,
                                     uid: uid, queue: queue,

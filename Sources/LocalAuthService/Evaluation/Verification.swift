@@ -1,9 +1,9 @@
 import DBusCore
 import LocalAuthShared
 
-// The one verify operation, whichever contract asked for it: LocalAuth's
-// EvaluatePolicy, VerifyUser and AuthorizeRight (through
-// `Evaluator.fingerprint`, FingerprintScan.swift) and fprintd's VerifyStart
+// The one verify operation (the `Verifier`, Verifier.swift), whichever
+// contract asked for it: LocalAuth's EvaluatePolicy, VerifyUser and
+// AuthorizeRight (through `Evaluator.fingerprint`, FingerprintScan.swift) and fprintd's VerifyStart
 // (Fprintd/FprintdOperations.swift). It owns the turn in the reader queue,
 // the reader (opened through the one gate), the checks before every scan,
 // the lockout count, the verify-only reader's rotation and the
@@ -88,7 +88,7 @@ enum VerifyProgress: Equatable {
 /// How a verify ended, when the reader judged it.
 enum VerifyResult: Equatable {
     /// `finger` matched (nil: the reader did not say which), against the
-    /// user's usable set `enrolledSet` (Evaluator.enrolledSet: what a reuse is tied to).
+    /// user's usable set `enrolledSet` (Verifier.enrolledSet: what a reuse is tied to).
     case matched(finger: FingerName?, enrolledSet: [[UInt8]])
     /// The last attempt did not match; `lockedOut`: that one locked biometry.
     case noMatch(lockedOut: Bool)
@@ -110,7 +110,7 @@ enum VerifyFailure: Error {
     case notRecorded
 }
 
-extension Evaluator {
+extension Verifier {
     /// Runs one verify to its end: the queue turn, the reader, then scans
     /// until a match, `request.attempts` judged no-matches, the lockout, or
     /// an interruption. Every judged scan counts in the one lockout.
@@ -276,7 +276,7 @@ struct VerifyInFlight {
     let caller: CallerRecord
 }
 
-extension Evaluator {
+extension Verifier {
     /// The session in front of the reader may have changed (logind: a
     /// session's `Active` changed, logind left or came back): every verify
     /// queued or scanning whose caller is no longer at the reader ends now,

@@ -2,7 +2,7 @@ import DBusCore
 import LocalAuthShared
 
 /// A verify or enroll of fprintd's contract, from its Start to its Stop:
-/// fprintd's front-end of the one verify operation (Evaluator.verify,
+/// fprintd's front-end of the one verify operation (Verifier.verify,
 /// Evaluation/Verification.swift) and of the one enroll operation
 /// (Enrollment, Enrollment/Enrollment.swift).
 ///

@@ -32,22 +32,6 @@ protocol FprintdHold: AnyObject {
     func release()
 }
 
-/// The one verify operation, and the lockout every client shares (the
-/// Evaluator's: Evaluation/Verification.swift).
-@ServiceActor
-protocol FprintdVerifier: AnyObject {
-    func isLockedOut(_ uid: UInt32) -> Bool
-    /// Runs one verify to its end (Evaluator.verify).
-    func verify(
-        _ request: VerifyRequest, for call: any ReaderCall,
-        progress: @escaping @ServiceActor (VerifyProgress) -> Void
-    ) async throws(VerifyFailure) -> VerifyResult
-    /// What the next scan of `request` would compare with on `held`, or why there is none.
-    func nextGallery(
-        _ request: VerifyRequest, on held: Readers.Identity
-    ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint])
-}
-
 /// Everything else a Device object uses.
 @ServiceActor
 protocol FprintdSeams: AnyObject {
@@ -86,7 +70,9 @@ protocol FprintdSeams: AnyObject {
     // The rules shared with LocalAuth.
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
-    var verifier: any FprintdVerifier { get }
+    /// The one verify operation and the lockout every client shares
+    /// (Evaluation/Verifier.swift): a Device is its other front-end.
+    var verifier: Verifier { get }
     /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
     var duplicateChecks: DuplicateCheckBudget { get }
     /// A match of `uid` for the connection `sender` (pam_fprintd): a ticket for

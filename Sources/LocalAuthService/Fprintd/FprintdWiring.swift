@@ -13,7 +13,7 @@ final class ServiceFprintdWiring: FprintdSeams {
     let prints: PrintStore
     let readerChoice: ReaderChoice
     private let gate: ReaderGate
-    private let evaluator: Evaluator
+    let verifier: Verifier
     private let environment: Environment
     private let callers: Callers
     let duplicateChecks: DuplicateCheckBudget
@@ -22,7 +22,7 @@ final class ServiceFprintdWiring: FprintdSeams {
     private let loginSecrets: LoginSecrets
 
     init(
-        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
+        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, verifier: Verifier,
         environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, enrollment: Enrollment,
         bus: BusConnection, loginSecrets: LoginSecrets
     ) {
@@ -33,7 +33,7 @@ final class ServiceFprintdWiring: FprintdSeams {
         self.gate = gate
         self.prints = prints
         self.readerChoice = readerChoice
-        self.evaluator = evaluator
+        self.verifier = verifier
         self.environment = environment
         self.callers = callers
         self.bus = bus
@@ -116,8 +116,6 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { environment.passwordNeeded(uid) }
 
-    var verifier: any FprintdVerifier { evaluator }
-
     func userChanged(_ uid: UInt32) {
         environment.userChanged(uid)
         environment.callEnded()
@@ -148,9 +146,6 @@ final class ClaimedReader: FprintdHold {
         readers.relinquish(device)
     }
 }
-
-/// The Evaluator runs the one verify and keeps the one lockout (Evaluation/Verification.swift).
-extension Evaluator: FprintdVerifier {}
 
 /// A libfprint reader as a Device object shows it.
 @ServiceActor

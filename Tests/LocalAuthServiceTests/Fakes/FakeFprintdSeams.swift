@@ -119,7 +119,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     /// The real budget, on a directory of this fake's own, counting into the rig's lockout.
     lazy var duplicateChecks = DuplicateCheckBudget(
-        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.evaluator.scanDidNotMatch(uid) })
+        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.verifier.scanDidNotMatch(uid) })
 
     init(rig: EvaluatorRig) { self.rig = rig }
 
@@ -184,7 +184,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
-    var verifier: any FprintdVerifier { rig.evaluator }
+    var verifier: Verifier { rig.verifier }
     func userChanged(_ uid: UInt32) { changedUsers.append(uid) }
 
     func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {

@@ -27,7 +27,7 @@ protocol EnrollSession: ReaderSession {
 
 /// The readers, as the enroll operation takes them.
 @ServiceActor
-protocol EnrollmentReaders: AnyObject {
+protocol EnrollmentReaders: ReaderLookup {
     /// Opens `reader` for one operation by `deadline` (nil: within the scan
     /// timeout), through the one gate (ReaderGate.open: its errors).
     func open(
@@ -35,8 +35,6 @@ protocol EnrollmentReaders: AnyObject {
         interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
 }
 
 /// What one enrollment is asked to do.

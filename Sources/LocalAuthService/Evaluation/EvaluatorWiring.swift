@@ -7,12 +7,12 @@ import LocalAuthShared
 
 /// Readers, prints, presence, passwords, polkit and the prompt, as the components have them.
 @ServiceActor
-final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
+final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
     EvaluationObservers
 {
     private let readers: Readers
     private let gate: ReaderGate
-    private let readerChoice: ReaderChoice
+    let readerChoice: ReaderChoice
     private let prints: PrintStore
     private let callers: Callers
     private let passwords: PasswordStore
@@ -38,12 +38,6 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
     }
 
     // MARK: EvaluationReaders
-
-    func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
-
-    var noReaderError: ServiceError { readerChoice.noReaderError }
-
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
 
     func isWarm(_ reader: Readers.Identity) -> Bool { readers.isWarm(reader) }
 

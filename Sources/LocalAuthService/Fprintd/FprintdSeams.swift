@@ -34,7 +34,7 @@ protocol FprintdHold: AnyObject {
 
 /// Everything else a Device object uses.
 @ServiceActor
-protocol FprintdSeams: AnyObject {
+protocol FprintdSeams: ReaderLookup {
     // Readers.
     /// The one enroll operation (Enrollment/Enrollment.swift).
     var enrollment: Enrollment { get }
@@ -51,10 +51,6 @@ protocol FprintdSeams: AnyObject {
         _ body: (any EnrollSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError)
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
-    /// Why a reader cannot be used now.
-    var noReaderError: ServiceError { get }
     var asleep: Bool { get }
 
     // Prints, in fprintd's layout (PrintStore, FprintdPrints.swift).

@@ -8,7 +8,7 @@ import LocalAuthShared
 
 /// The readers, prints, lockout, presence and bus, as the service has them.
 @ServiceActor
-final class ServiceFprintdWiring: FprintdSeams {
+final class ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
     let readers: Readers
     let prints: PrintStore
     let readerChoice: ReaderChoice
@@ -73,10 +73,6 @@ final class ServiceFprintdWiring: FprintdSeams {
                 try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
             }, failedToOpen: failedToOpen)
     }
-
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
-
-    var noReaderError: ServiceError { readerChoice.noReaderError }
 
     var asleep: Bool { environment.asleep }
 

@@ -155,6 +155,8 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         try await body(FakeFprintdSession(reader: rig.reader, seams: self))
     }
 
+    /// ReaderLookup's: a Device names its own reader and never asks which serves a user.
+    func reader(for uid: UInt32) -> Readers.Identity? { reachable && !asleep ? rig.reader.identity : nil }
     func isReachable(_ reader: Readers.Identity) -> Bool { reachable && !asleep }
     var noReaderError: ServiceError { asleep ? Interruption.systemSleeping.error : ServiceErrors.noReader }
 

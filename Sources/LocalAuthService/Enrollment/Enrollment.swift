@@ -103,11 +103,14 @@ final class Enrollment {
     private let duplicateChecks: DuplicateCheckBudget
     /// libfprint's current number of stages of a reader.
     private let stages: @ServiceActor (Readers.Identity) -> Int
+    /// The queue's time limit and each wait for a finger run on it.
+    private let clock: any ServiceClock
 
     init(
         queue: SensorQueue, readers: any EnrollmentReaders, duplicateChecks: DuplicateCheckBudget,
-        stages: @escaping @ServiceActor (Readers.Identity) -> Int
+        stages: @escaping @ServiceActor (Readers.Identity) -> Int, clock: any ServiceClock = EventLoopClock()
     ) {
+        self.clock = clock
         self.queue = queue
         self.readers = readers
         self.duplicateChecks = duplicateChecks
@@ -120,12 +123,10 @@ final class Enrollment {
         progress: @escaping @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         call.ticket.reader = request.reader
-        let waitLimit = EventLoopTimers.after(request.queueWait) { [queue] in
+        let acquired = await queue.acquire(call.ticket, within: request.queueWait, on: clock) { [queue] in
             call.stopBiometrics(.queueTimedOut)
             queue.withdraw(call.ticket)
         }
-        let acquired = await queue.acquire(call.ticket)
-        waitLimit.cancel()
         guard acquired else { throw .interrupted }
         defer { queue.release() }
         guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
@@ -150,10 +151,10 @@ final class Enrollment {
 
         // Each wait for a finger; every stage or retry restarts it, so a
         // slow person is not cut off between scans.
-        var fingerWait: EventLoop.Timer?
+        var fingerWait: (any ServiceTimer)?
         func waitForFinger() {
             fingerWait?.cancel()
-            fingerWait = EventLoopTimers.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
+            fingerWait = clock.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
         }
         defer { fingerWait?.cancel() }
         waitForFinger()

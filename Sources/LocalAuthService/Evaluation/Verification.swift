@@ -130,9 +130,9 @@ extension Verifier {
         inFlight[flight] = VerifyInFlight(call: call, caller: request.caller)
         defer { inFlight[flight] = nil }
         call.ticket.reader = request.reader ?? readers.reader(for: uid)
-        let waitLimit = clock.after(request.queueWait) { call.stopBiometrics(.queueTimedOut) }
-        let acquired = await queue.acquire(call.ticket)
-        waitLimit.cancel()
+        let acquired = await queue.acquire(call.ticket, within: request.queueWait, on: clock) {
+            call.stopBiometrics(.queueTimedOut)
+        }
         guard acquired else { throw .interrupted }
         defer { queue.release() }
         // It may have ended while it waited.

@@ -13,8 +13,11 @@ final class ReaderGate {
     private let readers: Readers
     private let queue: SensorQueue
     private let scanTimeout: Double
+    /// The queue's time limit for a chip's maintenance runs on it.
+    private let clock: any ServiceClock
 
-    init(readers: Readers, queue: SensorQueue, scanTimeout: Double) {
+    init(readers: Readers, queue: SensorQueue, scanTimeout: Double, clock: any ServiceClock = EventLoopClock()) {
+        self.clock = clock
         self.readers = readers
         self.queue = queue
         self.scanTimeout = scanTimeout
@@ -102,9 +105,9 @@ final class ReaderGate {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
         ticket.reader = identity
         ticket.interrupt = { reason in record.interrupt(reason) }
-        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
-        let acquired = await queue.acquire(ticket)
-        waitLimit.cancel()
+        let acquired = await queue.acquire(ticket, within: ServiceLimits.readerQueueWait, on: clock) { [queue] in
+            queue.withdraw(ticket)
+        }
         guard acquired else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
         do throws(ServiceError) {
             try record.checkNotEnded()

@@ -74,6 +74,20 @@ final class SensorQueue {
         }
     }
 
+    /// `ticket`'s turn, waited for at most `seconds` on `clock`: the one
+    /// time-limited turn of a verify, an enrollment and a chip's maintenance.
+    /// `timedOut` runs if the limit passes first; it must withdraw the
+    /// ticket (directly, or through the call it belongs to). False: no turn.
+    func acquire(
+        _ ticket: Ticket, within seconds: Double, on clock: any ServiceClock,
+        timedOut: @escaping @ServiceActor () -> Void
+    ) async -> Bool {
+        let limit = clock.after(seconds, timedOut)
+        let acquired = await acquire(ticket)
+        limit.cancel()
+        return acquired
+    }
+
     /// Hands the reader to the next in line, or marks it free.
     func release() {
         guard case .held(let holder) = state else { return }

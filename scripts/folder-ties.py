@@ -48,10 +48,14 @@ for path, code in files.items():
     for name in DECL.findall(code):
         owner.setdefault(name, folder_of(path))
 
+# A nested type's own declaration (`final class Call` inside another type)
+# names nothing: only its uses do.
+NESTED = re.compile(r"\b(class|struct|enum|protocol|actor|typealias)\s+[A-Z]\w*")
+
 names = {}
 for path, code in files.items():
     here = folder_of(path)
-    for ident in set(IDENT.findall(code)):
+    for ident in set(IDENT.findall(NESTED.sub(r"\1 _", code))):
         there = owner.get(ident)
         if there and there != here:
             names.setdefault(here, {}).setdefault(there, set()).add(ident)

@@ -109,7 +109,7 @@ struct VerifyUserArguments: CallArguments {
         }
         user = name
         options = try EvaluationOptions(arguments[1])
-        loginSecretNonce = try LocalAuthService.loginSecretNonce(arguments[1])
+        loginSecretNonce = try LoginSecretNonce.read(arguments[1])
     }
     /// The PAM transaction's nonce a match's login-secret ticket is bound to (LoginSecret/).
     let loginSecretNonce: [UInt8]?

@@ -123,24 +123,29 @@ final class Enrollment {
         progress: @escaping @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         call.ticket.reader = request.reader
-        let acquired = await queue.acquire(call.ticket, within: request.queueWait, on: clock) { [queue] in
-            call.stopBiometrics(.queueTimedOut)
-            queue.withdraw(call.ticket)
-        }
-        guard acquired else { throw .interrupted }
-        defer { queue.release() }
-        guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
-        // While the caller waited, the reader may have gone.
-        guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
-        let session: any EnrollSession
-        do {
-            session = try await readers.open(
-                request.reader, until: request.openBy, cancellable: call.cancellable,
-                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-        } catch {
-            throw .notOpened(error)
-        }
-        defer { session.release() }
+        // The turn (the queue's time limit), then the reader opened; both
+        // given back when the enrollment ends (SensorQueue.begin).
+        let hold = try await queue.begin(
+            call.ticket, within: request.queueWait, on: clock,
+            timedOut: { [queue] in
+                call.stopBiometrics(.queueTimedOut)
+                queue.withdraw(call.ticket)
+            },
+            open: { () async throws(EnrollFailure) -> any EnrollSession in
+                guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
+                // While the caller waited, the reader may have gone.
+                guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
+                do throws(ServiceError) {
+                    return try await readers.open(
+                        request.reader, until: request.openBy, cancellable: call.cancellable,
+                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+                } catch {
+                    throw .notOpened(error)
+                }
+            }, release: { $0.release() })
+        guard let hold else { throw .interrupted }
+        defer { hold.end() }
+        let session = hold.opened
         do {
             try await request.first(session)
         } catch {

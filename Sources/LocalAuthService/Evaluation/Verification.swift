@@ -130,14 +130,6 @@ extension Verifier {
         inFlight[flight] = VerifyInFlight(call: call, caller: request.caller)
         defer { inFlight[flight] = nil }
         call.ticket.reader = request.reader ?? readers.reader(for: uid)
-        let acquired = await queue.acquire(call.ticket, within: request.queueWait, on: clock) {
-            call.stopBiometrics(.queueTimedOut)
-        }
-        guard acquired else { throw .interrupted }
-        defer { queue.release() }
-        // It may have ended while it waited.
-        guard !call.cancellable.isCancelled else { throw .interrupted }
-
         var fingerWait: (any ServiceTimer)?
         func waitForFinger(_ seconds: Double) {
             fingerWait?.cancel()
@@ -148,19 +140,29 @@ extension Verifier {
             }
         }
         defer { fingerWait?.cancel() }
-        if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
-
-        guard let identity = request.reader ?? readers.reader(for: uid) else { throw .refused(readers.noReaderError) }
-        call.ticket.reader = identity
-        let session: any ReaderSession
-        do {
-            session = try await readers.open(
-                identity, until: request.openBy, cancellable: call.cancellable,
-                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-        } catch {
-            throw .notOpened(error)
-        }
-        defer { session.release() }
+        // The turn (the queue's time limit), then the reader opened; both
+        // given back when the verify ends (SensorQueue.begin).
+        let hold = try await queue.begin(
+            call.ticket, within: request.queueWait, on: clock, timedOut: { call.stopBiometrics(.queueTimedOut) },
+            open: { () async throws(VerifyFailure) -> any ReaderSession in
+                // It may have ended while it waited.
+                guard !call.cancellable.isCancelled else { throw .interrupted }
+                if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
+                guard let identity = request.reader ?? readers.reader(for: uid) else {
+                    throw .refused(readers.noReaderError)
+                }
+                call.ticket.reader = identity
+                do throws(ServiceError) {
+                    return try await readers.open(
+                        identity, until: request.openBy, cancellable: call.cancellable,
+                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+                } catch {
+                    throw .notOpened(error)
+                }
+            }, release: { $0.release() })
+        guard let hold else { throw .interrupted }
+        defer { hold.end() }
+        let session = hold.opened
         guard !call.cancellable.isCancelled else { throw .interrupted }
         if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
         progress(.readerReady)

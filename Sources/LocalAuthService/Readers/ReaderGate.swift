@@ -84,39 +84,34 @@ final class ReaderGate {
         _ body: (Readers.Reader) async throws(Failure) -> T,
         failedToOpen: (ServiceError) -> Failure
     ) async throws(Failure) -> T {
-        let device: Readers.Reader
+        let hold: SensorQueue.Hold<Readers.Reader>
         do throws(ServiceError) {
-            device = try await openForMaintenance(identity, for: record, uid: uid)
+            hold = try await beginMaintenance(identity, for: record, uid: uid)
         } catch {
             throw failedToOpen(error)
         }
-        defer {
-            readers.relinquish(device)
-            queue.release()
-        }
-        return try await body(device)
+        defer { hold.end() }
+        return try await body(hold.opened)
     }
 
-    /// A turn in the reader queue, then the reader opened; the caller gives back both.
-    private func openForMaintenance(
+    /// A turn in the reader queue, then the reader opened (SensorQueue.begin);
+    /// the caller ends the hold, which gives back both.
+    private func beginMaintenance(
         _ identity: Readers.Identity, for record: CallRecord,
         uid: UInt32
-    ) async throws(ServiceError) -> Readers.Reader {
+    ) async throws(ServiceError) -> SensorQueue.Hold<Readers.Reader> {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
         ticket.reader = identity
         ticket.interrupt = { reason in record.interrupt(reason) }
-        let acquired = await queue.acquire(ticket, within: ServiceLimits.readerQueueWait, on: clock) { [queue] in
-            queue.withdraw(ticket)
-        }
-        guard acquired else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
-        do throws(ServiceError) {
-            try record.checkNotEnded()
-            return try await open(
-                identity, cancellable: record.cancellable,
-                interruption: { record.interruption }, busy: {})
-        } catch {
-            queue.release()
-            throw error
-        }
+        let hold = try await queue.begin(
+            ticket, within: ServiceLimits.readerQueueWait, on: clock, timedOut: { [queue] in queue.withdraw(ticket) },
+            open: { () async throws(ServiceError) -> Readers.Reader in
+                try record.checkNotEnded()
+                return try await open(
+                    identity, cancellable: record.cancellable,
+                    interruption: { record.interruption }, busy: {})
+            }, release: { [readers] in readers.relinquish($0) })
+        guard let hold else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
+        return hold
     }
 }

@@ -82,11 +82,13 @@ final class SensorQueue {
     /// operation's own checks after the wait and opens the device (through
     /// ReaderGate.open); if it throws, the turn is given back. `end()` on the
     /// hold returned gives back the device (`release`) and then the turn.
-    /// nil: no turn (withdrawn, timed out, closed for sleep).
+    /// nil: no turn (withdrawn, timed out, closed for sleep). `open` runs on
+    /// the loop: what it opens never leaves it (Swift 6.0 refuses a
+    /// non-Sendable result from a nonisolated async closure).
     func begin<Opened, Failure: Error>(
         _ ticket: Ticket, within seconds: Double, on clock: any ServiceClock,
         timedOut: @escaping @ServiceActor () -> Void,
-        open: () async throws(Failure) -> Opened,
+        open: @ServiceActor () async throws(Failure) -> Opened,
         release: @escaping @ServiceActor (Opened) -> Void
     ) async throws(Failure) -> Hold<Opened>? {
         let limit = clock.after(seconds, timedOut)

@@ -109,7 +109,7 @@ struct VerifyUserArguments: CallArguments {
         }
         user = name
         options = try EvaluationOptions(arguments[1])
-        loginSecretNonce = try LocalAuthService.loginSecretNonce(arguments[1])
+        loginSecretNonce = try LoginSecretNonce.read(arguments[1])
     }
     /// The PAM transaction's nonce a match's login-secret ticket is bound to (LoginSecret/).
     let loginSecretNonce: [UInt8]?
@@ -130,7 +130,7 @@ struct CancelArguments: CallArguments {
 struct EndEvaluationArguments: CallArguments {
     var endsCall: EndsCall? { EndsCall(requestID: requestID, reason: interruption) }
     let requestID: String
-    let interruption: Evaluation.Interruption
+    let interruption: Interruption
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard arguments.count == 2, let id = arguments[0].string, let reason = arguments[1].string else {

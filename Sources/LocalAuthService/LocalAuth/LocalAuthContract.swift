@@ -25,7 +25,8 @@ enum LocalAuthContract {
             }
         })
 
-    // Rights' rows are in RightsMethodTable.swift, merged here.
+    // Rights' and the login secret's rows are in RightsMethodTable.swift and
+    // LoginSecretMethodTable.swift, merged here.
     nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
@@ -46,9 +47,9 @@ enum LocalAuthContract {
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
-                    let uid = try await object.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
+                    let uid = try await object.evaluator.verifyUser(call.request, call.arguments)
                     // A match the service saw: a ticket for one login-secret release (LoginSecret/).
-                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }
+                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: call.caller, nonce: nonce) }
                     return []
                 }),
             LocalAuthBus.Method.getDomainState: MethodSpec(

@@ -149,7 +149,11 @@ final class CallRouter {
             try record.checkNotEnded()
             // Re-read after the awaits: a claim may have changed meanwhile.
             try spec.admits?(routed.target, request)
-            let answer = try await spec.handler(routed.target, request, routed.arguments)
+            // The history of approvals (History/): a decision about a finger is final here.
+            let answer = try await ApprovalHistory.recording(call.interface ?? routed.contract.interface, call.member, request,
+                                                             routed.arguments, errors: errors) { () async throws(ServiceError) in
+                try await spec.handler(routed.target, request, routed.arguments)
+            }
             guard !record.abandoned else { return }
             call.reply(answer)
         } catch {

@@ -13,16 +13,16 @@ import Glibc
 import LocalAuthShared
 
 let historyHelp = """
-      history [--since TIME] [--limit N] [--json]
-                                  the decisions localauthd made about your fingerprint
-                                  (root: everyone's), newest first, from the system
-                                  journal: when, the outcome, the context, whose finger,
-                                  the program that asked, the reader; TIME as
-                                  journalctl takes it ("today", "-1h", "2026-12-06
-                                  10:00"); N at most 10000 (default 50); --json: one
-                                  JSON array for scripts. Needs root or the group
-                                  adm or systemd-journal
-"""
+          history [--since TIME] [--limit N] [--json]
+                                      the decisions localauthd made about your fingerprint
+                                      (root: everyone's), newest first, from the system
+                                      journal: when, the outcome, the context, whose finger,
+                                      the program that asked, the reader; TIME as
+                                      journalctl takes it ("today", "-1h", "2026-12-06
+                                      10:00"); N at most 10000 (default 50); --json: one
+                                      JSON array for scripts. Needs root or the group
+                                      adm or systemd-journal
+    """
 
 struct HistoryOptions {
     var since: String?
@@ -90,7 +90,8 @@ struct HistoryRecord {
     /// (arrays) are dropped: the service writes neither.
     init?(jsonLine: Substring) {
         guard let data = jsonLine.data(using: .utf8),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any] else { return nil }
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any]
+        else { return nil }
         fields = object.compactMapValues { $0 as? String }
     }
 
@@ -123,8 +124,9 @@ struct HistoryRecord {
 func history(_ arguments: ArraySlice<String>) -> Int32 {
     let options = historyOptions(arguments)
     guard canReadSystemJournal() else {
-        complain("the history is in the system journal, which journald lets only root and the groups adm and "
-                 + "systemd-journal read: ask an administrator to add you to systemd-journal (docs/HISTORY.md)")
+        complain(
+            "the history is in the system journal, which journald lets only root and the groups adm and "
+                + "systemd-journal read: ask an administrator to add you to systemd-journal (docs/HISTORY.md)")
         return Exit.unavailable
     }
     let process = Process()
@@ -169,8 +171,10 @@ func printHistoryTable(_ records: [HistoryRecord]) {
         var program = record[Field.program] ?? "(unidentified)"
         if let declared = record[Field.declaredName] { program += " (says \"\(declared)\")" }
         if let right = record[Field.right] { program += " right \(right)" }
-        return [formatter.string(from: record.time), record[Field.outcome] ?? "?", context,
-                record.userName(Field.userUID) ?? "?", record[Field.reader] ?? "-", program]
+        return [
+            formatter.string(from: record.time), record[Field.outcome] ?? "?", context,
+            record.userName(Field.userUID) ?? "?", record[Field.reader] ?? "-", program,
+        ]
     }
     let widths = (0..<header.count - 1).map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
     for row in [header] + rows {

@@ -53,8 +53,9 @@ final class JournalWriter {
         let sent = bytes.withUnsafeBytes { body in
             withUnsafePointer(to: &address) { pointer in
                 pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                    sendto(socket, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), $0,
-                           socklen_t(MemoryLayout<sockaddr_un>.size))
+                    sendto(
+                        socket, body.baseAddress, body.count, Int32(MSG_NOSIGNAL) | Int32(MSG_DONTWAIT), $0,
+                        socklen_t(MemoryLayout<sockaddr_un>.size))
                 }
             }
         }

@@ -1581,6 +1581,7 @@ assert entry["SYSLOG_IDENTIFIER"] == "localauthd" and entry["_UID"] == "0", entr
     [ "$rc" = 0 ] && echo "$out" | grep -q "granted .*app .*alice .*/usr/bin/localauthctl" ||
         why "alice's history has not her granted evaluation: rc $rc" || return 1
     echo "$out" | grep -q "pam:sudo" || why "alice's history has not her sudo" || return 1
+    figure "alice's newest: $(echo "$out" | sed -n 2p | tr -s ' ')"
     as_member alice localauthctl history --json --since "@$since" >"$LOGS/history-alice.json" || why "--json as alice" || return 1
     localauthctl history --json --since "@$since" >"$LOGS/history-root.json" || why "--json as root" || return 1
     python3 - "$LOGS/history-alice.json" "$LOGS/history-root.json" "$alice_uid" "$bob_uid" <<'PY' || why "localauthctl history's views are wrong" || return 1
@@ -1588,7 +1589,8 @@ import json, sys
 alice_view, root_view = (json.load(open(p)) for p in sys.argv[1:3])
 alice, bob = int(sys.argv[3]), int(sys.argv[4])
 def users(view): return {e.get("user-uid") for e in view}
-print("alice sees %d entries of %s; root %d of %s" % (len(alice_view), users(alice_view), len(root_view), users(root_view)))
+print("FIGURE: alice sees %d entries (uids %s), root %d (uids %s)" % (len(alice_view), sorted(users(alice_view)), len(root_view),
+      sorted(users(root_view))), file=sys.stderr)
 assert len(alice_view) >= 3, alice_view
 assert users(alice_view) == {alice}, "alice sees another user's entries: %s" % users(alice_view)
 assert {alice, bob} <= users(root_view), "root does not see both"

@@ -1415,6 +1415,9 @@ scenario_password_managers_through_polkit_agent_helper() {
         logged helper_said "$cursor" "authenticate alice: Success" ||
             why "$app: no success of pam_localauth inside polkit-agent-helper-1's polkit-1 stack" || return 1
         logged service_said "$cursor" "fingerprint of uid $(uid_of alice) verified for a PAM module" || why "$app: the service verified no finger" || return 1
+        # The history of approvals (docs/HISTORY.md): an administrator dialog, by its PAM service.
+        wait_for 5 "$app's history entry in the polkit context" has_history "$(( ${t0%.*} - 1 ))" $HISTORY_GRANTED \
+            LOCALAUTH_CONTEXT=polkit LOCALAUTH_PAM_SERVICE=polkit-1 LOCALAUTH_USER_UID="$(uid_of alice)" || return 1
         logged polkitd_said "$cursor" "successfully authenticated as unix-user:alice to gain ONE-SHOT authorization for action $action" ||
             why "$app: polkitd did not log the authorization" || return 1
         [ "$app" = bitwarden ] && figure "Bitwarden's unlock with her finger in $(since "$t0") s"

@@ -136,6 +136,9 @@ public final class LocalAuthService {
             // subscribers hear it (Environment.userChanged); a call that changed
             // nothing costs nothing there.
             callEnded: { [environment] in environment.callEnded() })
+        // Every decision about a finger, to the journal (History/, docs/HISTORY.md).
+        ApprovalHistory.current = ApprovalHistory(
+            identity: { [callers] in callers.identity($0) }, reader: { [readerChoice] in readerChoice.reader(for: $0) })
         fprintd = configuration.fprintd
             ? FprintdServer(
                 seams: ServiceFprintdWiring(

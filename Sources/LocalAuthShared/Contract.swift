@@ -72,6 +72,8 @@ public enum LocalAuthBus {
         public static let cancelTitle = "cancel-title"
         public static let reuseDuration = "reuse-duration"
         public static let interactionNotAllowed = "interaction-not-allowed"
+        /// (s) VerifyUser: the PAM service the module runs in (sudo, polkit-1, login…), for the history (docs/HISTORY.md).
+        public static let pamService = "pam-service"
     }
 
     /// Keys of the options of EnrollWithOptions, ListEnrolledPrints and

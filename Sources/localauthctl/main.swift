@@ -32,6 +32,7 @@ let help = """
                                   path at once: apps, PAM, fprintd's clients
     \(secretHelp)
     \(keyringHelp)
+    \(historyHelp)
       --help                      this text
       --version                   the release of LocalAuth
 
@@ -322,6 +323,8 @@ func run() async -> Int32 {
         return await secret(arguments)
     case "keyring":
         return await keyring(arguments)
+    case "history":
+        return history(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
         return Exit.success

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocalAuthShared
 import LocalAuthentication
 import RigSupport
 import XCTest
@@ -167,6 +168,30 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(none.output.contains("User root has no fingers enrolled"), none.output)
         let after = try await LAFingerprints.enrolledFingers()
         XCTAssertEqual(after, [])
+        stopCleanly()
+    }
+
+    /// fprintd's verify decides after VerifyStart's answer: each final
+    /// status is one entry of the history of approvals (docs/HISTORY.md).
+    func testEachVerifyIsAnEntryOfTheHistory() async throws {
+        let enrolled = try fprintdEnroll("right-index-finger", "owner")
+        XCTAssertEqual(enrolled.status, 0, enrolled.output)
+        let match = try run("/usr/bin/fprintd-verify", ["root"], ready: "Verify started!", scans: ["owner"])
+        XCTAssertTrue(match.output.contains("Verify result: verify-match (done)"), match.output)
+        let noMatch = try run("/usr/bin/fprintd-verify", ["-f", "right-index-finger", "root"], ready: "Verify started!",
+                              scans: ["stranger"])
+        XCTAssertTrue(noMatch.output.contains("Verify result: verify-no-match (done)"), noMatch.output)
+        let entries = try waitForHistory(count: 2)
+        XCTAssertEqual(entries.map { $0[LocalAuthHistory.Field.outcome] ?? "" }, ["granted", "refused"], service.log)
+        for (entry, outcome) in zip(entries, [LocalAuthHistory.Outcome.granted, .refused]) {
+            XCTAssertEqual(entry["MESSAGE_ID"], outcome.messageID)
+            XCTAssertEqual(entry[LocalAuthHistory.Field.context], "fprintd")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.method], "VerifyStart")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.program], "/usr/bin/fprintd-verify")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.userUID], "0")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.callerUID], "0")
+            XCTAssertTrue(entry[LocalAuthHistory.Field.reader]?.hasPrefix("virtual_device/") == true, "\(entry)")
+        }
         stopCleanly()
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import LocalAuthShared
 import LocalAuthentication
 import RigSupport
 import XCTest
@@ -69,6 +70,32 @@ final class PamTests: RigTestCase, @unchecked Sendable {
         let outcome = try pamtester(service, "root")
         XCTAssertTrue(outcome.output.contains(authError), outcome.output)
         XCTAssertTrue(outcome.output.contains("Not recognized, try again"), outcome.output)
+    }
+
+    /// Each verify is one entry of the history of approvals (docs/HISTORY.md),
+    /// with the PAM service the module says it runs in and the program
+    /// that loaded it.
+    func testEachVerifyIsAnEntryOfTheHistoryWithItsPAMService() async throws {
+        try await enroll(as: "owner-finger")
+        let service = try pamService(["auth required MODULE timeout=20"])
+        present("owner-finger")
+        let granted = try pamtester(service, "root")
+        XCTAssertTrue(granted.output.contains(succeeded), granted.output)
+        present("someone-else", times: 3)
+        let refused = try pamtester(service, "root")
+        XCTAssertTrue(refused.output.contains(authError), refused.output)
+        let entries = try waitForHistory(count: 2)
+        XCTAssertEqual(entries.map { $0[LocalAuthHistory.Field.outcome] ?? "" }, ["granted", "refused"], self.service.log)
+        for (entry, outcome) in zip(entries, [LocalAuthHistory.Outcome.granted, .refused]) {
+            XCTAssertEqual(entry["MESSAGE_ID"], outcome.messageID)
+            XCTAssertEqual(entry[LocalAuthHistory.Field.context], "pam")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.pamService], service)
+            XCTAssertEqual(entry[LocalAuthHistory.Field.method], "VerifyUser")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.program], "/usr/bin/pamtester")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.userUID], "0")
+            XCTAssertEqual(entry[LocalAuthHistory.Field.callerUID], "0")
+            XCTAssertTrue(entry[LocalAuthHistory.Field.reader]?.hasPrefix("virtual_device/") == true, "\(entry)")
+        }
     }
 
     /// No print, a remote login, no service: PAM_AUTHINFO_UNAVAIL at once, so

@@ -1415,6 +1415,9 @@ scenario_password_managers_through_polkit_agent_helper() {
         logged helper_said "$cursor" "authenticate alice: Success" ||
             why "$app: no success of pam_localauth inside polkit-agent-helper-1's polkit-1 stack" || return 1
         logged service_said "$cursor" "fingerprint of uid $(uid_of alice) verified for a PAM module" || why "$app: the service verified no finger" || return 1
+        # The history of approvals (docs/HISTORY.md): an administrator dialog, by its PAM service.
+        wait_for 5 "$app's history entry in the polkit context" has_history "$(( ${t0%.*} - 1 ))" $HISTORY_GRANTED \
+            LOCALAUTH_CONTEXT=polkit LOCALAUTH_PAM_SERVICE=polkit-1 LOCALAUTH_USER_UID="$(uid_of alice)" || return 1
         logged polkitd_said "$cursor" "successfully authenticated as unix-user:alice to gain ONE-SHOT authorization for action $action" ||
             why "$app: polkitd did not log the authorization" || return 1
         [ "$app" = bitwarden ] && figure "Bitwarden's unlock with her finger in $(since "$t0") s"
@@ -1506,6 +1509,103 @@ scenario_password_managers_through_polkit_agent_helper() {
     [ "$calls" = 0 ] && [ "$(status_mark)" = "$mark" ] || why "bob in front: $calls VerifyUser, a finger asked for" || return 1
 }
 ALL+=(password_managers_through_polkit_agent_helper)
+
+# ------------------------------------------------------- history of approvals
+# Issue 40, item 3 (docs/HISTORY.md). Each decision about a finger is one
+# entry in the real journal, sent natively by localauthd (its fields are
+# journal fields: journalctl matches on them), with the MESSAGE_ID of its
+# outcome: alice's app granted and refused, alice's sudo (PAM, with its PAM
+# service), bob's app granted. Then `localauthctl history`: alice, outside
+# journald's groups, is told she cannot read the system journal; in
+# systemd-journal she sees hers and none of bob's; root sees both.
+HISTORY_GRANTED=067d335c13d54715817c74400fabbd95
+HISTORY_REFUSED=36956ae329cc4697bda8bd2997be5f28
+history_entries() {  # SINCE MESSAGE_ID [MATCH...]: journalctl's JSON lines of localauthd's entries
+    local since="$1" id="$2"; shift 2
+    journalctl -q --no-pager --system -o json --since "@$since" MESSAGE_ID="$id" _SYSTEMD_UNIT=localauthd.service "$@"
+}
+has_history() { [ -n "$(history_entries "$@")" ]; }
+as_member() {  # USER COMMAND...: a login shell's groups (setpriv --init-groups), no session
+    local user="$1"; shift
+    setpriv --reuid="$(uid_of "$user")" --regid="$(id -g "$user")" --init-groups --reset-env \
+        env HOME="/home/$user" USER="$user" PATH=/usr/bin:/bin LANG=C.UTF-8 "$@"
+}
+scenario_history_in_the_journal() {
+    local since alice_uid bob_uid alice bob out rc
+    since=$((EPOCHSECONDS - 1)); alice_uid=$(uid_of alice); bob_uid=$(uid_of bob)
+    ensure_enrolled alice alice-right-index || return 1
+    ensure_enrolled bob bob-right-index || return 1
+    reset_lockout alice; reset_lockout bob
+    gpasswd -d alice systemd-journal >/dev/null 2>&1; gpasswd -d bob systemd-journal >/dev/null 2>&1
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$alice_uid.service" is_active "user@$alice_uid.service" || return 1
+    evaluate_in_app_scope alice alice-right-index
+    [ "$EVAL_RC" = 0 ] || why "alice's app with her finger was refused" || return 1
+    local mark pid; mark=$(status_mark)
+    in_user_scope alice app-gnome-systest localauthctl evaluate --reason "history" >"$LOGS/history-refused.log" 2>&1 &
+    pid=$!; feed "$pid" "$mark" someone-else 3; wait "$pid"; rc=$?
+    [ "$rc" = 1 ] || { cat "$LOGS/history-refused.log" >&2; why "another finger on alice's app: rc $rc, not 1"; return 1; }
+    reset_lockout alice
+    enable_module_in sudo || return 1
+    mark=$(status_mark)
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/history-sudo.log" 2>&1 &
+    pid=$!; feed "$pid" "$mark" alice-right-index 1; wait "$pid" || why "alice's sudo did not take her finger" || return 1
+    bob="$(open_seat_session systest-display-bob bob user)" || return 1
+    loginctl activate "$bob"
+    wait_for 5 "bob's session to be active" is_seat_active "$bob" || return 1
+    wait_for 20 "user@$bob_uid.service" is_active "user@$bob_uid.service" || return 1
+    evaluate_in_app_scope bob bob-right-index
+    [ "$EVAL_RC" = 0 ] || why "bob's app with his finger was refused" || return 1
+
+    # The entries, in the real journal, matched by journald on their fields.
+    wait_for 10 "alice's granted entry" has_history "$since" $HISTORY_GRANTED LOCALAUTH_USER_UID="$alice_uid" \
+        LOCALAUTH_CONTEXT=app LOCALAUTH_PROGRAM=/usr/bin/localauthctl LOCALAUTH_CALLER_UID="$alice_uid" || return 1
+    wait_for 10 "alice's refused entry" has_history "$since" $HISTORY_REFUSED LOCALAUTH_USER_UID="$alice_uid" \
+        LOCALAUTH_OUTCOME=refused LOCALAUTH_ERROR=org.example.LocalAuth.Error.AuthenticationFailed || return 1
+    wait_for 10 "alice's sudo entry" has_history "$since" $HISTORY_GRANTED LOCALAUTH_USER_UID="$alice_uid" \
+        LOCALAUTH_CONTEXT=pam LOCALAUTH_PAM_SERVICE=sudo LOCALAUTH_PROGRAM=/usr/bin/sudo LOCALAUTH_CALLER_UID=0 || return 1
+    wait_for 10 "bob's granted entry" has_history "$since" $HISTORY_GRANTED LOCALAUTH_USER_UID="$bob_uid" || return 1
+    history_entries "$since" $HISTORY_GRANTED | head -n 1 >&2
+    history_entries "$since" $HISTORY_GRANTED LOCALAUTH_USER_UID="$alice_uid" | python3 -c '
+import json, sys
+entry = json.loads(sys.stdin.readline())
+reader = entry.get("LOCALAUTH_READER", "")
+assert reader.startswith("virtual_device/"), "reader %r" % reader
+assert entry["SYSLOG_IDENTIFIER"] == "localauthd" and entry["_UID"] == "0", entry
+' || why "alice's entry lacks its reader or its sender" || return 1
+
+    # localauthctl history as alice: outside journald's groups, told so.
+    out="$(as_member alice localauthctl history 2>&1)"; rc=$?
+    echo "alice outside the groups: rc=$rc $out" >&2
+    [ "$rc" = 3 ] && echo "$out" | grep -q systemd-journal || why "alice outside systemd-journal: rc $rc: $out" || return 1
+    usermod -aG systemd-journal alice
+    out="$(as_member alice localauthctl history --since "@$since")"; rc=$?
+    echo "$out" >&2
+    [ "$rc" = 0 ] && echo "$out" | grep -q "granted .*app .*alice .*/usr/bin/localauthctl" ||
+        why "alice's history has not her granted evaluation: rc $rc" || return 1
+    echo "$out" | grep -q "pam:sudo" || why "alice's history has not her sudo" || return 1
+    figure "alice's newest: $(echo "$out" | sed -n 2p | tr -s ' ')"
+    as_member alice localauthctl history --json --since "@$since" >"$LOGS/history-alice.json" || why "--json as alice" || return 1
+    localauthctl history --json --since "@$since" >"$LOGS/history-root.json" || why "--json as root" || return 1
+    python3 - "$LOGS/history-alice.json" "$LOGS/history-root.json" "$alice_uid" "$bob_uid" <<'PY' || why "localauthctl history's views are wrong" || return 1
+import json, sys
+alice_view, root_view = (json.load(open(p)) for p in sys.argv[1:3])
+alice, bob = int(sys.argv[3]), int(sys.argv[4])
+def users(view): return {e.get("user-uid") for e in view}
+print("FIGURE: alice sees %d entries (uids %s), root %d (uids %s)" % (len(alice_view), sorted(users(alice_view)), len(root_view),
+      sorted(users(root_view))), file=sys.stderr)
+assert len(alice_view) >= 3, alice_view
+assert users(alice_view) == {alice}, "alice sees another user's entries: %s" % users(alice_view)
+assert {alice, bob} <= users(root_view), "root does not see both"
+outcomes = [e["outcome"] for e in alice_view]
+assert "granted" in outcomes and "refused" in outcomes, outcomes
+times = [e["time"] for e in root_view]
+assert times == sorted(times, reverse=True), "not newest first: %s" % times
+assert all(e["program"] for e in root_view), root_view
+PY
+    gpasswd -d alice systemd-journal >/dev/null
+}
+ALL+=(history_in_the_journal)
 
 # ------------------------------------------------------------------ runner
 passed=0; failed=0

@@ -18,11 +18,21 @@ struct BusContract<Target: AnyObject & Sendable>: Sendable {
     var properties: (@ServiceActor @Sendable (Target) -> [String: DBusValue])?
     /// How polkit's no reads in this contract (the last action asked and its answer).
     let refusal: @Sendable (_ action: String, _ decision: Authorizer.Decision) -> ServiceError
+    /// Runs every handler of the contract and sees how it ended (nil: no
+    /// one watches). org.example.LocalAuth's is the history of approvals
+    /// (History/): the router stays blind to what a decision is.
+    var answers: AnswerWatch?
 
     /// The largest body any of its calls may have (its largest row's bound;
     /// at least the 16 KiB every other message gets: Properties, Introspect).
     var largestBody: Int { methods.values.map(\.maximumBodyBytes).reduce(ServiceLimits.maximumBodyBytes, max) }
 }
+
+/// Runs a contract's handler and sees how it ended (`BusContract.answers`).
+typealias AnswerWatch = @ServiceActor @Sendable (
+    _ member: String, _ request: Request, _ arguments: any CallArguments, _ errors: ErrorTable,
+    _ handler: () async throws(ServiceError) -> [DBusValue]
+) async throws(ServiceError) -> [DBusValue]
 
 /// What a row needs from polkit, asked by the router before its handler runs
 /// (Bus/Authorization.swift).

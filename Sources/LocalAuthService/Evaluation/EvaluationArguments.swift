@@ -110,7 +110,10 @@ struct VerifyUserArguments: CallArguments {
         user = name
         options = try EvaluationOptions(arguments[1])
         loginSecretNonce = try LoginSecretNonce.read(arguments[1])
+        pamService = try ApprovalHistory.pamService(arguments[1])
     }
+    /// The PAM service the module says it runs in: the history's context (History/).
+    let pamService: String?
     /// The PAM transaction's nonce a match's login-secret ticket is bound to (LoginSecret/).
     let loginSecretNonce: [UInt8]?
 }

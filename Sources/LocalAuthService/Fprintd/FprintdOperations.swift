@@ -171,10 +171,13 @@ extension FprintdDevice {
                 if case .retry(let kind) = progress { status(FprintdBus.VerifyResult(kind)) }
             }
         } catch {
+            ApprovalHistory.current?.fprintdVerified(request, on: identity, result: nil, failure: error,
+                                                     interruption: operation.interruption, timedOut: operation.timedOut)
             guard operation.hasStarted else { return operation.start(startError(operation, error)) }
             status(finalStatus(error, operation))
             return
         }
+        ApprovalHistory.current?.fprintdVerified(request, on: identity, result: result, failure: nil, interruption: nil, timedOut: false)
         switch result {
         case .matched:
             Log.info("fprintd device \(id): uid \(uid) matched")

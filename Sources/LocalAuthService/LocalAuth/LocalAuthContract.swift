@@ -23,7 +23,8 @@ enum LocalAuthContract {
             case .denied(let why): ServiceErrors.permissionDenied(why)
             case .authorized: ServiceErrors.permissionDenied("\(action) was not granted")
             }
-        })
+        },
+        answers: ApprovalHistory.watch)
 
     // Rights' and the login secret's rows are in RightsMethodTable.swift and
     // LoginSecretMethodTable.swift, merged here.

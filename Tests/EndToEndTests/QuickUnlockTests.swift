@@ -38,9 +38,15 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
     func get(_ database: String, fingers: [String], appID: String = QuickUnlockTests.appID, program: [String]? = nil) throws -> String {
         let command = program ?? ["/usr/bin/python3", Self.python]
         let output = rig.directory + "/quick-get-\(UUID().uuidString).out"
-        let child = try Child(command[0], Array(command.dropFirst()) + ["get", database], environment: try environment(appID: appID),
-                              stdoutPath: output, stderrPath: output)
-        defer { if child.isRunning { child.signal(SIGKILL); child.wait() } }
+        let child = try Child(
+            command[0], Array(command.dropFirst()) + ["get", database], environment: try environment(appID: appID),
+            stdoutPath: output, stderrPath: output)
+        defer {
+            if child.isRunning {
+                child.signal(SIGKILL)
+                child.wait()
+            }
+        }
         for (index, finger) in fingers.enumerated() {
             // The first request is "place-finger", each later one "no-match".
             try waitUntil("request \(index + 1) for a finger: \(readText(output))", timeout: 20) {
@@ -91,9 +97,14 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
     func testTheCExampleGetsTheKeyWithTheBlockingCalls() throws {
         let build = try ClientLibraryTests.library.get()
         let binary = rig.directory + "/c-quick-unlock"
-        let compiled = try runProgram("/bin/sh", ["-c", "cc -Wall -Werror -o '\(binary)' '\(Paths.root)/Examples/QuickUnlock/quick-unlock.c' "
-                                                  + "$(pkg-config --cflags --libs liblocalauth-1)"],
-                                      environment: ["PKG_CONFIG_PATH": build + "/meson-uninstalled"])
+        let compiled = try runProgram(
+            "/bin/sh",
+            [
+                "-c",
+                "cc -Wall -Werror -o '\(binary)' '\(Paths.root)/Examples/QuickUnlock/quick-unlock.c' "
+                    + "$(pkg-config --cflags --libs liblocalauth-1)",
+            ],
+            environment: ["PKG_CONFIG_PATH": build + "/meson-uninstalled"])
         XCTAssertEqual(compiled.status, 0, compiled.output)
         let set = try quick(["set", "db1"])
         XCTAssertEqual(try quick(["has", "db1"], program: [binary]), "has: yes")
@@ -108,15 +119,24 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
         XCTAssertTrue(try quick(["set", "db1"]).hasPrefix("set: ok"))
         // Another program of the same user (its own app id): nothing there, and no scan asked for.
         XCTAssertEqual(try quick(["has", "db1"], appID: "org.example.Other"), "has: no")
-        XCTAssertEqual(try get("db1", fingers: [], appID: "org.example.Other"),
-                       "get: error -10 org.example.LocalAuth.Error.RightNotFound\n")
+        XCTAssertEqual(
+            try get("db1", fingers: [], appID: "org.example.Other"),
+            "get: error -10 org.example.LocalAuth.Error.RightNotFound\n")
         // Another uid naming the same app id: its own, empty namespace.
         let build = try ClientLibraryTests.library.get()
-        let nobody = try runAs(65534, "/usr/bin/env", ["GI_TYPELIB_PATH=\(build)", "LD_LIBRARY_PATH=\(build)", "LOCALAUTH_APP_ID=\(Self.appID)",
-                                                     "/usr/bin/python3", Self.python, "has", "db1"])
+        let nobody = try runAs(
+            65534, "/usr/bin/env",
+            [
+                "GI_TYPELIB_PATH=\(build)", "LD_LIBRARY_PATH=\(build)", "LOCALAUTH_APP_ID=\(Self.appID)",
+                "/usr/bin/python3", Self.python, "has", "db1",
+            ])
         XCTAssertEqual(nobody.output.trimmingCharacters(in: .whitespacesAndNewlines), "has: no")
-        let nobodyGet = try runAs(65534, "/usr/bin/env", ["GI_TYPELIB_PATH=\(build)", "LD_LIBRARY_PATH=\(build)", "LOCALAUTH_APP_ID=\(Self.appID)",
-                                                        "/usr/bin/python3", Self.python, "get", "db1"])
+        let nobodyGet = try runAs(
+            65534, "/usr/bin/env",
+            [
+                "GI_TYPELIB_PATH=\(build)", "LD_LIBRARY_PATH=\(build)", "LOCALAUTH_APP_ID=\(Self.appID)",
+                "/usr/bin/python3", Self.python, "get", "db1",
+            ])
         XCTAssertNotEqual(nobodyGet.status, 0, nobodyGet.output)
         XCTAssertFalse(nobodyGet.output.contains("get: ok") || nobodyGet.output.contains("status:"), nobodyGet.output)
         // The owner's key is still there.
@@ -128,8 +148,9 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
     func testResetForgetsEveryKeyAndLeavesTheAppsOtherRights() throws {
         XCTAssertTrue(try quick(["set", "db1"]).hasPrefix("set: ok"))
         XCTAssertTrue(try quick(["set", "db2"]).hasPrefix("set: ok"))
-        let other = try runProgram("/bin/sh", ["-c", "echo other | \(Paths.localauthctl) secret store not-a-key --app-id \(Self.appID)"],
-                                   environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        let other = try runProgram(
+            "/bin/sh", ["-c", "echo other | \(Paths.localauthctl) secret store not-a-key --app-id \(Self.appID)"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertEqual(other.status, 0, other.output)
 
         XCTAssertEqual(try quick(["forget", "db1"]), "forget: ok")
@@ -167,7 +188,9 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
             print("kept", LocalAuth.QUICK_UNLOCK_MAX_KEY_SIZE)
             """
         let sizes = try runProgram("/usr/bin/python3", ["-c", script], environment: try environment(appID: Self.appID))
-        XCTAssertEqual(sizes.output, """
+        XCTAssertEqual(
+            sizes.output,
+            """
             0 -10 org.freedesktop.DBus.Error.InvalidArgs
             4097 -10 org.example.LocalAuth.Error.LimitExceeded
             kept 4096

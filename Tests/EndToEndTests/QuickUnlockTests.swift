@@ -113,6 +113,31 @@ final class QuickUnlockTests: RigTestCase, @unchecked Sendable {
         XCTAssertEqual(try quick(["has", "db1"]), "has: no")
     }
 
+    /// A GCancellable ends the wait for the finger: AppCancel (-9), no key,
+    /// and the key is still there for the next unlock.
+    func testCancellingTheWaitForTheFingerGetsNoKey() throws {
+        XCTAssertTrue(try quick(["set", "db1"]).hasPrefix("set: ok"))
+        let script = """
+            import gi; gi.require_version("LocalAuth", "1.0"); from gi.repository import Gio, GLib, LocalAuth
+            quick, loop, cancellable = LocalAuth.QuickUnlock.new(), GLib.MainLoop(), Gio.Cancellable()
+            def status(_quick, status):
+                print("status:", status, flush=True)
+                cancellable.cancel()
+            def done(_source, result):
+                try:
+                    print("key", quick.get_key_finish(result).get_size())
+                except GLib.Error as error:
+                    print("error", error.code, LocalAuth.error_get_dbus_error_name(error))
+                loop.quit()
+            quick.connect("status", status)
+            quick.get_key("db1", "Unlock, then cancel", cancellable, done)
+            loop.run()
+            """
+        let cancelled = try runProgram("/usr/bin/python3", ["-c", script], environment: try environment(appID: Self.appID))
+        XCTAssertEqual(cancelled.output, "status: place-finger\nerror -9 org.example.LocalAuth.Error.AppCancel\n")
+        XCTAssertEqual(try quick(["has", "db1"]), "has: yes")
+    }
+
     // MARK: Nobody else
 
     func testAnotherProgramOfTheUserAndAnotherUidGetNothing() throws {

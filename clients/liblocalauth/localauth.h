@@ -10,5 +10,6 @@
 #include "la-right.h"
 #include "la-private-key.h"
 #include "la-environment.h"
+#include "la-quick-unlock.h"
 #include "la-version.h"
 #undef LOCALAUTH_INSIDE

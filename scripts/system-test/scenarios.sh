@@ -1607,6 +1607,135 @@ PY
 }
 ALL+=(history_in_the_journal)
 
+# ------------------------------------------ issue 40, item 2: quick unlock
+# A password manager's quick-unlock key (LaQuickUnlock, docs/APPS.md) kept
+# by alice's app, here KeePassXC's app id, through the installed library and
+# typelib (Examples/QuickUnlock/quick-unlock.py in an app scope of her user
+# manager, her display session in front). After the app restarts, after
+# `systemctl restart localauthd`, and after the container reboots (the
+# runner, scripts/system-test/run, reboots it when a scenario writes the
+# name of its second half to $AFTER_REBOOT, and runs that half on the new
+# boot), getKey answers only after her finger, only to that app.
+QUICK_APP=org.keepassxc.KeePassXC
+QUICK_DB=3f1c9a7e-5b2d-4c1e-9f0a-kdbx
+QUICK_STATE=/var/lib/systest/quick-unlock
+AFTER_REBOOT=/var/lib/systest/after-reboot
+
+# The example as USER's app APP-ID in an app scope, its output to OUT (sets APP_PID).
+quick_unlock_app() {  # USER APP-ID OUT ARGS...
+    local user="$1" app="$2" out="$3"; shift 3
+    in_user_scope "$user" app-gnome-quick env LOCALAUTH_APP_ID="$app" python3 /opt/systest/quick-unlock.py "$@" >"$out" 2>&1 &
+    APP_PID=$!
+}
+quick_unlock_once() {  # USER APP-ID ARGS...: a call that asks for no finger; prints its line
+    local out="$LOGS/quick-unlock-once.out"
+    quick_unlock_app "$1" "$2" "$out" "${@:3}"; wait "$APP_PID"; cat "$out"
+}
+# getKey in a new process of USER's APP-ID, FINGER presented COUNT times
+# when asked (- for none). Sets QU_RC, QU_OUT and QU_ASKED (the service's
+# requests for a finger meanwhile).
+quick_unlock_get() {  # USER APP-ID FINGER COUNT
+    local out="$LOGS/quick-unlock-get.out" mark
+    mark=$(status_mark)
+    quick_unlock_app "$1" "$2" "$out" get "$QUICK_DB"
+    [ "$3" = - ] || feed "$APP_PID" "$mark" "$3" "$4"
+    wait "$APP_PID"; QU_RC=$?
+    QU_OUT="$(cat "$out")"; QU_ASKED=$(( $(status_mark) - mark ))
+    echo "getKey as $1's $2 (finger $3): rc=$QU_RC, $QU_ASKED request(s) for a finger: $(echo "$QU_OUT" | paste -sd'|')" >&2
+}
+# bob, another uid, naming the app's id (a process of his, no scope of his needed).
+as_bob_quick_unlock() {  # ARGS...
+    setpriv --reuid="$(uid_of bob)" --regid="$(id -g bob)" --init-groups --reset-env \
+        env HOME=/home/bob PATH=/usr/bin:/bin LANG=C.UTF-8 LOCALAUTH_APP_ID="$QUICK_APP" python3 /opt/systest/quick-unlock.py "$@" 2>&1
+}
+
+# What must hold at every stage: a new process of alice's app gets the key
+# with her finger (SHA: the digest `set` printed), not with another finger;
+# another program of hers and bob get nothing, and no scan is asked for.
+quick_unlock_holds() {  # SHA STAGE
+    local sha="$1" stage="$2" out
+    quick_unlock_get alice "$QUICK_APP" alice-right-index 1
+    [ "$QU_RC" = 0 ] && [ "$(echo "$QU_OUT" | tail -n1)" = "get: ok sha256=$sha" ] ||
+        why "$stage: her app's new process did not get its key with her finger: $QU_OUT" || return 1
+    [ "$(echo "$QU_OUT" | head -n1)" = "status: place-finger" ] || why "$stage: the key came without a request for her finger" || return 1
+    figure "$stage: her finger releases the key"
+    quick_unlock_get alice "$QUICK_APP" someone-else 3
+    [ "$QU_RC" != 0 ] && ! grep -q "get: ok" <<<"$QU_OUT" && grep -q "get: error -1 org.example.LocalAuth.Error.AuthenticationFailed" <<<"$QU_OUT" ||
+        why "$stage: another finger was not refused with AuthenticationFailed: $QU_OUT" || return 1
+    reset_lockout alice
+    quick_unlock_get alice org.example.SomeOtherProgram - 0
+    [ "$QU_RC" != 0 ] && [ "$QU_ASKED" = 0 ] && grep -q "get: error -10 org.example.LocalAuth.Error.RightNotFound" <<<"$QU_OUT" ||
+        why "$stage: another program of alice's was not refused before any scan: $QU_OUT" || return 1
+    out="$(as_bob_quick_unlock has "$QUICK_DB")"
+    [ "$out" = "has: no" ] || why "$stage: bob, naming her app's id, sees a key: $out" || return 1
+    local mark; mark=$(status_mark)
+    out="$(as_bob_quick_unlock get "$QUICK_DB")"
+    echo "getKey as bob naming $QUICK_APP: $out" >&2
+    ! grep -q "get: ok" <<<"$out" && [ "$(status_mark)" = "$mark" ] || why "$stage: bob got a key or a scan: $out" || return 1
+}
+
+scenario_quick_unlock_key_survives_restarts() {
+    local alice out sha before after package
+    # fprintd-swap-and-purge, before, leaves only some of our packages: the
+    # app needs the library and its typelib too.
+    for package in localauthd localauth-tools liblocalauth-1-0 gir1.2-localauth-1.0; do
+        [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
+    done
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    rm -rf "$QUICK_STATE" "$AFTER_REBOOT"
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    wait_for 5 "alice's display session $alice in front" is_seat_active "$alice" || return 1
+
+    # setKey: a random key, shown only as its digest.
+    out="$(quick_unlock_once alice "$QUICK_APP" set "$QUICK_DB")"
+    sha="${out#set: ok sha256=}"
+    [ -n "$sha" ] && [ "$out" = "set: ok sha256=$sha" ] || why "setKey failed: $out" || return 1
+    [ "$(quick_unlock_once alice "$QUICK_APP" has "$QUICK_DB")" = "has: yes" ] || why "hasKey does not see the key just set" || return 1
+    # A bad database id: a named error, nothing kept.
+    out="$(quick_unlock_once alice "$QUICK_APP" set "../$QUICK_DB")"
+    [ "$out" = "set: error -10 org.freedesktop.DBus.Error.InvalidArgs" ] || why "a bad database id: $out" || return 1
+    [ "$(quick_unlock_once alice "$QUICK_APP" has "../$QUICK_DB")" = "has: error -10 org.freedesktop.DBus.Error.InvalidArgs" ] ||
+        why "hasKey of a bad database id is not InvalidArgs" || return 1
+
+    # 1. The app restarts: every getKey above is a new process.
+    quick_unlock_holds "$sha" "app restarted" || return 1
+
+    # 2. The service restarts.
+    before="$(systemctl show -P MainPID localauthd)"
+    systemctl restart localauthd || why "systemctl restart localauthd failed" || return 1
+    wait_for 10 "localauthd to run again" is_active localauthd || return 1
+    after="$(systemctl show -P MainPID localauthd)"
+    [ "$before" != "$after" ] || why "localauthd kept its pid $before across the restart" || return 1
+    quick_unlock_holds "$sha" "service restarted" || return 1
+
+    # 3. The container reboots: the runner does it, then runs the second half.
+    mkdir -p "$QUICK_STATE"; echo "$sha" > "$QUICK_STATE/sha"; touch /run/systest-quick-unlock-before-reboot
+    echo quick_unlock_key_survives_restarts_after_reboot > "$AFTER_REBOOT"
+}
+scenario_quick_unlock_key_survives_restarts_after_reboot() {
+    local alice sha
+    sha="$(cat "$QUICK_STATE/sha" 2>/dev/null)" || why "no key was set before the reboot" || return 1
+    rm -f "$AFTER_REBOOT"
+    [ ! -e /run/systest-quick-unlock-before-reboot ] || why "the container did not reboot (/run kept its marker)" || return 1
+    echo "boot: systemd since $(systemctl show -P UserspaceTimestamp), localauthd $(unit_state localauthd)" >&2
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$(uid_of alice).service" is_active "user@$(uid_of alice).service" || return 1
+    wait_for 5 "alice's display session $alice in front" is_seat_active "$alice" || return 1
+    [ "$(quick_unlock_once alice "$QUICK_APP" has "$QUICK_DB")" = "has: yes" ] || why "hasKey lost the key across the reboot" || return 1
+    quick_unlock_holds "$sha" "container rebooted" || return 1
+
+    # reset: forgotten; getKey then fails at once, without a scan.
+    [ "$(quick_unlock_once alice "$QUICK_APP" reset)" = "reset: ok" ] || why "reset failed" || return 1
+    [ "$(quick_unlock_once alice "$QUICK_APP" has "$QUICK_DB")" = "has: no" ] || why "hasKey still sees the key after reset" || return 1
+    quick_unlock_get alice "$QUICK_APP" - 0
+    [ "$QU_RC" != 0 ] && [ "$QU_ASKED" = 0 ] && grep -q "get: error -10 org.example.LocalAuth.Error.RightNotFound" <<<"$QU_OUT" ||
+        why "after reset, getKey did not fail at once with RightNotFound: $QU_OUT" || return 1
+    rm -rf "$QUICK_STATE"
+}
+ALL+=(quick_unlock_key_survives_restarts)
+
 # ------------------------------------------------------------------ runner
 passed=0; failed=0
 # The service's EvaluationStatus signals, for feed (the real bus's monitor).
@@ -1614,7 +1743,11 @@ dbus-monitor --system "type='signal',interface='$IFACE',member='EvaluationStatus
 MONITOR=$!
 trap 'kill $MONITOR 2>/dev/null' EXIT
 sleep 0.3
-if [ $# -gt 0 ]; then
+if [ "${1:-}" = --after-reboot ]; then
+    # The second halves of scenarios that asked the runner for a reboot
+    # ($AFTER_REBOOT): our packages are installed already.
+    shift; ALL=("$@")
+elif [ $# -gt 0 ]; then
     ALL=("$@")
     # Every scenario needs our packages: a subset starts by installing them.
     [ "${1//-/_}" = apt_installs_the_packages ] || ALL=(apt_installs_the_packages "${ALL[@]}")

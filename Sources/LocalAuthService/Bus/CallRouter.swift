@@ -149,13 +149,14 @@ final class CallRouter {
             try record.checkNotEnded()
             // Re-read after the awaits: a claim may have changed meanwhile.
             try spec.admits?(routed.target, request)
-            let run = { () async throws(ServiceError) -> [DBusValue] in try await spec.handler(routed.target, request, routed.arguments) }
             // The contract's watch (org.example.LocalAuth: the history of approvals) sees how it ended.
             let answer: [DBusValue]
             if let watch = routed.contract.answers {
-                answer = try await watch(call.member, request, routed.arguments, errors, run)
+                answer = try await watch(call.member, request, routed.arguments, errors) { () async throws(ServiceError) in
+                    try await spec.handler(routed.target, request, routed.arguments)
+                }
             } else {
-                answer = try await run()
+                answer = try await spec.handler(routed.target, request, routed.arguments)
             }
             guard !record.abandoned else { return }
             call.reply(answer)

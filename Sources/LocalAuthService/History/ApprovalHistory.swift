@@ -109,7 +109,15 @@ final class ApprovalHistory {
         var pamService: String?
         var right: String?
 
+        /// The methods that decide about a finger: every other call (a
+        /// preflight, the most frequent) passes with one set lookup, no cast.
+        static let decidingMethods: Set<String> = [
+            LocalAuthBus.Method.evaluatePolicy, LocalAuthRightsBus.Method.authorizeRight,
+            LocalAuthBus.Method.verifyUser, LocalAuthLoginSecretBus.Method.release,
+        ]
+
         init?(_ member: String, _ arguments: any CallArguments) {
+            guard Self.decidingMethods.contains(member) else { return nil }
             method = member
             switch arguments {
             case let arguments as EvaluatePolicyArguments:

@@ -188,12 +188,26 @@ static void random_request_id(char *buffer, size_t size) {
 /// Appends `{"request-id": <id>, "login-secret-nonce": <nonce>}` as the
 /// call's a{sv}: a match then leaves a ticket for one release of the login
 /// secret by this process with this nonce (docs/KEYRING.md).
-static int append_options(DBusMessage *call, const char *request_id, const unsigned char nonce[LS_NONCE_BYTES]) {
+/// The options of VerifyUser: the request id, the login secret's nonce, and
+/// the PAM service this transaction runs (PAM_SERVICE: compiled into the
+/// program that runs PAM, "sudo", "polkit-1", "gdm-password"), which the
+/// service's context policy reads (docs/POLICY.md). A service name the
+/// service's bound refuses (over 64 bytes) is not sent.
+static int append_options(DBusMessage *call, const char *request_id, const unsigned char nonce[LS_NONCE_BYTES],
+                          const char *pam_service) {
     DBusMessageIter args, dict, entry, variant, array;
-    const char *key = "request-id", *nonce_key = "login-secret-nonce";
+    const char *key = "request-id", *nonce_key = "login-secret-nonce", *service_key = "pam-service";
     const unsigned char *bytes = nonce;
+    int send_service = pam_service && pam_service[0] && strlen(pam_service) <= 64;
     dbus_message_iter_init_append(call, &args);
     return dbus_message_iter_open_container(&args, DBUS_TYPE_ARRAY, "{sv}", &dict) &&
+           (!send_service ||
+            (dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
+             dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &service_key) &&
+             dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "s", &variant) &&
+             dbus_message_iter_append_basic(&variant, DBUS_TYPE_STRING, &pam_service) &&
+             dbus_message_iter_close_container(&entry, &variant) &&
+             dbus_message_iter_close_container(&dict, &entry))) &&
            dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
            dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key) &&
            dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "s", &variant) &&
@@ -255,6 +269,13 @@ static int pam_result_for(const char *error_name) {
     return PAM_AUTHINFO_UNAVAIL;
 }
 
+/// PAM_SERVICE of this transaction, or NULL.
+static const char *pam_service_name(pam_handle_t *pamh) {
+    const void *item = NULL;
+    if (pam_get_item(pamh, PAM_SERVICE, &item) != PAM_SUCCESS) return NULL;
+    return item;
+}
+
 static int verify(pam_handle_t *pamh, const char *user, const Options *options) {
     DBusConnection *bus = connect_system_bus(pamh);
     if (!bus) return PAM_AUTHINFO_UNAVAIL;
@@ -284,7 +305,7 @@ static int verify(pam_handle_t *pamh, const char *user, const Options *options) 
     DBusMessage *call = dbus_message_new_method_call(SERVICE, OBJECT, INTERFACE, "VerifyUser");
     DBusPendingCall *pending = NULL;
     if (!call || !dbus_message_append_args(call, DBUS_TYPE_STRING, &user, DBUS_TYPE_INVALID) ||
-        !append_options(call, request_id, nonce) ||
+        !append_options(call, request_id, nonce, pam_service_name(pamh)) ||
         !dbus_connection_send_with_reply(bus, call, &pending, (options->timeout + 10) * 1000) || !pending) {
         if (call) dbus_message_unref(call);
         free(owner);

@@ -26,14 +26,21 @@ enum LocalAuthContract {
         })
 
     // Rights' rows are in RightsMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }.merging(
+    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }
+        .merging(contextPolicyMethods) { rights, _ in rights }.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
-                handler: { object, call throws(ServiceError) in try await object.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in
+                    ContextPolicy.markApps(call.request, method: LocalAuthBus.Method.canEvaluatePolicy)  // docs/POLICY.md
+                    return try await object.evaluator.canEvaluatePolicy(call.request, call.arguments)
+                }),
             LocalAuthBus.Method.evaluatePolicy: MethodSpec(
                 signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
-                handler: { object, call throws(ServiceError) in try await object.evaluator.evaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in
+                    ContextPolicy.markApps(call.request, method: LocalAuthBus.Method.evaluatePolicy)  // docs/POLICY.md
+                    return try await object.evaluator.evaluatePolicy(call.request, call.arguments)
+                }),
             LocalAuthBus.Method.cancel: MethodSpec(
                 signature: "s", action: nil, interactive: false, CancelArguments.self,
                 handler: { object, call throws(ServiceError) in try object.evaluator.cancel(call.request, call.arguments) }),
@@ -46,6 +53,7 @@ enum LocalAuthContract {
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
+                    try ContextPolicy.admitVerifyUser(call.request, user: call.arguments.user, pamService: call.arguments.pamService)  // docs/POLICY.md
                     let uid = try await object.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
                     // A match the service saw: a ticket for one login-secret release (LoginSecret/).
                     if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }

@@ -128,7 +128,7 @@ final class Evaluator {
     }
 
     func canEvaluate(_ policy: PolicyValue, _ caller: Caller) async throws(ServiceError) {
-        let refusal = await biometricsRefusal(caller)
+        let refusal = if let refused = caller.record.contextRefusal { refused } else { await biometricsRefusal(caller) }
         try caller.record.checkNotEnded()
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
@@ -170,6 +170,7 @@ final class Evaluator {
         let biometrics: ServiceError?
         var enrolledSet: [[UInt8]] = []
         do throws(ServiceError) {
+            if let refused = caller.record.contextRefusal { throw refused }  // ContextPolicy/
             if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
             enrolledSet = Self.enrolledSet(try usablePrints(for: uid))
             try refuseWhileCooling(uid)

@@ -44,7 +44,7 @@ struct PolicyFile: Equatable, Sendable {
         }
         var seen: Set<AuthContext> = []
         var off: Set<AuthContext> = []
-        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+        for (index, raw) in text.split(omittingEmptySubsequences: false, whereSeparator: { $0 == "\n" || $0 == "\r\n" }).enumerated() {
             let number = index + 1
             let line = raw.trimmingBlanks()
             if line.isEmpty || line.hasPrefix("#") { continue }

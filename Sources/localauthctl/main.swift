@@ -29,6 +29,7 @@ let help = """
                                   (at most 300) without a new scan
     \(secretHelp)
     \(keyringHelp)
+    \(policyHelp)
       --help                      this text
       --version                   the release of LocalAuth
 
@@ -307,6 +308,8 @@ func run() async -> Int32 {
         return await secret(arguments)
     case "keyring":
         return await keyring(arguments)
+    case "policy":
+        return await policy(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
         return Exit.success

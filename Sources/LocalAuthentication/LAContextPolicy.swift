@@ -24,7 +24,8 @@ public enum LAContextPolicy {
         guard case .array(_, let rows)? = reply.first else { return [] }
         return rows.compactMap { row in
             guard case .structure(let fields) = row, fields.count >= 3, let name = fields[0].string,
-                  case .boolean(let machine) = fields[1], case .boolean(let account) = fields[2] else { return nil }
+                case .boolean(let machine) = fields[1], case .boolean(let account) = fields[2]
+            else { return nil }
             return Context(name: name, machine: machine, account: account)
         }
     }

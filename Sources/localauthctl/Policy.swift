@@ -3,15 +3,15 @@ import Foundation
 import LocalAuthentication
 
 let policyHelp = """
-      policy show [--user NAME]   where your fingerprint is enough: per context (login,
-                                  lock-screen, terminal, admin, apps, app-secrets) what
-                                  the machine allows (/etc/localauth/policy.conf), what
-                                  you chose, and the result
-      policy set CONTEXT on|off [--user NAME]
-                                  off: the finger is not asked for there (the password
-                                  is); on: undo your own off. Never looser than the
-                                  machine allows. --user: root, for another account
-"""
+          policy show [--user NAME]   where your fingerprint is enough: per context (login,
+                                      lock-screen, terminal, admin, apps, app-secrets) what
+                                      the machine allows (/etc/localauth/policy.conf), what
+                                      you chose, and the result
+          policy set CONTEXT on|off [--user NAME]
+                                      off: the finger is not asked for there (the password
+                                      is); on: undo your own off. Never looser than the
+                                      machine allows. --user: root, for another account
+    """
 
 func policy(_ arguments: ArraySlice<String>) async -> Int32 {
     var arguments = arguments
@@ -36,16 +36,18 @@ func policy(_ arguments: ArraySlice<String>) async -> Int32 {
             say("context      machine  yours  fingerprint")
             for context in try await LAContextPolicy.contexts(user: user) {
                 let column = { (on: Bool) in on ? "on " : "off" }
-                say(context.name.padding(toLength: 13, withPad: " ", startingAt: 0)
-                    + column(context.machine) + "      " + column(context.account) + "    "
-                    + (context.allowed ? "asked" : "not asked (password)"))
+                say(
+                    context.name.padding(toLength: 13, withPad: " ", startingAt: 0)
+                        + column(context.machine) + "      " + column(context.account) + "    "
+                        + (context.allowed ? "asked" : "not asked (password)"))
             }
         case "set":
             guard words.count == 2 else { usageError("policy set needs CONTEXT and on or off") }
             guard words[1] == "on" || words[1] == "off" else { usageError("policy set CONTEXT takes on or off, not \(words[1])") }
             try await LAContextPolicy.set(words[0], allowed: words[1] == "on", user: user)
             if words[1] == "on", let context = try await LAContextPolicy.contexts(user: user).first(where: { $0.name == words[0] }),
-               !context.machine {
+                !context.machine
+            {
                 complain("\(words[0]): this machine's policy keeps the fingerprint off there")
             }
         default:

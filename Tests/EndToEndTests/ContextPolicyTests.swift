@@ -118,8 +118,9 @@ final class ContextPolicyTests: RigTestCase, @unchecked Sendable {
     }
 
     private func pamtester(_ service: String) throws -> Outcome {
-        try runProgram("/usr/bin/pamtester", ["-v", service, "root", "authenticate"],
-                       environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 60)
+        try runProgram(
+            "/usr/bin/pamtester", ["-v", service, "root", "authenticate"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 60)
     }
 
     /// sudo's context: pam_localauth sends its PAM service name; any service
@@ -161,8 +162,10 @@ final class ContextPolicyTests: RigTestCase, @unchecked Sendable {
     /// is BiometryNotAvailable at once; on reaches the next check (no print
     /// enrolled here: BiometryNotEnrolled).
     func testEachPamServiceNameMeetsItsContext() async throws {
-        let names = ["polkit-1": "admin", "gdm-password": "login", "login": "login", "sddm": "login",
-                     "xscreensaver": "lock-screen", "sudo": "terminal", "su": "terminal", "cron": "terminal"]
+        let names = [
+            "polkit-1": "admin", "gdm-password": "login", "login": "login", "sddm": "login",
+            "xscreensaver": "lock-screen", "sudo": "terminal", "su": "terminal", "cron": "terminal",
+        ]
         try restart(policy: nil)
         for (name, _) in names {
             let call = try gdbus("VerifyUser", ["root", "{'pam-service': <'\(name)'>}"])
@@ -188,14 +191,16 @@ final class ContextPolicyTests: RigTestCase, @unchecked Sendable {
         try restart(policy: "apps = off\n", fprintd: true)
         try await enroll(as: "owner-finger")
         let client = try testScript("fprintd-client.py")
-        let refused = try runProgram("/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:any", "Release"],
-                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        let refused = try runProgram(
+            "/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:any", "Release"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertTrue(refused.output.contains("VerifyStart error net.reactivated.Fprint.Error.NoSuchDevice"), refused.output)
         XCTAssertTrue(service.log.contains("apps is off for uid 0"), service.log)
 
         try reload(policy: "apps = on\n")
-        let allowed = try runProgram("/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:any", "VerifyStop", "Release"],
-                                     environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
+        let allowed = try runProgram(
+            "/usr/bin/python3", [client, "calls", "Claim:", "VerifyStart:any", "VerifyStop", "Release"],
+            environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertTrue(allowed.output.contains("VerifyStart ok"), allowed.output)
     }
 

@@ -40,8 +40,9 @@ final class ContextPolicy {
                 Log.info("policy \(machineFile) read: the finger is off for \(off.isEmpty ? "no context" : off.joined(separator: ", "))")
             case .failure(let problem):
                 machine = .allOff
-                Log.error("policy \(machineFile)\(problem.line > 0 ? ":\(problem.line)" : ""): \(problem.message); "
-                    + "the fingerprint is off in every context until it is fixed (systemctl reload localauthd)")
+                Log.error(
+                    "policy \(machineFile)\(problem.line > 0 ? ":\(problem.line)" : ""): \(problem.message); "
+                        + "the fingerprint is off in every context until it is fixed (systemctl reload localauthd)")
             }
         case .failure(let error) where error.code == ENOENT:
             machine = .allOn
@@ -80,9 +81,10 @@ final class ContextPolicy {
         let byMachine = !machine.allows(first)
         let names = refused.map(\.rawValue).joined(separator: ", ")
         let program = identify(caller).program ?? "an unidentified program"
-        Log.warning("fingerprint refused by policy: \(names) is off for uid \(uid) "
-            + "(\(byMachine ? "the machine's policy \(machineFile)" : "the user's own choice")); "
-            + "\(method) from \(program), uid \(caller.uid)")
+        Log.warning(
+            "fingerprint refused by policy: \(names) is off for uid \(uid) "
+                + "(\(byMachine ? "the machine's policy \(machineFile)" : "the user's own choice")); "
+                + "\(method) from \(program), uid \(caller.uid)")
         return ServiceErrors.la(
             .biometryNotAvailable,
             "the fingerprint is turned off for \(names) by \(byMachine ? "this machine's policy" : "the user's own choice")")

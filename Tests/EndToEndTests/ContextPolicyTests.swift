@@ -61,6 +61,7 @@ final class ContextPolicyTests: RigTestCase, @unchecked Sendable {
         var error: NSError?
         XCTAssertFalse(LAContext().canEvaluatePolicy(.deviceOwnerAuthenticationWithBiometrics, error: &error))
         XCTAssertEqual(error?.code, LAError.Code.biometryNotAvailable.rawValue)
+        XCTAssertEqual(refusals, 1, "a preflight refuses no finger: not logged as a refusal")
 
         // Other contexts are not touched: the terminal's VerifyUser scans and matches.
         present("owner-finger")

@@ -74,20 +74,26 @@ final class ContextPolicy {
     /// The one check: nil if every context of the call allows the finger for
     /// `uid`, else the refusal, logged. Every refused context goes through
     /// here (and only here): the place a history of decisions hooks in.
-    func refusal(_ contexts: Set<AuthContext>, uid: UInt32, caller: CallerRecord, method: String) -> ServiceError? {
+    /// `logged` false: a preflight (CanEvaluatePolicy), which refuses no
+    /// finger and which an app may repeat at every change it observes.
+    func refusal(
+        _ contexts: Set<AuthContext>, uid: UInt32, caller: CallerRecord, method: String, logged: Bool = true
+    ) -> ServiceError? {
         let person = people.policy(of: uid)
         let refused = contexts.sorted().filter { !machine.allows($0) || !person.allows($0) }
         guard let first = refused.first else { return nil }
         let byMachine = !machine.allows(first)
         let names = refused.map(\.rawValue).joined(separator: ", ")
+        let error = ServiceErrors.la(
+            .biometryNotAvailable,
+            "the fingerprint is turned off for \(names) by \(byMachine ? "this machine's policy" : "the user's own choice")")
+        guard logged else { return error }
         let program = identify(caller).program ?? "an unidentified program"
         Log.warning(
             "fingerprint refused by policy: \(names) is off for uid \(uid) "
                 + "(\(byMachine ? "the machine's policy \(machineFile)" : "the user's own choice")); "
                 + "\(method) from \(program), uid \(caller.uid)")
-        return ServiceErrors.la(
-            .biometryNotAvailable,
-            "the fingerprint is turned off for \(names) by \(byMachine ? "this machine's policy" : "the user's own choice")")
+        return error
     }
 
     /// The proven program of a caller, for the hooks.

@@ -12,7 +12,9 @@ extension ContextPolicy {
     /// deviceOwnerAuthentication when biometry is not available).
     static func markApps(_ request: Request, method: String) {
         guard let policy = current else { return }
-        request.record.contextRefusal = policy.refusal([.apps], uid: request.uid, caller: request.caller, method: method)
+        request.record.contextRefusal = policy.refusal(
+            [.apps], uid: request.uid, caller: request.caller, method: method,
+            logged: method != LocalAuthBus.Method.canEvaluatePolicy)
     }
 
     /// AuthorizeRight: the `app-secrets` context, the same way as `markApps`.

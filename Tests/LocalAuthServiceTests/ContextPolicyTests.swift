@@ -77,7 +77,7 @@ final class ContextPolicyTests: XCTestCase {
     /// The store: a person's choice is kept per uid, "on" only undoes their
     /// own "off", and a damaged file fails closed.
     @ServiceActor
-    func testThePersonsStoreKeepsOneFilePerUidAndFailsClosed() throws {
+    func testThePersonsStoreKeepsOneFilePerUidAndFailsClosed() async throws {
         let directory = NSTemporaryDirectory() + "context-policy-\(getpid())-\(UUID().uuidString)"
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let store = PersonPolicyStore(directory: directory)
@@ -93,7 +93,7 @@ final class ContextPolicyTests: XCTestCase {
 
     /// The machine's file: missing → every context on; an error → every context off.
     @ServiceActor
-    func testTheMachinesFileReadsSafestOnAnErrorAndAgainOnReload() throws {
+    func testTheMachinesFileReadsSafestOnAnErrorAndAgainOnReload() async throws {
         let directory = NSTemporaryDirectory() + "context-policy-\(getpid())-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }

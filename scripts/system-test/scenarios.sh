@@ -1525,7 +1525,7 @@ undo_context_policy() {
     undo_password_manager_setup
 }
 scenario_context_policy_terminal_and_polkit() {
-    local alice cursor mark pid rc t0 out="$LOGS/policy-app.log" uid before after elapsed package
+    local alice cursor mark pid rc t0 out="$LOGS/policy-app.log" uid before after elapsed package shown
     for package in localauthd localauth-tools libpam-localauth; do
         [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
     done
@@ -1569,8 +1569,9 @@ scenario_context_policy_terminal_and_polkit() {
 
     # 2. Her own choice: the administrator dialogs off (the machine allows them).
     localauthctl policy set admin off --user alice || why "localauthctl policy set admin off --user alice failed" || return 1
-    localauthctl policy show --user alice >&2
-    localauthctl policy show --user alice | grep -q '^admin        on       off    not asked' || why "policy show does not show her choice" || return 1
+    shown="$(localauthctl policy show --user alice)" || why "localauthctl policy show --user alice failed" || return 1
+    echo "$shown" >&2
+    grep -q '^admin        on       off    not asked' <<<"$shown" || why "policy show does not show her choice" || return 1
     cursor="$(journal_cursor)"; mark=$(status_mark)
     app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out" alice-password
     wait "$APP_PID"; rc=$?

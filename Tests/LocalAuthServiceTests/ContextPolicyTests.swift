@@ -6,6 +6,11 @@ import XCTest
 /// file format, the rule that a person tightens and never loosens, and how
 /// a call's context follows from what the service can prove.
 final class ContextPolicyTests: XCTestCase {
+    override func setUp() {
+        super.setUp()
+        _ = ServiceLoop.running  // the stores' tests run on the service's actor
+    }
+
     private func parse(_ text: String) -> Result<PolicyFile, PolicyFile.Problem> { PolicyFile.parse(Array(text.utf8)) }
 
     func testAnEmptyFileAndCommentsLeaveEveryContextOn() throws {

@@ -55,6 +55,8 @@
 #                    adds to a PAM stack (pamtester on the rig; docs/PAM.md); RUNS=30
 #   make profile     (root) deps, the bench's release build, then Tools/Bench/profile/run.sh: one
 #                    evaluation's profile beside fprintd (BENCHMARKS.md, "Evaluation"); CYCLES=300
+#   make ties        scripts/folder-ties.py: which folder of the service names which folder's types,
+#                    and the mutual ties (docs/DESIGN.md, "Layers"; LayeringTests holds the rule)
 #   make callgrind-paths TREES="before=DIR after=DIR"  (root) Tools/Bench/profile/callgrind-paths.sh:
 #                    instructions per call and the files a call passes through, per checkout
 #                    (BENCHMARKS.md, "Callgrind"); CALLGRIND_ARGS="--build ..." are passed on
@@ -110,7 +112,7 @@ INSTALL_VARS := DESTDIR PREFIX BINDIR LIBEXECDIR DATADIR MANDIR UNITDIR USERUNIT
 	DBUS_POLICYDIR DBUS_SERVICEDIR DBUS_IFACEDIR POLKIT_ACTIONDIR MANIFEST FPRINTD
 INSTALL_ENV = $(foreach v,$(INSTALL_VARS),$(if $(filter undefined,$(origin $(v))),,$(v)='$($(v))')) BINARIES='$(BINARIES)'
 
-.PHONY: all deps build pam clientlib test check e2e run-check run-e2e distro-build lint demo bench reliability release binaries install \
+.PHONY: all deps build pam clientlib test check e2e run-check run-e2e distro-build lint ties demo bench reliability release binaries install \
 	uninstall install-list deb deb-test system-test run-system-test example examples clean
 
 all: build
@@ -274,6 +276,9 @@ CYCLES ?= 300
 profile: deps
 	$(SWIFT) build $(BENCH_BUILD_FLAGS)
 	LOCALAUTHD="$$($(SWIFT) build $(BENCH_BUILD_FLAGS) --show-bin-path)/localauthd" Tools/Bench/profile/run.sh $(CYCLES)
+
+ties:
+	scripts/folder-ties.py Sources/LocalAuthService
 
 TREES ?=
 CALLGRIND_ARGS ?=

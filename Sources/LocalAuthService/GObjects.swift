@@ -45,12 +45,12 @@ func glibAsync<T: Sendable>(
     finish: @escaping @ServiceActor (OpaquePointer) -> Result<T, GLibError>
 ) async throws(GLibError) -> T {
     let result: Result<T, GLibError> = await withCheckedContinuation { continuation in
-        let pending = PendingGLibCalls.Call(
+        let pending = PendingGLibCalls.Waiter(
             completed: { asyncResult in continuation.resume(returning: finish(asyncResult)) },
             abandoned: { continuation.resume(returning: .failure(.abandoned)) })
         PendingGLibCalls.add(pending)
         start({ _, asyncResult, userData in
-            let call = Unmanaged<PendingGLibCalls.Call>.fromOpaque(userData!).takeRetainedValue()
+            let call = Unmanaged<PendingGLibCalls.Waiter>.fromOpaque(userData!).takeRetainedValue()
             ServiceActor.assumeIsolated { call.complete(asyncResult!) }
         }, Unmanaged.passRetained(pending).toOpaque())
     }
@@ -62,7 +62,7 @@ func glibAsync<T: Sendable>(
 @ServiceActor
 enum PendingGLibCalls {
     @ServiceActor
-    final class Call {
+    final class Waiter {
         private var completed: ((OpaquePointer) -> Void)?
         private var abandoned: (() -> Void)?
 
@@ -87,11 +87,11 @@ enum PendingGLibCalls {
         }
     }
 
-    private static var calls: [ObjectIdentifier: Call] = [:]
+    private static var calls: [ObjectIdentifier: Waiter] = [:]
 
     static var count: Int { calls.count }
 
-    fileprivate static func add(_ call: Call) { calls[ObjectIdentifier(call)] = call }
+    fileprivate static func add(_ call: Waiter) { calls[ObjectIdentifier(call)] = call }
 
     /// Ends every awaiting task with `GLibError.abandoned`; the C operations
     /// keep their user data until their callbacks come, which then do nothing.

@@ -39,7 +39,7 @@ public final class LocalAuthService {
     let logind: Logind
     /// One record per calling connection: uid, process, app, presence (Callers/).
     let callers: Callers
-    /// Every call in flight, from arrival to answer (Bus/Requests.swift).
+    /// Every call in flight, from arrival to answer (Bus/CallRecord.swift).
     let registry = CallRegistry()
     /// Which reader serves whom, hotplug, the domain state (Readers/ReaderChoice.swift).
     let readerChoice: ReaderChoice
@@ -49,7 +49,7 @@ public final class LocalAuthService {
     let environment: Environment
     /// Rights and secrets: their storage and the authorizations in force (Rights/).
     let rights: RightsService
-    /// org.example.LocalAuth's object: the components its rows reach (Bus/MethodTable.swift).
+    /// org.example.LocalAuth's object: the components its rows reach (LocalAuth/LocalAuthContract.swift).
     let object: LocalAuthObject
     /// The wire of every contract: bounds, typed arguments, polkit, the method tables (Bus/).
     let router: CallRouter
@@ -96,8 +96,12 @@ public final class LocalAuthService {
         let wiring = ServiceEvaluatorWiring(
             readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
             passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
+        // The one verify operation, both contracts' (Evaluation/Verifier.swift).
+        let verifier = Verifier(
+            stateDirectory: configuration.stateDirectory, queue: queue, readers: wiring, prints: wiring,
+            environment: wiring, clock: EventLoopClock())
         let evaluator = Evaluator(
-            configuration: configuration, queue: queue, registry: registry,
+            configuration: configuration, queue: queue, registry: registry, verifier: verifier,
             seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
                                   observers: wiring, clock: EventLoopClock()))
         environment = Environment(
@@ -110,7 +114,7 @@ public final class LocalAuthService {
         // reader that identifies) share one budget and count into one lockout.
         let duplicateChecks = DuplicateCheckBudget(
             stateDirectory: configuration.stateDirectory,
-            countFailedMatch: { [evaluator] uid in _ = try? evaluator.scanDidNotMatch(uid) })
+            countFailedMatch: { [verifier] uid in _ = try? verifier.scanDidNotMatch(uid) })
         // The one enroll operation, both contracts' (Enrollment/Enrollment.swift).
         let enrollment = Enrollment(
             queue: queue, readers: ServiceEnrollmentReaders(readers: readers, gate: readerGate, readerChoice: readerChoice),
@@ -139,7 +143,7 @@ public final class LocalAuthService {
         fprintd = configuration.fprintd
             ? FprintdServer(
                 seams: ServiceFprintdWiring(
-                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, evaluator: evaluator,
+                    readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, verifier: verifier,
                     environment: environment, callers: callers, duplicateChecks: duplicateChecks, enrollment: enrollment,
                     bus: bus, loginSecrets: loginSecrets),
                 router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout, events: events,
@@ -197,11 +201,11 @@ public final class LocalAuthService {
         // A switch of the session in front also ends the fingerprint verifies
         // of callers no longer there (Evaluation/Verification.swift), and the
         // idle claims of fprintd's contract (Fprintd/FprintdDevice.swift).
-        let evaluator = service.object.evaluator
+        let verifier = service.object.evaluator.verifier
         let fprintd = service.fprintd
         service.logind.onSessionChange = { [work = service.work] in
             environment.sessionsChanged()
-            work.yield(.task { await evaluator.frontChanged() })
+            work.yield(.task { await verifier.frontChanged() })
             if let fprintd { work.yield(.task { await fprintd.frontChanged() }) }
         }
         await service.logind.start()
@@ -281,7 +285,7 @@ public final class LocalAuthService {
     /// operation still runs on one; closing would wait for it).
     private func abandonStuckCalls() {
         guard stopping, !registry.isEmpty else { return }
-        let count = registry.abandonAll(answering: Evaluation.Interruption.serviceStopping.error)
+        let count = registry.abandonAll(answering: Interruption.serviceStopping.error)
         Log.warning("\(count) call(s) still waited \(Int(ServiceLimits.shutdownGrace)) s after SIGTERM "
                     + "(a reader ignored its cancellation); answered them and exiting")
         readersStuck = true

@@ -120,6 +120,13 @@ public enum LAFingerprints {
         return Int(reply.first?.uint32 ?? 0)
     }
 
+    /// Lifts the biometry lockout of `user` (nil: the calling user), as an
+    /// administrator may (polkit's org.example.LocalAuth.manage): the same
+    /// lockout every path counts (apps, PAM, fprintd's contract).
+    public static func resetLockout(user: String?) async throws {
+        try await call(LocalAuthBus.Method.resetLockout, [.string(user ?? "")])
+    }
+
     /// Deletes `finger` of `user` (nil: the calling user) from the service's store.
     public static func delete(_ finger: String, user: String?) async throws {
         try await call(LocalAuthBus.Method.deleteEnrolledFingerWithOptions, [.string(finger), options(user: user)])

@@ -27,6 +27,9 @@ let help = """
                                   verify that you are this account's owner; --reuse
                                   accepts your fingerprint match of the last SECONDS
                                   (at most 300) without a new scan
+      reset-lockout [--user NAME] administrators: lift the lockout that five failed
+                                  matches in a row set (yours, or NAME's), on every
+                                  path at once: apps, PAM, fprintd's clients
     \(secretHelp)
     \(keyringHelp)
     \(policyHelp)
@@ -225,6 +228,16 @@ func readerPrints(_ arguments: ArraySlice<String>) async -> Int32 {
     }
 }
 
+func resetLockout(_ options: PrintCommandOptions) async -> Int32 {
+    do {
+        try await LAFingerprints.resetLockout(user: options.user)
+    } catch {
+        return report(error)
+    }
+    say("The fingerprint lockout of \(options.user ?? "your account") is lifted.")
+    return Exit.success
+}
+
 func list(_ options: PrintCommandOptions) async -> Int32 {
     let prints: [LAFingerprints.EnrolledPrint]
     do {
@@ -302,6 +315,8 @@ func run() async -> Int32 {
         return await delete(printCommandOptions(arguments))
     case "reader-prints":
         return await readerPrints(arguments)
+    case "reset-lockout":
+        return await resetLockout(printCommandOptions(arguments, allowFinger: false))
     case "evaluate":
         return await evaluate(arguments)
     case "secret":

@@ -412,9 +412,19 @@ final class FprintdContractTests: RigTestCase, @unchecked Sendable {
                                        environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address], timeout: 30)
         XCTAssertTrue(pamLocked.output.contains("Authentication failure"), pamLocked.output)
 
-        // An administrator lifts it for both.
-        let reset = try callService("ResetLockout", "s", ["root"])
+        // Another uid cannot lift it (polkit's manage action: no agent, no
+        // administrator), and root stays locked out.
+        let notAdmin = try runAs(65534, Paths.localauthctl, ["reset-lockout", "--user", "root"])
+        XCTAssertEqual(notAdmin.status, 3, notAdmin.output)
+        XCTAssertTrue(notAdmin.output.contains("PermissionDenied"), notAdmin.output)
+        let stillLocked = await evaluate()
+        XCTAssertEqual(stillLocked.code, .biometryLockout, "\(stillLocked)")
+
+        // An administrator lifts it for both, with the person's tool.
+        let reset = try runProgram(Paths.localauthctl, ["reset-lockout", "--user", "root"],
+                                   environment: ["DBUS_SYSTEM_BUS_ADDRESS": rig.address])
         XCTAssertEqual(reset.status, 0, reset.output)
+        XCTAssertTrue(reset.output.contains("lockout of root is lifted"), reset.output)
         let again = try pamtester(once, scans: ["owner"])
         XCTAssertTrue(again.contains("successfully authenticated"), again)
         stopCleanly()

@@ -156,7 +156,7 @@ final class CallRouterTests: XCTestCase {
 
         // The same interruption on org.example.LocalAuth is its own name.
         XCTAssertEqual(
-            Evaluation.Interruption.callerVanished.error.dbusError(.localAuth).name.rawValue,
+            Interruption.callerVanished.error.dbusError(.localAuth).name.rawValue,
             LocalAuthErrorCode.systemCancel.dbusName)
     }
 

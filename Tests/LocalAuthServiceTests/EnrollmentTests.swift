@@ -15,13 +15,13 @@ final class EnrollmentTests: XCTestCase {
 
     /// An enrollment as a front-end keeps it.
     @ServiceActor
-    private final class Call: EnrollingCall {
+    private final class Call: ReaderCall {
         let ticket = SensorQueue.Ticket(uid: 1000, purpose: .enrollment(sender: ":1.5"))
         let cancellable = Cancellable()
-        var stopped: Evaluation.Interruption?
-        var biometricInterruption: Evaluation.Interruption? { stopped }
+        var stopped: Interruption?
+        var biometricInterruption: Interruption? { stopped }
         var hasEnded = false
-        func stopBiometrics(_ reason: Evaluation.Interruption) {
+        func stopBiometrics(_ reason: Interruption) {
             stopped = reason
             cancellable.cancel()
         }
@@ -126,13 +126,13 @@ final class EnrollmentTests: XCTestCase {
         guard case .duplicate? = failure else { return XCTFail("\(String(describing: failure))") }
         XCTAssertEqual(other.evaluation.reader.scans, 2, "the scan to repeat was repeated")
         XCTAssertEqual(other.events, [.readerReady(stages: 5), .retry(.centerFinger, stage: 0)])
-        XCTAssertEqual(other.evaluation.evaluator.failedMatches(of: 1000), 1, "another account's print: one failed match")
+        XCTAssertEqual(other.evaluation.verifier.failedMatches(of: 1000), 1, "another account's print: one failed match")
         XCTAssertEqual(other.saved, 0)
 
         let own = try Fixture()
         own.evaluation.reader.script = [.match(0)]
         _ = await own.run(own.request(candidates: candidates))
-        XCTAssertEqual(own.evaluation.evaluator.failedMatches(of: 1000), 0, "one's own print: nothing counted")
+        XCTAssertEqual(own.evaluation.verifier.failedMatches(of: 1000), 0, "one's own print: nothing counted")
 
         let new = try Fixture()
         new.evaluation.reader.script = [.noMatch]

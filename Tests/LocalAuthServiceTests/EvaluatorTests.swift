@@ -25,14 +25,14 @@ final class EvaluatorTests: XCTestCase {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.leftIndex, for: rig.uid)
         rig.prints.enroll(.rightIndex, for: rig.uid)
-        _ = try rig.evaluator.scanDidNotMatch(rig.uid)
-        _ = try rig.evaluator.scanDidNotMatch(rig.uid)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 2)
+        _ = try rig.verifier.scanDidNotMatch(rig.uid)
+        _ = try rig.verifier.scanDidNotMatch(rig.uid)
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 2)
 
         rig.reader.script = [.match(1)]
         let error = await rig.evaluate().value
         XCTAssertNil(error)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "a match resets the lockout count")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "a match resets the lockout count")
         XCTAssertEqual(rig.lockoutFile, "0\n", "…on disk")
         XCTAssertEqual(rig.observers.statuses, [.placeFinger])
         XCTAssertEqual(rig.reader.opens, 1)
@@ -58,13 +58,13 @@ final class EvaluatorTests: XCTestCase {
         // Three attempts: three prints tried, three misses, each counted.
         let first = await rig.evaluate().value
         XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3)
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
         // The next evaluation goes on with the 4th and reaches the 5th: four misses in all, under the limit of 5.
         let second = await rig.evaluate().value
         XCTAssertNil(second, "the person's finger is reached")
         XCTAssertEqual(rig.reader.galleries.map(\.first), fingers.map { $0 })
-        XCTAssertFalse(rig.evaluator.isLockedOut(rig.uid))
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the match resets the count")
+        XCTAssertFalse(rig.verifier.isLockedOut(rig.uid))
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "the match resets the count")
         XCTAssertEqual(
             rig.environment.lockoutChanges, Array(repeating: rig.uid, count: 5),
             "every judged scan, four misses and the match, was counted (and told to the environment)")
@@ -90,7 +90,7 @@ final class EvaluatorTests: XCTestCase {
         // Five misses in a row lock biometry: the limit of a verify-only reader.
         let second = await rig.evaluate().value
         XCTAssertEqual(second?.code.rawValue, Code.biometryLockout.dbusName)
-        XCTAssertTrue(rig.evaluator.isLockedOut(rig.uid))
+        XCTAssertTrue(rig.verifier.isLockedOut(rig.uid))
         // The password lifts the lockout; the rotation goes on to the prints not tried yet.
         rig.evaluator.ownerPasswordAccepted(rig.uid)
         let third = await rig.evaluate().value
@@ -106,7 +106,7 @@ final class EvaluatorTests: XCTestCase {
         let error = await rig.evaluate().value
         XCTAssertEqual(error?.code.rawValue, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.scans, 3, "attemptsPerEvaluation scans, no more")
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3)
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
         XCTAssertEqual(rig.lockoutFile, "3\n", "each failure is written")
         XCTAssertEqual(rig.observers.statuses, [.placeFinger, .noMatch, .noMatch])
         XCTAssertFalse(rig.reader.isOpen)
@@ -126,7 +126,7 @@ final class EvaluatorTests: XCTestCase {
         let second = await rig.evaluate().value
         XCTAssertEqual(second?.code.rawValue, Code.biometryLockout.dbusName)
         XCTAssertEqual(rig.reader.scans, 5)
-        XCTAssertTrue(rig.evaluator.isLockedOut(rig.uid))
+        XCTAssertTrue(rig.verifier.isLockedOut(rig.uid))
 
         await rig.assertPreflight(.deviceOwnerAuthenticationWithBiometrics, fails: .biometryLockout)
         let third = await rig.evaluate().value
@@ -147,7 +147,7 @@ final class EvaluatorTests: XCTestCase {
         let error = await rig.evaluate().value
         XCTAssertEqual(error?.code.rawValue, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.scans, 8, "five retries do not use up three attempts")
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3, "only the judged scans count")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3, "only the judged scans count")
         XCTAssertEqual(
             rig.observers.statuses,
             [
@@ -162,8 +162,8 @@ final class EvaluatorTests: XCTestCase {
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [.noMatch, .fail(FakeReader.removed)]
         let removed = await rig.evaluate().value
-        XCTAssertEqual(removed, Evaluation.Interruption.readerRemoved.error, "the reader's own mapping (unusable)")
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 1, "the no-match before it still counts")
+        XCTAssertEqual(removed, Interruption.readerRemoved.error, "the reader's own mapping (unusable)")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 1, "the no-match before it still counts")
         XCTAssertFalse(rig.reader.isOpen)
 
         rig.reader.script = [.fail(GLibError(domain: 1, code: 2, message: "protocol error"))]
@@ -195,7 +195,7 @@ final class EvaluatorTests: XCTestCase {
 
             let interruption =
                 arguments.count == 1
-                ? Evaluation.Interruption.appCancelled : try EndEvaluationArguments(arguments).interruption
+                ? Interruption.appCancelled : try EndEvaluationArguments(arguments).interruption
             if arguments.count == 1 { XCTAssertEqual(try CancelArguments(arguments).requestID, "r") }
             rig.evaluator.end("r", of: rig.sender, interruption)
             let error = await pending.value
@@ -204,7 +204,7 @@ final class EvaluatorTests: XCTestCase {
             XCTAssertFalse(rig.reader.isOpen, "the reader is released")
             XCTAssertTrue(rig.queueIsFree)
         }
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "a cancelled scan is no failure")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "a cancelled scan is no failure")
         XCTAssertThrowsError(try EndEvaluationArguments([.string("r"), .string("user-gone")]))
     }
 
@@ -223,7 +223,7 @@ final class EvaluatorTests: XCTestCase {
             rig.clock.advance(by: 1)
             try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
-            XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
+            XCTAssertEqual(error, Interruption.timedOut.error)
             XCTAssertFalse(rig.reader.isOpen)
         }
         // Two timeouts in a row on a warm reader: 30 s before the next wait.
@@ -248,7 +248,7 @@ final class EvaluatorTests: XCTestCase {
             rig.clock.advance(by: 30)
             try await rig.waitUntil { !rig.reader.isOpen }
             let error = await pending.value
-            XCTAssertEqual(error, Evaluation.Interruption.timedOut.error)
+            XCTAssertEqual(error, Interruption.timedOut.error)
         }
         XCTAssertEqual(rig.reader.opens, 3)
     }
@@ -268,7 +268,7 @@ final class EvaluatorTests: XCTestCase {
         rig.clock.advance(by: 1)
         try await rig.waitUntil { rig.finished == 1 }
         let error = await pending.value
-        XCTAssertEqual(error, Evaluation.Interruption.queueTimedOut.error)
+        XCTAssertEqual(error, Interruption.queueTimedOut.error)
         XCTAssertEqual(rig.queue.waitingCount, 0, "out of the line")
         XCTAssertEqual(rig.reader.opens, 0)
         XCTAssertEqual(rig.clock.pendingDelays, [], "no timer left behind")
@@ -280,7 +280,7 @@ final class EvaluatorTests: XCTestCase {
     func testPolicyTwoThePasswordWinsWhileTheFingerWaits() async throws {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: rig.uid)
-        _ = try rig.evaluator.scanDidNotMatch(rig.uid)
+        _ = try rig.verifier.scanDidNotMatch(rig.uid)
         let pending = rig.evaluate(.deviceOwnerAuthentication)
         try await rig.waitUntil { rig.reader.waiting && rig.password.waiting }
         rig.password.verdict = .authorized
@@ -288,7 +288,7 @@ final class EvaluatorTests: XCTestCase {
         XCTAssertNil(error)
         XCTAssertEqual(rig.reader.cancelledScans, 1, "the scan is cancelled")
         XCTAssertFalse(rig.reader.isOpen)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the password lifts the lockout count")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "the password lifts the lockout count")
         XCTAssertEqual(rig.environment.passwordsGiven, [rig.uid], "and counts as the password given")
         XCTAssertEqual(rig.password.lastDetails["org.example.LocalAuth.reason"], "Unlock the test")
     }
@@ -318,7 +318,7 @@ final class EvaluatorTests: XCTestCase {
         rig.password.verdict = .dismissed
         let error = await pending.value
         XCTAssertEqual(error?.code.rawValue, Code.userCancel.dbusName, "the password's verdict, not the finger's")
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 3)
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
     }
 
     // MARK: Reuse
@@ -397,22 +397,22 @@ final class EvaluatorTests: XCTestCase {
         // A user naming root is refused before anything else.
         let user = rig.caller(requestID: "su-1")
         await XCTAssertThrowsDBusError(LocalAuthServiceError.permissionDenied) { () async throws(ServiceError) in
-            try await rig.evaluator.verify(arguments, for: user)
+            try await rig.evaluator.verifyUser(user, arguments)
         }
         // Root in a session switched away from: someone else is at the reader.
         let root = rig.caller(requestID: "su-2", uid: 0)
         rig.environment.presence = .inactive
         await XCTAssertThrowsDBusError(LocalAuthServiceError.notAtTheReader) { () async throws(ServiceError) in
-            try await rig.evaluator.verify(arguments, for: root)
+            try await rig.evaluator.verifyUser(root, arguments)
         }
         XCTAssertEqual(rig.reader.opens, 0)
 
         rig.environment.presence = .local
         rig.reader.script = [.noMatch, .match(0)]
-        try await rig.evaluator.verify(arguments, for: root)
+        try await rig.evaluator.verifyUser(root, arguments)
         XCTAssertEqual(rig.reader.scans, 2)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: 0), 0, "root's own lockout, reset by the match")
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "the caller's is not the user's")
+        XCTAssertEqual(rig.verifier.failedMatches(of: 0), 0, "root's own lockout, reset by the match")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "the caller's is not the user's")
         XCTAssertFalse(rig.reader.isOpen)
     }
 }

@@ -272,8 +272,8 @@ final class FprintdDeviceTests: XCTestCase {
         let rig = try FprintdRig()
         rig.seams.enroll(.leftThumb, for: rig.uid)
         rig.seams.enroll(.rightIndex, for: rig.uid)
-        _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid)
-        _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid)
+        _ = try rig.evaluation.verifier.scanDidNotMatch(rig.uid)
+        _ = try rig.evaluation.verifier.scanDidNotMatch(rig.uid)
         await rig.call("Claim", "")
         rig.evaluation.reader.script = [.retry(.tooShort), .match(0)]
         await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
@@ -286,7 +286,7 @@ final class FprintdDeviceTests: XCTestCase {
             ])
         XCTAssertEqual(rig.evaluation.reader.galleries, [[.rightIndex], [.rightIndex]], "the finger asked for, alone")
         XCTAssertTrue(rig.seams.signals.allSatisfy { $0.destination == rig.claimer }, "status signals go to the claimer only")
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a match resets the lockout apps share")
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: rig.uid), 0, "a match resets the lockout apps share")
         XCTAssertEqual(rig.evaluation.reader.opens, 1)
         XCTAssertFalse(rig.evaluation.reader.isOpen, "the reader is given back with the final status")
         XCTAssertTrue(rig.evaluation.queueIsFree)
@@ -309,7 +309,7 @@ final class FprintdDeviceTests: XCTestCase {
             XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-no-match done")
             await rig.expect(Self.ok, "VerifyStop")
         }
-        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(rig.uid), "the Evaluator's lockout: every app sees it")
+        XCTAssertTrue(rig.evaluation.verifier.isLockedOut(rig.uid), "the Evaluator's lockout: every app sees it")
         let refused = await rig.call("VerifyStart", "any")
         XCTAssertEqual(refused.0, Self.failed("PermissionDenied"))
         XCTAssertTrue(refused.1.hasPrefix("\(FprintdRefusal.lockedOut):"), refused.1)
@@ -443,14 +443,14 @@ final class FprintdDeviceTests: XCTestCase {
     @ServiceActor
     func testAUserLockedOutDuringAVerifyGetsNoFurtherScan() async throws {
         let rig = try await verifyChanged("any") { rig in
-            for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.evaluator.scanDidNotMatch(rig.uid) }
+            for _ in 0..<LockoutStore.limit { _ = try rig.evaluation.verifier.scanDidNotMatch(rig.uid) }
         }
         XCTAssertEqual(
             rig.statuses,
             ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-swipe-too-short",
              "VerifyStatus verify-unknown-error done"])
         XCTAssertEqual(rig.evaluation.reader.scans, 1, "no scan after the lockout")
-        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(rig.uid), "the lockout in force stays")
+        XCTAssertTrue(rig.evaluation.verifier.isLockedOut(rig.uid), "the lockout in force stays")
         await rig.expect(Self.ok, "VerifyStop")
     }
 
@@ -486,7 +486,7 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.evaluation.reader.galleries.map(\.first), [.leftThumb, .leftIndex, .rightIndex, .rightThumb])
         XCTAssertEqual(rig.statuses.filter { $0.hasPrefix("VerifyFingerSelected") }.last, "VerifyFingerSelected right-thumb")
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-match done")
-        XCTAssertEqual(rig.evaluation.evaluator.lastMatchedFinger(of: rig.uid), .rightThumb, "the next evaluation starts there")
+        XCTAssertEqual(rig.evaluation.verifier.lastMatchedFinger(of: rig.uid), .rightThumb, "the next evaluation starts there")
     }
 
     @ServiceActor
@@ -508,7 +508,7 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(
             rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-no-match done"],
             "a verify-only reader: the first finger; the final status before Release answers")
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nothing was judged")
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: rig.uid), 0, "nothing was judged")
     }
 
     @ServiceActor
@@ -521,7 +521,7 @@ final class FprintdDeviceTests: XCTestCase {
         await rig.expect(Self.ok, "VerifyStop")
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-no-match done", "sent before VerifyStop's reply")
         XCTAssertNil(rig.device.operation)
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "a stopped scan counts nowhere")
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: rig.uid), 0, "a stopped scan counts nowhere")
         await rig.settle()
         // SIGTERM in the middle of a scan ends it as a Stop does.
         await rig.expect(Self.ok, "VerifyStart", "right-index-finger")
@@ -572,7 +572,7 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(rig.evaluation.reader.opens, 2, "refused before the reader")
         // The rule an app's evaluation of this user meets before its plan (Evaluator.evaluate).
         do throws(ServiceError) {
-            try rig.evaluation.evaluator.refuseWhileCooling(rig.uid)
+            try rig.evaluation.verifier.refuseWhileCooling(rig.uid)
             XCTFail("an app's evaluation would not be held back")
         } catch {
             XCTAssertEqual(error.kind, .readerCoolingDown)
@@ -616,7 +616,7 @@ final class FprintdDeviceTests: XCTestCase {
         XCTAssertEqual(
             rig.statuses, ["VerifyFingerSelected right-index-finger", "VerifyStatus verify-unknown-error done"],
             "the scan was thrown away: an error status, not a match")
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "nor a failure of the user's")
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: rig.uid), 0, "nor a failure of the user's")
         XCTAssertFalse(rig.evaluation.reader.isOpen)
         await rig.expect(Self.ok, "VerifyStop")
     }
@@ -624,7 +624,7 @@ final class FprintdDeviceTests: XCTestCase {
     @ServiceActor
     func testASwitchEndsAVerifyOfAClaimerNoLongerInFrontBeforeAnyTouch() async throws {
         let rig = try await Self.verifyingWhenTheClaimerLeavesTheFront()
-        await rig.evaluation.evaluator.frontChanged()
+        await rig.evaluation.verifier.frontChanged()
         await rig.settle()
         XCTAssertEqual(rig.evaluation.reader.cancelledScans, 1, "the scan waiting for a finger was ended")
         XCTAssertEqual(rig.statuses.last, "VerifyStatus verify-unknown-error done")
@@ -703,10 +703,10 @@ final class FprintdDeviceTests: XCTestCase {
             await rig.call("EnrollStop")
             XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
         }
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), DuplicateCheckBudget.perDay,
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: nobody), DuplicateCheckBudget.perDay,
                        "each guess that came true counts for the one who guessed")
-        XCTAssertTrue(rig.evaluation.evaluator.isLockedOut(nobody))
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: 1234), 0, "nothing for the account guessed at")
+        XCTAssertTrue(rig.evaluation.verifier.isLockedOut(nobody))
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: 1234), 0, "nothing for the account guessed at")
         let statuses = rig.statuses.count
         rig.evaluation.reader.script = [.match(0)]
         await rig.expect(.error(DBusError.Name.limitsExceeded.rawValue), "EnrollStart", "right-index-finger")
@@ -728,7 +728,7 @@ final class FprintdDeviceTests: XCTestCase {
         await rig.expect(Self.ok, "EnrollStart", "right-index-finger")
         await rig.settle()
         XCTAssertEqual(rig.statuses.last, "EnrollStatus enroll-duplicate done")
-        XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: nobody), 0)
+        XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: nobody), 0)
         XCTAssertEqual(rig.seams.duplicateChecks.remaining(for: nobody), DuplicateCheckBudget.perDay - 1)
     }
 
@@ -793,7 +793,7 @@ final class FprintdDeviceTests: XCTestCase {
             await rig.expect(Self.ok, "VerifyStart", "any")
             await rig.settle()
             XCTAssertEqual(rig.statuses.last, "VerifyStatus \(verify[error]!.rawValue) done", "\(error)")
-            XCTAssertEqual(rig.evaluation.evaluator.failedMatches(of: rig.uid), 0, "\(error): no reader judged a scan")
+            XCTAssertEqual(rig.evaluation.verifier.failedMatches(of: rig.uid), 0, "\(error): no reader judged a scan")
             await rig.expect(Self.ok, "VerifyStop")
             rig.seams.enrollSteps = [.stage(1), .fail(error.error("\(error)"))]
             await rig.expect(Self.ok, "EnrollStart", "left-thumb")

@@ -73,7 +73,7 @@ final class LoginSecretRulesTests: XCTestCase {
         let (password, secret) = try XCTUnwrap(won.first)
         let record = try XCTUnwrap(try rig.store.load(1000), "the winner's record is there")
         XCTAssertEqual(try ECIES.decrypt(record.passwordWrap, with: try LoginSecretRig.passwordKey(password)), secret)
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let released = try await rig.release(nonce: nonce).secret
         XCTAssertEqual(released, secret, "a finger releases the K the winner's keyring got")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: rig.store.directory), ["1000"], "no temporary file left")
@@ -152,7 +152,7 @@ final class LoginSecretRulesTests: XCTestCase {
         XCTAssertEqual(try rig.store.load(1000)?.missedPasswordChange, true, "kept on disk")
 
         // A finger alone cannot renew it: there is no new key.
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let early = try await rig.release(nonce: nonce)
         XCTAssertEqual(early.answer[LocalAuthLoginSecretBus.Key.renewed]?.bool, false)
         XCTAssertEqual(early.answer[LocalAuthLoginSecretBus.Key.stale]?.bool, true)
@@ -162,7 +162,7 @@ final class LoginSecretRulesTests: XCTestCase {
         _ = try await rig.secrets.changePassword(rig.pamHost, offer)
         wrap = try await passwordWrap(rig)
         XCTAssertEqual(wrap[LocalAuthLoginSecretBus.Key.pending]?.bool, true)
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let renewed = try await rig.release(nonce: nonce)
         XCTAssertEqual(renewed.answer[LocalAuthLoginSecretBus.Key.renewed]?.bool, true)
         let record = try XCTUnwrap(try rig.store.load(1000))

@@ -36,7 +36,7 @@ final class LoginSecretTicketTests: XCTestCase {
     func testAMatchReleasesTheSameSecretTheEnablingGaveOnce() async throws {
         let rig = try LoginSecretRig()
         let secret = try await rig.enable()
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let released = try await rig.release(nonce: nonce)
         XCTAssertEqual(released.secret, secret)
         XCTAssertEqual(released.answer[LocalAuthLoginSecretBus.Key.stale]?.bool, false)
@@ -55,7 +55,7 @@ final class LoginSecretTicketTests: XCTestCase {
     func testAMatchOfAnotherUserReleasesNothing() async throws {
         let rig = try LoginSecretRig()
         _ = try await rig.enable()
-        rig.secrets.matchSeen(uid: 1001, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1001, caller: rig.pamHost.caller, nonce: nonce)
         await expectRefused(.notAuthorized, "bob's match, alice's secret") { _ = try await rig.release("alice", nonce: nonce) }
         // The attempt cost the process its ticket: with it, bob's release
         // would have reached his (missing) record, NoSecret; now it is refused first.
@@ -67,23 +67,23 @@ final class LoginSecretTicketTests: XCTestCase {
         let rig = try LoginSecretRig()
         let secret = try await rig.enable()
         // Another root process (pid reused: same pid, another start time).
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
-        let reused = LoginSecretCaller(uid: 0, sender: ":1.11", process: CallerProcess(pid: 4242, startTime: 778))
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
+        let reused = LoginSecretRig.request(uid: 0, sender: ":1.11", process: CallerProcess(pid: 4242, startTime: 778))
         await expectRefused(.notAuthorized, "a pid reused") { _ = try await rig.release(nonce: nonce, by: reused) }
         // The same process on another connection is the same process.
-        let sameProcess = LoginSecretCaller(uid: 0, sender: ":1.12", process: rig.pamHost.process)
+        let sameProcess = LoginSecretRig.request(uid: 0, sender: ":1.12", process: CallerProcess(rig.pamHost.caller))
         let value1 = try await rig.release(nonce: nonce, by: sameProcess).secret
         XCTAssertEqual(value1, secret)
         // Another nonce: another transaction of the same process.
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         await expectRefused(.notAuthorized, "another nonce") { _ = try await rig.release(nonce: [1, 2, 3]) }
         await expectRefused(.notAuthorized, "a wrong guess took the ticket") { _ = try await rig.release(nonce: nonce) }
         // Not root, even the owner: refused before any ticket is looked at.
-        rig.secrets.matchSeen(uid: 1000, caller: rig.alice, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.alice.caller, nonce: nonce)
         await expectRefused(.permissionDenied, "alice herself") { _ = try await rig.release(nonce: nonce, by: rig.alice) }
         // A root caller whose process could not be pinned records and gets nothing.
-        let unpinned = LoginSecretCaller(uid: 0, sender: ":1.13", process: nil)
-        rig.secrets.matchSeen(uid: 1000, caller: unpinned, nonce: nonce)
+        let unpinned = LoginSecretRig.request(uid: 0, sender: ":1.13", process: nil)
+        rig.secrets.matchSeen(uid: 1000, caller: unpinned.caller, nonce: nonce)
         await expectRefused(.permissionDenied, "an unpinned process") { _ = try await rig.release(nonce: nonce, by: unpinned) }
     }
 
@@ -91,11 +91,11 @@ final class LoginSecretTicketTests: XCTestCase {
     func testATicketExpiresAfterTenSeconds() async throws {
         let rig = try LoginSecretRig()
         let secret = try await rig.enable()
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         rig.clock.advance(by: 9.9)
         let value2 = try await rig.release(nonce: nonce).secret
         XCTAssertEqual(value2, secret, "within 10 s")
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         rig.clock.advance(by: 10)
         await expectRefused(.notAuthorized, "expired") { _ = try await rig.release(nonce: nonce) }
     }
@@ -124,7 +124,7 @@ final class LoginSecretTicketTests: XCTestCase {
         XCTAssertThrowsError(try ECIES.decrypt(stale, with: try LoginSecretRig.passwordKey("new password")), "root's password opens nothing yet")
         XCTAssertEqual(try ECIES.decrypt(stale, with: try LoginSecretRig.passwordKey("old password")), secret)
         // The owner's finger: the wrap follows the new password.
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let released = try await rig.release(nonce: nonce)
         XCTAssertEqual(released.answer[LocalAuthLoginSecretBus.Key.renewed]?.bool, true)
         let renewed = try XCTUnwrapBytes(try await passwordWrap(rig)[LocalAuthLoginSecretBus.Key.passwordWrap])
@@ -146,7 +146,7 @@ final class LoginSecretTicketTests: XCTestCase {
             _ = try await rig.secrets.changePassword(rig.pamHost, try ChangeLoginSecretPasswordArguments([.string("alice"), .dictionary(options)]))
         }
         options[LocalAuthLoginSecretBus.Key.proof] = .bytes(try LoginSecretRig.passwordKey("old password").signature(for: message))
-        let other = LoginSecretCaller(uid: 0, sender: ":1.66", process: rig.pamHost.process)
+        let other = LoginSecretRig.request(uid: 0, sender: ":1.66", process: CallerProcess(rig.pamHost.caller))
         await expectRefused(.notAuthorized, "a proof replayed on another connection") {
             _ = try await rig.secrets.changePassword(other, try ChangeLoginSecretPasswordArguments([.string("alice"), .dictionary(options)]))
         }
@@ -162,7 +162,7 @@ final class LoginSecretTicketTests: XCTestCase {
         let rig = try LoginSecretRig()
         let secret = try await rig.enable("old password")
         rig.machineKey = [UInt8](repeating: 0x22, count: 32)
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         await expectRefused(.storageFailed, "the machine wrap no longer opens") { _ = try await rig.release(nonce: nonce) }
         // A password login: the wrap, a reseal key, K back.
         let wrap = try await passwordWrap(rig)
@@ -180,7 +180,7 @@ final class LoginSecretTicketTests: XCTestCase {
         _ = try await rig.secrets.reseal(rig.pamHost, try ResealLoginSecretArguments([.string("alice"), .bytes(try ECIES.encrypt(opened, to: again))]))
         let value3 = try await passwordWrap(rig)[LocalAuthLoginSecretBus.Key.machineWrapOK]?.bool
         XCTAssertEqual(value3, true)
-        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost, nonce: nonce)
+        rig.secrets.matchSeen(uid: 1000, caller: rig.pamHost.caller, nonce: nonce)
         let value4 = try await rig.release(nonce: nonce).secret
         XCTAssertEqual(value4, secret, "the same keyring secret")
     }

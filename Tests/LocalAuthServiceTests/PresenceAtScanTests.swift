@@ -9,7 +9,7 @@ import XCTest
 /// front"; issue 37). The one verify (Evaluation/Verification.swift) judges
 /// the caller's presence again before every scan and once the finger has been
 /// read, throws away a scan read across a switch of the session in front, and
-/// `Evaluator.frontChanged` ends the verifies, queued or scanning, of callers
+/// `Verifier.frontChanged` ends the verifies, queued or scanning, of callers
 /// no longer at the reader. Over fakes: milliseconds, no root. On main
 /// c686a26 every test here fails (the match was taken, the queued call scanned).
 final class PresenceAtScanTests: XCTestCase {
@@ -26,7 +26,7 @@ final class PresenceAtScanTests: XCTestCase {
     func testAMatchReadAfterTheCallerLeftTheFrontIsThrownAway() async throws {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: rig.uid)
-        _ = try rig.evaluator.scanDidNotMatch(rig.uid)
+        _ = try rig.verifier.scanDidNotMatch(rig.uid)
 
         let pending = rig.evaluate()
         try await rig.waitUntil { rig.reader.waiting }
@@ -34,7 +34,7 @@ final class PresenceAtScanTests: XCTestCase {
         rig.reader.script = [.match(0)]
         let error = await pending.value
         XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader)
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 1, "a match thrown away lifts no lockout count")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 1, "a match thrown away lifts no lockout count")
         XCTAssertEqual(rig.observers.endings.count, 1)
         XCTAssertFalse(rig.reader.isOpen, "the reader is given back")
         XCTAssertTrue(rig.queueIsFree)
@@ -61,7 +61,7 @@ final class PresenceAtScanTests: XCTestCase {
             let error = await pending.value
             XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader, "\(step)")
         }
-        XCTAssertEqual(rig.evaluator.failedMatches(of: rig.uid), 0, "someone else's no-match is not this user's failure")
+        XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "someone else's no-match is not this user's failure")
 
         // With no switch the same scan counts.
         let pending = rig.evaluate()
@@ -101,13 +101,13 @@ final class PresenceAtScanTests: XCTestCase {
         try await rig.waitUntil { rig.queue.waitingCount == 2 }
 
         // No change of who is in front: nothing ends.
-        await rig.evaluator.frontChanged()
+        await rig.verifier.frontChanged()
         try await Task.sleep(for: .milliseconds(5))
         XCTAssertTrue(rig.reader.waiting)
         XCTAssertEqual(rig.queue.waitingCount, 2)
 
         rig.environment.presences = [":1.50": .inactive, ":1.51": .inactive]
-        await rig.evaluator.frontChanged()
+        await rig.verifier.frontChanged()
         let first = await scanning.value
         let second = await queued.value
         XCTAssertEqual(first?.code.rawValue, Self.notAtTheReader)
@@ -132,7 +132,7 @@ final class PresenceAtScanTests: XCTestCase {
         let pending = rig.evaluate(.deviceOwnerAuthentication)
         try await rig.waitUntil { rig.reader.waiting && rig.password.waiting }
         rig.environment.presence = .inactive
-        await rig.evaluator.frontChanged()
+        await rig.verifier.frontChanged()
         try await rig.waitUntil { !rig.reader.waiting }
         XCTAssertTrue(rig.password.waiting, "the password is still asked")
         rig.password.verdict = .authorized
@@ -153,7 +153,7 @@ final class PresenceAtScanTests: XCTestCase {
         let su = rig.caller(requestID: "su", uid: 0, sender: ":1.60")
         let pending = Task { @ServiceActor () -> ServiceError? in
             do throws(ServiceError) {
-                try await rig.evaluator.verify(arguments, for: su)
+                try await rig.evaluator.verifyUser(su, arguments)
                 return nil
             } catch {
                 return error

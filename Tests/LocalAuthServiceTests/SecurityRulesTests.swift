@@ -213,7 +213,7 @@ final class SecurityRulesTests: XCTestCase {
         let evaluation = Evaluation(
             requestID: "early", caller: CallerRecord(sender: ":1.9", uid: 0, process: nil, securityLabel: nil), uid: 0,
             queue: SensorQueue())
-        record.evaluation = evaluation
+        record.work = evaluation
         XCTAssertNotNil(evaluation.interruption, "an evaluation made for an ended call starts ended")
     }
 

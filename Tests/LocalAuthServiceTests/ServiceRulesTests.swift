@@ -66,12 +66,12 @@ final class ServiceRulesTests: XCTestCase {
     // MARK: What a no-match leads to
 
     func testTheLockoutWinsThenTheEvaluationsAttemptsThenScanAgain() {
-        typealias Next = Evaluator.AfterNoMatch
-        XCTAssertEqual(Evaluator.afterNoMatch(failures: 1, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
-        XCTAssertEqual(Evaluator.afterNoMatch(failures: 2, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
-        XCTAssertEqual(Evaluator.afterNoMatch(failures: 3, lockedOut: false, attemptsPerEvaluation: 3), Next.failed)
-        XCTAssertEqual(Evaluator.afterNoMatch(failures: 1, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut)
-        XCTAssertEqual(Evaluator.afterNoMatch(failures: 3, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut,
+        typealias Next = Verifier.AfterNoMatch
+        XCTAssertEqual(Verifier.afterNoMatch(failures: 1, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
+        XCTAssertEqual(Verifier.afterNoMatch(failures: 2, lockedOut: false, attemptsPerEvaluation: 3), Next.scanAgain)
+        XCTAssertEqual(Verifier.afterNoMatch(failures: 3, lockedOut: false, attemptsPerEvaluation: 3), Next.failed)
+        XCTAssertEqual(Verifier.afterNoMatch(failures: 1, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut)
+        XCTAssertEqual(Verifier.afterNoMatch(failures: 3, lockedOut: true, attemptsPerEvaluation: 3), Next.lockedOut,
                        "the persisted lockout is what the caller hears, not the evaluation's own limit")
     }
 
@@ -79,11 +79,11 @@ final class ServiceRulesTests: XCTestCase {
 
     func testTheLastMatchedFingerIsTriedFirstThenEachInTurn() {
         let fingers: [FingerName] = [.leftIndex, .rightIndex, .rightThumb]
-        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: nil, missesSinceMatch: $0) }, [0, 1, 2, 0])
-        XCTAssertEqual((0..<4).map { Evaluator.galleryStart(fingers, lastMatched: .rightIndex, missesSinceMatch: $0) },
+        XCTAssertEqual((0..<4).map { Verifier.galleryStart(fingers, lastMatched: nil, missesSinceMatch: $0) }, [0, 1, 2, 0])
+        XCTAssertEqual((0..<4).map { Verifier.galleryStart(fingers, lastMatched: .rightIndex, missesSinceMatch: $0) },
                        [1, 2, 0, 1])
-        XCTAssertEqual(Evaluator.galleryStart(fingers, lastMatched: .leftThumb, missesSinceMatch: 0), 0,
+        XCTAssertEqual(Verifier.galleryStart(fingers, lastMatched: .leftThumb, missesSinceMatch: 0), 0,
                        "a finger no longer enrolled: from the start")
-        XCTAssertEqual(Evaluator.galleryStart([], lastMatched: .rightIndex, missesSinceMatch: 3), 0)
+        XCTAssertEqual(Verifier.galleryStart([], lastMatched: .rightIndex, missesSinceMatch: 3), 0)
     }
 }

@@ -5,7 +5,7 @@ import XCTest
 /// split or deleted must take its mentions along (issue 39). Scanned: every
 /// Markdown file in docs/, README.md and CONTRIBUTING.md, and the comments
 /// (`//` to the end of the line) of the package's Swift files. A name with a
-/// slash (`Bus/Requests.swift`, `Sources/DBusCore/Message.swift`) must be the
+/// slash (`Bus/CallRecord.swift`, `Sources/DBusCore/Message.swift`) must be the
 /// end of a file's path; a bare name (`Service.swift`) some file's name. A
 /// pattern (`…Seams.swift`, `*.swift`, `<Component>.swift`) is not a name.
 /// BENCHMARKS.md and NEWS.md are not scanned: they record the tree as it was.
@@ -101,7 +101,7 @@ final class DocReferenceTests: XCTestCase {
     }
 
     func testTheScanFindsNamesAndSkipsPatterns() {
-        XCTAssertEqual(Self.swiftNames(in: "see `Bus/Requests.swift` and Service.swift."), ["Bus/Requests.swift", "Service.swift"])
+        XCTAssertEqual(Self.swiftNames(in: "see `Bus/CallRecord.swift` and Service.swift."), ["Bus/CallRecord.swift", "Service.swift"])
         XCTAssertEqual(Self.swiftNames(in: "(./Sources/A.swift)"), ["Sources/A.swift"])
         XCTAssertEqual(Self.swiftNames(in: "`…Seams.swift`, *.swift, <Component>.swift, X.swiftinterface, `.swift-format`"), [])
     }

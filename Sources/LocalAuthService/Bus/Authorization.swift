@@ -43,7 +43,7 @@ extension CallRouter {
         var decision = Authorizer.Decision.denied("")
         for action in actions {
             let check = Cancellable()
-            // SIGTERM or the caller leaving cancels the check (Requests.swift).
+            // SIGTERM or the caller leaving cancels the check (CallRecord.swift).
             record.authorization = check
             decision = await authorizer.check(actionID: action, busName: routed.call.sender, interactive: interactive,
                                               cancellable: check)

@@ -27,7 +27,7 @@ protocol CallArguments: Sendable {
 /// A call of the same connection, by its request id, and why it ends.
 struct EndsCall: Sendable {
     let requestID: String
-    let reason: Evaluation.Interruption
+    let reason: Interruption
 }
 
 extension CallArguments {

@@ -215,7 +215,6 @@ protocol CallerLookup: AnyObject {
     func record(for sender: String) async throws(DBusError) -> CallerRecord
 }
 
-extension Callers: CallerLookup {}
 
 /// polkit's verdict on one action for one bus name (Authorizer.swift).
 @ServiceActor

@@ -4,7 +4,7 @@ import LocalAuthShared
 /// One D-Bus interface the router serves on objects of type `Target`: its
 /// methods (one row each), how it names the service's errors, its
 /// introspection XML and its properties. org.example.LocalAuth is one
-/// (MethodTable.swift); fprintd's Manager and Device are two more
+/// (LocalAuth/LocalAuthContract.swift); fprintd's Manager and Device are two more
 /// (Fprintd/FprintdContract.swift). Every call of every contract takes the
 /// same path through `CallRouter`: bounds, row, arguments decoded once,
 /// registration, caller record, polkit, interruption, the handler, the
@@ -107,7 +107,7 @@ struct Request {
     /// Whose prints the call is about: the caller, or the user the call
     /// named once polkit allowed it (`manage`, fprintd's `setusername`).
     let target: UInt32
-    /// The call's registration (Requests.swift): what ends it, and whether it has ended.
+    /// The call's registration (CallRecord.swift): what ends it, and whether it has ended.
     let record: CallRecord
 
     init(caller: CallerRecord, target: UInt32? = nil, record: CallRecord) {

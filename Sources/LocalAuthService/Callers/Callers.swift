@@ -165,3 +165,7 @@ final class Callers {
         return identity
     }
 }
+
+/// The router's way to who a connection is (Bus/CallRouter.swift): the
+/// component adopts the floor's protocol, so the floor names no component.
+extension Callers: CallerLookup {}

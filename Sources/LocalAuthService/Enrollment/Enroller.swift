@@ -169,7 +169,7 @@ final class Enroller {
             return Self.duplicateError
         case .interrupted, .readerFailed(_, .cancelled, _):
             if let interruption = call.record.interruption { return interruption.error }
-            if call.stopped == .queueTimedOut { return Evaluation.Interruption.queueTimedOut.error }
+            if call.stopped == .queueTimedOut { return Interruption.queueTimedOut.error }
             return ServiceErrors.la(.systemCancel, "enrollment cancelled")
         case .readerFailed(_, .dataFull, _):
             return Self.chipFullError
@@ -206,11 +206,11 @@ final class Enroller {
 /// An Enroll call as the one enroll operation sees it: the call's record
 /// (what ends it) and its place in the reader queue.
 @ServiceActor
-final class EnrollCall: EnrollingCall {
+final class EnrollCall: ReaderCall {
     let record: CallRecord
     let ticket: SensorQueue.Ticket
     /// No turn in the queue in time, or no finger in time.
-    private(set) var stopped: Evaluation.Interruption?
+    private(set) var stopped: Interruption?
 
     init(record: CallRecord, uid: UInt32, sender: String, reader: Readers.Identity) {
         self.record = record
@@ -220,7 +220,7 @@ final class EnrollCall: EnrollingCall {
     }
 
     var cancellable: Cancellable { record.cancellable }
-    var biometricInterruption: Evaluation.Interruption? { record.interruption ?? stopped }
+    var biometricInterruption: Interruption? { record.interruption ?? stopped }
 
     var hasEnded: Bool {
         do throws(ServiceError) {
@@ -231,7 +231,7 @@ final class EnrollCall: EnrollingCall {
         }
     }
 
-    func stopBiometrics(_ reason: Evaluation.Interruption) {
+    func stopBiometrics(_ reason: Interruption) {
         if stopped == nil { stopped = reason }
         // The queue's wait is withdrawn by the operation; a wait for a finger ends the scan.
         if reason != .queueTimedOut { record.cancellable.cancel() }

@@ -7,13 +7,7 @@ import LocalAuthShared
 /// chip, and the EnrollStatus signal. The service gives the real
 /// ones (EnrollmentWiring.swift); the unit tests give fakes.
 @ServiceActor
-protocol EnrollerSeams: AnyObject {
-    // Which reader (ReaderChoice).
-    func reader(for uid: UInt32) -> Readers.Identity?
-    /// Why there is no reader for a user now.
-    var noReaderError: ServiceError { get }
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
+protocol EnrollerSeams: ReaderLookup {
     /// The usable readers that keep prints on their chip.
     var chipReaders: [Readers.Identity] { get }
     func storesPrints(_ reader: Readers.Identity) -> Bool

@@ -27,24 +27,14 @@ protocol EnrollSession: ReaderSession {
 
 /// The readers, as the enroll operation takes them.
 @ServiceActor
-protocol EnrollmentReaders: AnyObject {
+protocol EnrollmentReaders: ReaderLookup {
     /// Opens `reader` for one operation by `deadline` (nil: within the scan
     /// timeout), through the one gate (ReaderGate.open: its errors).
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
-}
-
-/// An enrollment as its front-end keeps it (LocalAuth's `EnrollCall`,
-/// fprintd's `FprintdOperation`).
-@ServiceActor
-protocol EnrollingCall: ReaderCall {
-    /// Its caller has gone (left the bus, released the claim): nothing is kept for it.
-    var hasEnded: Bool { get }
 }
 
 /// What one enrollment is asked to do.
@@ -113,11 +103,14 @@ final class Enrollment {
     private let duplicateChecks: DuplicateCheckBudget
     /// libfprint's current number of stages of a reader.
     private let stages: @ServiceActor (Readers.Identity) -> Int
+    /// The queue's time limit and each wait for a finger run on it.
+    private let clock: any ServiceClock
 
     init(
         queue: SensorQueue, readers: any EnrollmentReaders, duplicateChecks: DuplicateCheckBudget,
-        stages: @escaping @ServiceActor (Readers.Identity) -> Int
+        stages: @escaping @ServiceActor (Readers.Identity) -> Int, clock: any ServiceClock = EventLoopClock()
     ) {
+        self.clock = clock
         self.queue = queue
         self.readers = readers
         self.duplicateChecks = duplicateChecks
@@ -126,30 +119,33 @@ final class Enrollment {
 
     /// Runs one enrollment to its end: the print, saved by `request.save`, or why not.
     func run(
-        _ request: EnrollRequest, for call: any EnrollingCall,
+        _ request: EnrollRequest, for call: any ReaderCall,
         progress: @escaping @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         call.ticket.reader = request.reader
-        let waitLimit = EventLoopTimers.after(request.queueWait) { [queue] in
-            call.stopBiometrics(.queueTimedOut)
-            queue.withdraw(call.ticket)
-        }
-        let acquired = await queue.acquire(call.ticket)
-        waitLimit.cancel()
-        guard acquired else { throw .interrupted }
-        defer { queue.release() }
-        guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
-        // While the caller waited, the reader may have gone.
-        guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
-        let session: any EnrollSession
-        do {
-            session = try await readers.open(
-                request.reader, until: request.openBy, cancellable: call.cancellable,
-                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-        } catch {
-            throw .notOpened(error)
-        }
-        defer { session.release() }
+        // The turn (the queue's time limit), then the reader opened; both
+        // given back when the enrollment ends (SensorQueue.begin).
+        let hold = try await queue.begin(
+            call.ticket, within: request.queueWait, on: clock,
+            timedOut: { [queue] in
+                call.stopBiometrics(.queueTimedOut)
+                queue.withdraw(call.ticket)
+            },
+            open: { () async throws(EnrollFailure) -> any EnrollSession in
+                guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
+                // While the caller waited, the reader may have gone.
+                guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
+                do throws(ServiceError) {
+                    return try await readers.open(
+                        request.reader, until: request.openBy, cancellable: call.cancellable,
+                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+                } catch {
+                    throw .notOpened(error)
+                }
+            }, release: { $0.release() })
+        guard let hold else { throw .interrupted }
+        defer { hold.end() }
+        let session = hold.opened
         do {
             try await request.first(session)
         } catch {
@@ -160,10 +156,10 @@ final class Enrollment {
 
         // Each wait for a finger; every stage or retry restarts it, so a
         // slow person is not cut off between scans.
-        var fingerWait: EventLoop.Timer?
+        var fingerWait: (any ServiceTimer)?
         func waitForFinger() {
             fingerWait?.cancel()
-            fingerWait = EventLoopTimers.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
+            fingerWait = clock.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
         }
         defer { fingerWait?.cancel() }
         waitForFinger()
@@ -203,7 +199,7 @@ final class Enrollment {
 
     /// What libfprint's `error` ends the enrollment with.
     private func failure(
-        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall
+        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall
     ) -> EnrollFailure {
         let failure = session.failure(error)
         if failure == .cancelled, call.cancellable.isCancelled { return .interrupted }
@@ -220,7 +216,7 @@ final class Enrollment {
     /// account's print is a guess that came true: it counts as a failed match
     /// of the asker's own (DuplicateCheckBudget).
     private func refuseDuplicate(
-        _ request: EnrollRequest, on session: any EnrollSession, call: any EnrollingCall,
+        _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall,
         progress: @ServiceActor (EnrollEvent) -> Void
     ) async throws(EnrollFailure) {
         guard let candidates = request.duplicateCandidates() else { return }

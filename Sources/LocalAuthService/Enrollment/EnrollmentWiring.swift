@@ -9,10 +9,10 @@ import LocalAuthShared
 
 /// The readers as the one enroll operation takes them (Enrollment.swift), for both contracts.
 @ServiceActor
-final class ServiceEnrollmentReaders: EnrollmentReaders {
+final class ServiceEnrollmentReaders: EnrollmentReaders, ReaderLookupWiring {
     private let readers: Readers
     private let gate: ReaderGate
-    private let readerChoice: ReaderChoice
+    let readerChoice: ReaderChoice
 
     init(readers: Readers, gate: ReaderGate, readerChoice: ReaderChoice) {
         self.readers = readers
@@ -22,20 +22,18 @@ final class ServiceEnrollmentReaders: EnrollmentReaders {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession {
         try await LibfprintReaderSession.open(
             reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy, gate: gate,
             readers: readers)
     }
-
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
 }
 
 @ServiceActor
-final class ServiceEnrollerSeams: EnrollerSeams {
-    private let readerChoice: ReaderChoice
+final class ServiceEnrollerSeams: EnrollerSeams, ReaderLookupWiring {
+    let readerChoice: ReaderChoice
     private let readers: Readers
     private let queue: SensorQueue
     private let gate: ReaderGate
@@ -49,9 +47,6 @@ final class ServiceEnrollerSeams: EnrollerSeams {
         self.bus = bus
     }
 
-    func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
-    var noReaderError: ServiceError { readerChoice.noReaderError }
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
     var chipReaders: [Readers.Identity] { readers.usableReaders.filter { storesPrints($0) } }
     func storesPrints(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.storesPrints == true }
     func checksDuplicates(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.checksDuplicates == true }

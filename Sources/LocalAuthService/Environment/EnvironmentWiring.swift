@@ -38,7 +38,7 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
     func isEnrolled(_ uid: UInt32, on reader: Readers.Identity) -> Bool { !prints.prints(of: uid, for: reader).isEmpty }
     func enrolledSetHash(uid: UInt32, reader: Readers.Identity) -> [UInt8] { readerChoice.enrolledSetHash(uid: uid, reader: reader) }
     func interruptBuiltInReaders() { queue.interrupt(on: readers.builtIn, .lidClosed) }
-    func isLockedOut(_ uid: UInt32) -> Bool { evaluator.isLockedOut(uid) }
+    func isLockedOut(_ uid: UInt32) -> Bool { evaluator.verifier.isLockedOut(uid) }
     func hasUsablePrints(_ uid: UInt32) -> Bool { (try? evaluator.checkBiometricsUsable(for: uid)) != nil }
     func hasPassword(_ uid: UInt32) -> Bool { passwordSet.hasPassword(uid) }
     func accountsChanged() -> Bool { passwordSet.changedSinceLastAsked() }

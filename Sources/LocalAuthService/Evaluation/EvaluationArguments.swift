@@ -109,7 +109,7 @@ struct VerifyUserArguments: CallArguments {
         }
         user = name
         options = try EvaluationOptions(arguments[1])
-        loginSecretNonce = try LocalAuthService.loginSecretNonce(arguments[1])
+        loginSecretNonce = try LoginSecretNonce.read(arguments[1])
         pamService = try CallArgument.options(arguments[1]).option(
             LocalAuthBus.Option.pamService, \.string, "a PAM service name of 1 to 64 bytes", where: { (1...64).contains($0.utf8.count) })
     }
@@ -134,7 +134,7 @@ struct CancelArguments: CallArguments {
 struct EndEvaluationArguments: CallArguments {
     var endsCall: EndsCall? { EndsCall(requestID: requestID, reason: interruption) }
     let requestID: String
-    let interruption: Evaluation.Interruption
+    let interruption: Interruption
 
     init(_ arguments: [DBusValue]) throws(ServiceError) {
         guard arguments.count == 2, let id = arguments[0].string, let reason = arguments[1].string else {

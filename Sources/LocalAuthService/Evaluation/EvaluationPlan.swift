@@ -21,7 +21,7 @@ enum EvaluationPlan: Equatable {
     /// - Parameters:
     ///   - biometrics: why the fingerprint cannot be used now (no reader, no
     ///     prints, locked out, cooling down), or nil when it can.
-    ///   - enrolledSet: the user's usable prints now (`Evaluator.enrolledSet`).
+    ///   - enrolledSet: the user's usable prints now (`Verifier.enrolledSet`).
     ///   - hasPassword: whether the account has a password; it matters only
     ///     when the fingerprint cannot be used (the caller may skip the lookup).
     static func decide(policy: PolicyValue, biometrics: ServiceError?, enrolledSet: [[UInt8]], hasPassword: Bool,

@@ -7,13 +7,7 @@ import LocalAuthShared
 
 /// The fingerprint readers, as an evaluation uses them.
 @ServiceActor
-protocol EvaluationReaders: AnyObject {
-    /// The reader that serves `uid` now (ReaderChoice), or nil.
-    func reader(for uid: UInt32) -> Readers.Identity?
-    /// Why no reader serves a user now: none, asleep, the lid closed.
-    var noReaderError: ServiceError { get }
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
+protocol EvaluationReaders: ReaderLookup {
     /// Whether `reader` has been working lately (libfprint's temperature).
     func isWarm(_ reader: Readers.Identity) -> Bool
     /// Opens `reader` for one operation, by `deadline` (nil: within the scan
@@ -21,7 +15,7 @@ protocol EvaluationReaders: AnyObject {
     /// wins over the reader's). `busy` hears that another program holds the device.
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession
 }

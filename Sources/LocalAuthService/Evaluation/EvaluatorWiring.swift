@@ -7,12 +7,12 @@ import LocalAuthShared
 
 /// Readers, prints, presence, passwords, polkit and the prompt, as the components have them.
 @ServiceActor
-final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
+final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
     EvaluationObservers
 {
     private let readers: Readers
     private let gate: ReaderGate
-    private let readerChoice: ReaderChoice
+    let readerChoice: ReaderChoice
     private let prints: PrintStore
     private let callers: Callers
     private let passwords: PasswordStore
@@ -39,17 +39,11 @@ final class ServiceEvaluatorWiring: EvaluationReaders, EvaluationPrints, Evaluat
 
     // MARK: EvaluationReaders
 
-    func reader(for uid: UInt32) -> Readers.Identity? { readerChoice.reader(for: uid) }
-
-    var noReaderError: ServiceError { readerChoice.noReaderError }
-
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
-
     func isWarm(_ reader: Readers.Identity) -> Bool { readers.isWarm(reader) }
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
         try await LibfprintReaderSession.open(
@@ -135,7 +129,7 @@ final class LibfprintReaderSession: ReaderSession {
     /// Opens `reader` through the gate (ReaderGate.open: its errors) for one operation.
     static func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?, busy: @escaping @ServiceActor () -> Void,
+        interruption: @escaping @ServiceActor () -> Interruption?, busy: @escaping @ServiceActor () -> Void,
         gate: ReaderGate, readers: Readers
     ) async throws(ServiceError) -> LibfprintReaderSession {
         let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)

@@ -2,10 +2,10 @@ import DBusCore
 import LocalAuthShared
 
 // The fingerprint way of an evaluation, as a front-end of the one verify
-// operation (Verification.swift): an evaluation's request (any of the
-// user's prints on the reader that serves them, `--attempts` judged scans,
-// the scan timeout from the turn bounding opening and scanning together),
-// its statuses, and its LAError. The pure rules the verify applies are below.
+// operation (the Verifier, Verification.swift): an evaluation's request (any
+// of the user's prints on the reader that serves them, `--attempts` judged
+// scans, the scan timeout from the turn bounding opening and scanning
+// together), its statuses, and its LAError.
 extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
@@ -14,7 +14,7 @@ extension Evaluator {
             queueWait: ServiceLimits.readerQueueWait, fingerWait: .fromTurn(configuration.scanTimeout))
         let result: VerifyResult
         do {
-            result = try await verify(request, for: evaluation) { [observers] progress in
+            result = try await verifier.verify(request, for: evaluation) { [observers] progress in
                 switch progress {
                 case .readerBusy: observers.status(evaluation, .readerBusy)
                 case .readerReady: observers.status(evaluation, .placeFinger)
@@ -52,25 +52,6 @@ extension Evaluator {
         case .notRecorded:
             return ServiceError(.storageFailed, "the failed attempt could not be recorded; try again later")
         }
-    }
-
-    /// Where in the user's prints a scan starts (a verify-only reader tries
-    /// only that one), as pure logic: the last matched finger first, then
-    /// round the list, one step per judged no-match since the last match.
-    nonisolated static func galleryStart(_ fingers: [FingerName], lastMatched: FingerName?, missesSinceMatch: Int) -> Int {
-        guard !fingers.isEmpty else { return 0 }
-        let first = lastMatched.flatMap { fingers.firstIndex(of: $0) } ?? 0
-        return (first + missesSinceMatch % fingers.count) % fingers.count
-    }
-
-    /// What a judged no-match means, as pure logic: the persisted lockout
-    /// wins over this evaluation's own attempts; until either is reached,
-    /// the person scans again.
-    enum AfterNoMatch: Equatable { case lockedOut, failed, scanAgain }
-
-    nonisolated static func afterNoMatch(failures: Int, lockedOut: Bool, attemptsPerEvaluation: Int) -> AfterNoMatch {
-        if lockedOut { return .lockedOut }
-        return failures >= attemptsPerEvaluation ? .failed : .scanAgain
     }
 }
 

@@ -7,15 +7,11 @@ import LocalAuthShared
 // Everything else is EvaluatePolicy's policy 1: the same reader queue, scan
 // loop, lockout, remote-session, lid, sleep and password-after-boot rules.
 extension Evaluator {
-    /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root caller.
-    func verifyUser(_ request: Request, _ arguments: VerifyUserArguments) async throws(ServiceError) -> [DBusValue] {
-        try await verify(arguments, for: Caller(request))
-        return []
-    }
-
-    /// Returns the uid whose finger matched.
+    /// VerifyUser(s user, a{sv} options): `user`'s fingerprint, for a root
+    /// caller. Returns the uid whose finger matched (its row records a
+    /// login-secret ticket for it).
     @discardableResult
-    func verify(_ arguments: VerifyUserArguments, for caller: Caller) async throws(ServiceError) -> UInt32 {
+    func verifyUser(_ request: Request, _ arguments: VerifyUserArguments) async throws(ServiceError) -> UInt32 {
         // polkit always authorizes root (before any rule runs), so the
         // action cannot turn VerifyUser off; `--no-verify-user` can. Only
         // root may ask at all: a user who could name another user would
@@ -23,7 +19,7 @@ extension Evaluator {
         guard configuration.verifyUserAllowed else {
             throw ServiceErrors.permissionDenied("VerifyUser is turned off on this machine (localauthd --no-verify-user)")
         }
-        guard caller.uid == 0 else {
+        guard request.uid == 0 else {
             throw ServiceErrors.permissionDenied("VerifyUser is for root callers (PAM modules acting for a user)")
         }
         // The caller is the PAM transaction's own process (pam_localauth
@@ -35,18 +31,18 @@ extension Evaluator {
         guard let uid = Users.uid(of: arguments.user) else {
             throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(arguments.user))")
         }
-        let presence = await environment.presence(of: caller.connection)
-        try caller.record.checkNotEnded()
+        let presence = await environment.presence(of: request.caller)
+        try request.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
         try checkBiometricsUsable(for: uid)
-        try refuseWhileCooling(uid)
+        try verifier.refuseWhileCooling(uid)
 
-        let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: caller.connection,
+        let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: request.caller,
                                     uid: uid, queue: queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))
-        caller.record.evaluation = evaluation
-        try caller.record.checkNotEnded()
+        request.record.work = evaluation
+        try request.record.checkNotEnded()
         _ = try await fingerprint(evaluation)
         Log.info("fingerprint of uid \(uid) verified for a PAM module")
         return uid

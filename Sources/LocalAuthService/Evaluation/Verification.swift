@@ -1,9 +1,9 @@
 import DBusCore
 import LocalAuthShared
 
-// The one verify operation, whichever contract asked for it: LocalAuth's
-// EvaluatePolicy, VerifyUser and AuthorizeRight (through
-// `Evaluator.fingerprint`, FingerprintScan.swift) and fprintd's VerifyStart
+// The one verify operation (the `Verifier`, Verifier.swift), whichever
+// contract asked for it: LocalAuth's EvaluatePolicy, VerifyUser and
+// AuthorizeRight (through `Evaluator.fingerprint`, FingerprintScan.swift) and fprintd's VerifyStart
 // (Fprintd/FprintdOperations.swift). It owns the turn in the reader queue,
 // the reader (opened through the one gate), the checks before every scan,
 // the lockout count, the verify-only reader's rotation and the
@@ -22,9 +22,12 @@ protocol ReaderCall: AnyObject, Sendable {
     /// Cancels the wait for the reader and the scan in progress.
     var cancellable: Cancellable { get }
     /// Why the scans ended early, if they did (the front-end's own record).
-    var biometricInterruption: Evaluation.Interruption? { get }
+    var biometricInterruption: Interruption? { get }
+    /// Its caller has gone (left the bus, released the claim, the whole
+    /// call interrupted): an enrollment keeps nothing for it.
+    var hasEnded: Bool { get }
     /// Ends the scans early: no turn in the queue in time, no finger in time.
-    func stopBiometrics(_ reason: Evaluation.Interruption)
+    func stopBiometrics(_ reason: Interruption)
     /// The reader is open and the first scan is next: a front-end that
     /// answers its caller first (fprintd's Start, then VerifyFingerSelected)
     /// returns once it has.
@@ -85,7 +88,7 @@ enum VerifyProgress: Equatable {
 /// How a verify ended, when the reader judged it.
 enum VerifyResult: Equatable {
     /// `finger` matched (nil: the reader did not say which), against the
-    /// user's usable set `enrolledSet` (Evaluator.enrolledSet: what a reuse is tied to).
+    /// user's usable set `enrolledSet` (Verifier.enrolledSet: what a reuse is tied to).
     case matched(finger: FingerName?, enrolledSet: [[UInt8]])
     /// The last attempt did not match; `lockedOut`: that one locked biometry.
     case noMatch(lockedOut: Bool)
@@ -107,7 +110,7 @@ enum VerifyFailure: Error {
     case notRecorded
 }
 
-extension Evaluator {
+extension Verifier {
     /// Runs one verify to its end: the queue turn, the reader, then scans
     /// until a match, `request.attempts` judged no-matches, the lockout, or
     /// an interruption. Every judged scan counts in the one lockout.
@@ -127,14 +130,6 @@ extension Evaluator {
         inFlight[flight] = VerifyInFlight(call: call, caller: request.caller)
         defer { inFlight[flight] = nil }
         call.ticket.reader = request.reader ?? readers.reader(for: uid)
-        let waitLimit = clock.after(request.queueWait) { call.stopBiometrics(.queueTimedOut) }
-        let acquired = await queue.acquire(call.ticket)
-        waitLimit.cancel()
-        guard acquired else { throw .interrupted }
-        defer { queue.release() }
-        // It may have ended while it waited.
-        guard !call.cancellable.isCancelled else { throw .interrupted }
-
         var fingerWait: (any ServiceTimer)?
         func waitForFinger(_ seconds: Double) {
             fingerWait?.cancel()
@@ -145,19 +140,29 @@ extension Evaluator {
             }
         }
         defer { fingerWait?.cancel() }
-        if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
-
-        guard let identity = request.reader ?? readers.reader(for: uid) else { throw .refused(readers.noReaderError) }
-        call.ticket.reader = identity
-        let session: any ReaderSession
-        do {
-            session = try await readers.open(
-                identity, until: request.openBy, cancellable: call.cancellable,
-                interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-        } catch {
-            throw .notOpened(error)
-        }
-        defer { session.release() }
+        // The turn (the queue's time limit), then the reader opened; both
+        // given back when the verify ends (SensorQueue.begin).
+        let hold = try await queue.begin(
+            call.ticket, within: request.queueWait, on: clock, timedOut: { call.stopBiometrics(.queueTimedOut) },
+            open: { () async throws(VerifyFailure) -> any ReaderSession in
+                // It may have ended while it waited.
+                guard !call.cancellable.isCancelled else { throw .interrupted }
+                if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
+                guard let identity = request.reader ?? readers.reader(for: uid) else {
+                    throw .refused(readers.noReaderError)
+                }
+                call.ticket.reader = identity
+                do throws(ServiceError) {
+                    return try await readers.open(
+                        identity, until: request.openBy, cancellable: call.cancellable,
+                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
+                } catch {
+                    throw .notOpened(error)
+                }
+            }, release: { $0.release() })
+        guard let hold else { throw .interrupted }
+        defer { hold.end() }
+        let session = hold.opened
         guard !call.cancellable.isCancelled else { throw .interrupted }
         if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
         progress(.readerReady)
@@ -273,7 +278,7 @@ struct VerifyInFlight {
     let caller: CallerRecord
 }
 
-extension Evaluator {
+extension Verifier {
     /// The session in front of the reader may have changed (logind: a
     /// session's `Active` changed, logind left or came back): every verify
     /// queued or scanning whose caller is no longer at the reader ends now,
@@ -301,7 +306,7 @@ extension Evaluator {
         guard let refusal = EnvironmentRules.refusal(presence) else { return }
         Log.notice("no scan for uid \(request.uid)\(request.via): the caller \(request.caller.sender) is not at the reader "
                    + "(\(refusal.message))")
-        throw .refused(Evaluation.Interruption.notAtTheReader.error)
+        throw .refused(Interruption.notAtTheReader.error)
     }
 
     /// After a judged scan: the caller still at the reader, and no switch of
@@ -320,6 +325,6 @@ extension Evaluator {
         Log.warning(
             "a scan read for uid \(request.uid)\(request.via) (\(outcome == .noMatch ? "no match" : "a match")) "
                 + "was thrown away: the caller \(request.caller.sender) was not in front when the finger was read (\(why))")
-        throw .refused(Evaluation.Interruption.notAtTheReader.error)
+        throw .refused(Interruption.notAtTheReader.error)
     }
 }

@@ -176,7 +176,7 @@ enum ClaimRule {
 }
 
 extension FprintdDevice {
-    /// net.reactivated.Fprint.Device: one row per method, as MethodTable.swift
+    /// net.reactivated.Fprint.Device: one row per method, as LocalAuth/LocalAuthContract.swift
     /// has for org.example.LocalAuth. fprintd asks polkit with interaction
     /// allowed; a method that lists several actions needs any one of them.
     nonisolated static let contract = BusContract<FprintdDevice>(

@@ -2,7 +2,7 @@ import DBusCore
 import LocalAuthShared
 
 /// A verify or enroll of fprintd's contract, from its Start to its Stop:
-/// fprintd's front-end of the one verify operation (Evaluator.verify,
+/// fprintd's front-end of the one verify operation (Verifier.verify,
 /// Evaluation/Verification.swift) and of the one enroll operation
 /// (Enrollment, Enrollment/Enrollment.swift).
 ///
@@ -19,7 +19,7 @@ import LocalAuthShared
 /// operation's final status (not at VerifyStop). Sleep and the lid end the
 /// operation through its queue ticket, as they end an evaluation.
 @ServiceActor
-final class FprintdOperation: EnrollingCall {
+final class FprintdOperation: ReaderCall {
     enum Kind { case verify, enroll }
     let kind: Kind
     let cancellable = Cancellable()
@@ -33,7 +33,7 @@ final class FprintdOperation: EnrollingCall {
     /// final status is an error, not a no-match.
     var timedOut = false
     /// Sleep or the lid ended it (Start's error says so, if it had not started).
-    var interruption: Evaluation.Interruption?
+    var interruption: Interruption?
     /// No turn in the reader queue within Start's time: another operation kept it.
     private(set) var waitedTooLong = false
     private weak var queue: SensorQueue?
@@ -64,7 +64,7 @@ final class FprintdOperation: EnrollingCall {
     }
 
     /// Sleep or the lid ends the operation: the client hears an error status.
-    func interrupt(_ reason: Evaluation.Interruption) {
+    func interrupt(_ reason: Interruption) {
         if interruption == nil { interruption = reason }
         timedOut = true
         cancel()
@@ -72,14 +72,14 @@ final class FprintdOperation: EnrollingCall {
 
     // MARK: As the one verify and enroll operations see it
 
-    var biometricInterruption: Evaluation.Interruption? { interruption }
+    var biometricInterruption: Interruption? { interruption }
 
     /// Every end of a claim cancels the operation (`cancel`).
     var hasEnded: Bool { cancellable.isCancelled }
 
     /// The operation ends it early: no finger in time is an error status; no
     /// turn in the queue in time, Start's "busy".
-    func stopBiometrics(_ reason: Evaluation.Interruption) {
+    func stopBiometrics(_ reason: Interruption) {
         guard reason == .queueTimedOut else { return interrupt(reason) }
         waitedTooLong = true
         queue?.withdraw(ticket)

@@ -147,7 +147,7 @@ extension FprintdDevice {
 
     /// The prints one scan of `uid`'s compares with (`finger`, or nil for
     /// any), or why no scan may be taken now: the one verify's check before
-    /// every scan (Evaluator.nextGallery), with "not enrolled" in fprintd's words.
+    /// every scan (Verifier.nextGallery), with "not enrolled" in fprintd's words.
     func gallery(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> Result<[EnrolledPrint], ServiceError> {
         do throws(ServiceError) {
             let request = verifyRequest(uid: uid, finger: finger, caller: caller)

@@ -32,25 +32,9 @@ protocol FprintdHold: AnyObject {
     func release()
 }
 
-/// The one verify operation, and the lockout every client shares (the
-/// Evaluator's: Evaluation/Verification.swift).
-@ServiceActor
-protocol FprintdVerifier: AnyObject {
-    func isLockedOut(_ uid: UInt32) -> Bool
-    /// Runs one verify to its end (Evaluator.verify).
-    func verify(
-        _ request: VerifyRequest, for call: any ReaderCall,
-        progress: @escaping @ServiceActor (VerifyProgress) -> Void
-    ) async throws(VerifyFailure) -> VerifyResult
-    /// What the next scan of `request` would compare with on `held`, or why there is none.
-    func nextGallery(
-        _ request: VerifyRequest, on held: Readers.Identity
-    ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint])
-}
-
 /// Everything else a Device object uses.
 @ServiceActor
-protocol FprintdSeams: AnyObject {
+protocol FprintdSeams: ReaderLookup {
     // Readers.
     /// The one enroll operation (Enrollment/Enrollment.swift).
     var enrollment: Enrollment { get }
@@ -67,10 +51,6 @@ protocol FprintdSeams: AnyObject {
         _ body: (any EnrollSession) async throws(ServiceError) -> Void,
         failedToOpen: (ServiceError) -> ServiceError
     ) async throws(ServiceError)
-    /// Whether a person can touch `reader` now (awake, not under a closed lid).
-    func isReachable(_ reader: Readers.Identity) -> Bool
-    /// Why a reader cannot be used now.
-    var noReaderError: ServiceError { get }
     var asleep: Bool { get }
 
     // Prints, in fprintd's layout (PrintStore, FprintdPrints.swift).
@@ -86,7 +66,9 @@ protocol FprintdSeams: AnyObject {
     // The rules shared with LocalAuth.
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
-    var verifier: any FprintdVerifier { get }
+    /// The one verify operation and the lockout every client shares
+    /// (Evaluation/Verifier.swift): a Device is its other front-end.
+    var verifier: Verifier { get }
     /// The duplicate check before an enrollment: one a day per uid, shared with Enroll's.
     var duplicateChecks: DuplicateCheckBudget { get }
     /// A match of `uid` for the connection `sender` (pam_fprintd): a ticket for

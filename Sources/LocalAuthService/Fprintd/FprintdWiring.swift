@@ -8,12 +8,12 @@ import LocalAuthShared
 
 /// The readers, prints, lockout, presence and bus, as the service has them.
 @ServiceActor
-final class ServiceFprintdWiring: FprintdSeams {
+final class ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
     let readers: Readers
     let prints: PrintStore
     let readerChoice: ReaderChoice
     private let gate: ReaderGate
-    private let evaluator: Evaluator
+    let verifier: Verifier
     private let environment: Environment
     private let callers: Callers
     let duplicateChecks: DuplicateCheckBudget
@@ -22,7 +22,7 @@ final class ServiceFprintdWiring: FprintdSeams {
     private let loginSecrets: LoginSecrets
 
     init(
-        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, evaluator: Evaluator,
+        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, verifier: Verifier,
         environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, enrollment: Enrollment,
         bus: BusConnection, loginSecrets: LoginSecrets
     ) {
@@ -33,7 +33,7 @@ final class ServiceFprintdWiring: FprintdSeams {
         self.gate = gate
         self.prints = prints
         self.readerChoice = readerChoice
-        self.evaluator = evaluator
+        self.verifier = verifier
         self.environment = environment
         self.callers = callers
         self.bus = bus
@@ -42,7 +42,7 @@ final class ServiceFprintdWiring: FprintdSeams {
     /// pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
     func matchSeen(uid: UInt32, sender: String) {
         guard let caller = callers.known(sender) else { return }
-        loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(caller), nonce: [])
+        loginSecrets.matchSeen(uid: uid, caller: caller, nonce: [])
     }
 
     // MARK: Readers
@@ -73,10 +73,6 @@ final class ServiceFprintdWiring: FprintdSeams {
                 try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
             }, failedToOpen: failedToOpen)
     }
-
-    func isReachable(_ reader: Readers.Identity) -> Bool { readerChoice.reachableReaders.contains(reader) }
-
-    var noReaderError: ServiceError { readerChoice.noReaderError }
 
     var asleep: Bool { environment.asleep }
 
@@ -116,8 +112,6 @@ final class ServiceFprintdWiring: FprintdSeams {
 
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { environment.passwordNeeded(uid) }
 
-    var verifier: any FprintdVerifier { evaluator }
-
     func userChanged(_ uid: UInt32) {
         environment.userChanged(uid)
         environment.callEnded()
@@ -148,9 +142,6 @@ final class ClaimedReader: FprintdHold {
         readers.relinquish(device)
     }
 }
-
-/// The Evaluator runs the one verify and keeps the one lockout (Evaluation/Verification.swift).
-extension Evaluator: FprintdVerifier {}
 
 /// A libfprint reader as a Device object shows it.
 @ServiceActor

@@ -122,10 +122,10 @@ struct ResealLoginSecretArguments: CallArguments {
     }
 }
 
-extension LocalAuthService {
-    /// VerifyUser's login-secret-nonce option (1–64 bytes), read apart from
-    /// the evaluation options, which ignore keys they do not know.
-    nonisolated static func loginSecretNonce(_ options: DBusValue) throws(ServiceError) -> [UInt8]? {
+/// VerifyUser's login-secret-nonce option (1–64 bytes), read apart from
+/// the evaluation options, which ignore keys they do not know.
+enum LoginSecretNonce {
+    nonisolated static func read(_ options: DBusValue) throws(ServiceError) -> [UInt8]? {
         guard let value = options.stringKeyedDictionary?[Key.nonce] else { return nil }
         guard let nonce = value.byteArray, (1...64).contains(nonce.count) else {
             throw ServiceErrors.invalidArgs("\(Key.nonce) must be 1 to 64 bytes")

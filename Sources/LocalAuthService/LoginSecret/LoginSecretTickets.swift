@@ -4,16 +4,20 @@
 struct CallerProcess: Hashable, Sendable {
     let pid: UInt32
     let startTime: UInt64
-}
 
-/// A caller as the login-secret component sees it.
-struct LoginSecretCaller {
-    let uid: UInt32
-    /// The unique bus name (the proofs are bound to it).
-    let sender: String
-    /// nil: the service could not pin the caller's process; no ticket is
-    /// ever recorded for or matched to such a caller.
-    let process: CallerProcess?
+    /// The caller's process as its record pinned it; nil: it could not be
+    /// pinned (no start time read), and no ticket is ever recorded for or
+    /// matched to such a caller.
+    @ServiceActor
+    init?(_ caller: CallerRecord) {
+        guard let process = caller.process, let startTime = process.startTime else { return nil }
+        self.init(pid: process.pid, startTime: startTime)
+    }
+
+    init(pid: UInt32, startTime: UInt64) {
+        self.pid = pid
+        self.startTime = startTime
+    }
 }
 
 /// The one-time tickets of the fingerprint release (docs/KEYRING.md): a

@@ -7,13 +7,6 @@ import LocalAuthSystem
 // (opened once, off the loop when it is a TPM), so a login secret and the
 // rights always share one machine key.
 
-extension LoginSecretCaller {
-    init(_ record: CallerRecord) {
-        let process = record.process.flatMap { process in process.startTime.map { CallerProcess(pid: process.pid, startTime: $0) } }
-        self.init(uid: record.uid, sender: record.sender, process: process)
-    }
-}
-
 @ServiceActor
 final class ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
     private let rights: RightsService

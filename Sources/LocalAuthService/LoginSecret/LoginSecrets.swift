@@ -26,8 +26,8 @@ final class LoginSecrets {
 
     /// VerifyUser matched `uid`'s finger for `caller`: a ticket for one release.
     /// (The fprintd VerifyStart handler will record one with an empty nonce.)
-    func matchSeen(uid: UInt32, caller: LoginSecretCaller, nonce: [UInt8]) {
-        guard caller.uid == 0, let process = caller.process else { return }
+    func matchSeen(uid: UInt32, caller: CallerRecord, nonce: [UInt8]) {
+        guard caller.uid == 0, let process = CallerProcess(caller) else { return }
         tickets.record(uid: uid, process: process, nonce: nonce, now: seams.clock.now)
     }
 
@@ -35,8 +35,8 @@ final class LoginSecrets {
 
     /// ReleaseLoginSecret: ECIES(ephemeral, K) for the ticket's user; renews
     /// a stale password wrap for the pending password (the owner's finger agreed).
-    func release(_ caller: LoginSecretCaller, _ arguments: ReleaseLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
-        let process = try requireRoot(caller)
+    func release(_ request: Request, _ arguments: ReleaseLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
+        let process = try requireRoot(request)
         let uid = try account(arguments.user)
         if let refusal = tickets.take(uid: uid, process: process, nonce: arguments.nonce, now: seams.clock.now) {
             Log.info("login secret of uid \(uid) refused to pid \(process.pid): \(refusal)")
@@ -59,8 +59,8 @@ final class LoginSecrets {
 
     /// GetLoginSecretPasswordWrap: what a password login opens with the typed
     /// password; when the machine wrap no longer opens, a key to reseal with.
-    func passwordWrap(_ caller: LoginSecretCaller, _ arguments: GetLoginSecretPasswordWrapArguments) async throws(ServiceError) -> [DBusValue] {
-        let process = try requireRoot(caller)
+    func passwordWrap(_ request: Request, _ arguments: GetLoginSecretPasswordWrapArguments) async throws(ServiceError) -> [DBusValue] {
+        let process = try requireRoot(request)
         let uid = try account(arguments.user)
         let record = try load(uid)
         var answer = Self.describe(record.password)
@@ -95,8 +95,8 @@ final class LoginSecrets {
 
     /// ResealLoginSecret: K back from a password login, checked against the
     /// commitment, wrapped with the machine's protector now.
-    func reseal(_ caller: LoginSecretCaller, _ arguments: ResealLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
-        let process = try requireRoot(caller)
+    func reseal(_ request: Request, _ arguments: ResealLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
+        let process = try requireRoot(request)
         let uid = try account(arguments.user)
         guard let key = resealKeys.take(uid: uid, process: process, now: seams.clock.now) else {
             throw ServiceError(.notAuthorized, "no reseal key was given to this process for that user")
@@ -120,8 +120,8 @@ final class LoginSecrets {
     /// ChangeLoginSecretPassword: with a proof by the current password's key,
     /// the wrap follows the new password now; without, the new password's
     /// key waits for the owner's next fingerprint release.
-    func changePassword(_ caller: LoginSecretCaller, _ arguments: ChangeLoginSecretPasswordArguments) async throws(ServiceError) -> [DBusValue] {
-        _ = try requireRoot(caller)
+    func changePassword(_ request: Request, _ arguments: ChangeLoginSecretPasswordArguments) async throws(ServiceError) -> [DBusValue] {
+        _ = try requireRoot(request)
         let uid = try account(arguments.user)
         var record = try load(uid)
         guard let password = arguments.password else {
@@ -134,7 +134,7 @@ final class LoginSecrets {
         }
         let payload = password.publicKey.x963Representation + password.salt
         let message = LocalAuthLoginSecretBus.ProofLabel.message(
-            LocalAuthLoginSecretBus.ProofLabel.change, uid: uid, sender: caller.sender,
+            LocalAuthLoginSecretBus.ProofLabel.change, uid: uid, sender: request.sender,
             payload: payload)
         if let proof = arguments.proof {
             guard record.password.publicKey.isValidSignature(proof, for: message) else {
@@ -158,9 +158,9 @@ final class LoginSecrets {
 
     /// EnableLoginSecret: makes K and both wraps; answers the password wrap,
     /// which the caller opens with the key it derived, to rekey its keyring.
-    func enable(_ caller: LoginSecretCaller, _ arguments: EnableLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
-        guard caller.uid != 0 else { throw ServiceErrors.permissionDenied("root has no login keyring to open") }
-        guard try seams.keys.store.loadChecked(caller.uid) == nil else {
+    func enable(_ request: Request, _ arguments: EnableLoginSecretArguments) async throws(ServiceError) -> [DBusValue] {
+        guard request.uid != 0 else { throw ServiceErrors.permissionDenied("root has no login keyring to open") }
+        guard try seams.keys.store.loadChecked(request.uid) == nil else {
             throw ServiceError(.alreadyEnrolled, "the login secret is already on; disable it first")
         }
         // Opening a TPM's protector the first time suspends this call: another
@@ -169,19 +169,19 @@ final class LoginSecrets {
         // AlreadyEnrolled, and nothing of the winner's is touched.
         let protector = try await seams.keys.protector()
         let record = try rights("making the login secret") { () throws(RightsError) in
-            try LoginSecretRecord.make(uid: caller.uid, password: arguments.password, protector: protector)
+            try LoginSecretRecord.make(uid: request.uid, password: arguments.password, protector: protector)
         }
         guard try rights("saving the login secret", { () throws(RightsError) in try seams.keys.store.create(record) }) else {
-            Log.info("login secret of uid \(caller.uid): a second enable lost the race to the first; nothing changed")
+            Log.info("login secret of uid \(request.uid): a second enable lost the race to the first; nothing changed")
             throw ServiceError(.alreadyEnrolled, "the login secret is already on; disable it first")
         }
-        Log.info("login secret of uid \(caller.uid) made (\(protector.backendName))")
+        Log.info("login secret of uid \(request.uid) made (\(protector.backendName))")
         return [.bytes(record.passwordWrap)]
     }
 
     /// GetLoginSecretStatus: the caller's own state; nothing secret.
-    func status(_ caller: LoginSecretCaller) throws(ServiceError) -> [DBusValue] {
-        guard let record = try seams.keys.store.loadChecked(caller.uid) else { return [.dictionary([Key.enabled: .boolean(false)])] }
+    func status(_ request: Request) throws(ServiceError) -> [DBusValue] {
+        guard let record = try seams.keys.store.loadChecked(request.uid) else { return [.dictionary([Key.enabled: .boolean(false)])] }
         var answer = Self.describe(record.password)
         answer[Key.enabled] = .boolean(true)
         answer[Key.stale] = .boolean(record.isPasswordWrapStale)
@@ -191,24 +191,24 @@ final class LoginSecrets {
 
     /// DisableLoginSecret: with a proof by the password's key, the password
     /// wrap (for the keyring's password to go back); `commit` removes K.
-    func disable(_ caller: LoginSecretCaller, _ arguments: DisableLoginSecretArguments) throws(ServiceError) -> [DBusValue] {
-        guard let record = try seams.keys.store.loadChecked(caller.uid) else { throw ServiceError(.noSecret, "the login secret is off") }
-        let message = LocalAuthLoginSecretBus.ProofLabel.message(LocalAuthLoginSecretBus.ProofLabel.disable, uid: caller.uid, sender: caller.sender)
+    func disable(_ request: Request, _ arguments: DisableLoginSecretArguments) throws(ServiceError) -> [DBusValue] {
+        guard let record = try seams.keys.store.loadChecked(request.uid) else { throw ServiceError(.noSecret, "the login secret is off") }
+        let message = LocalAuthLoginSecretBus.ProofLabel.message(LocalAuthLoginSecretBus.ProofLabel.disable, uid: request.uid, sender: request.sender)
         guard record.password.publicKey.isValidSignature(arguments.proof, for: message) else {
             throw ServiceError(.notAuthorized, "the proof is not by the login password")
         }
         if arguments.commit {
-            _ = try rights("removing the login secret") { () throws(RightsError) in try seams.keys.store.remove(caller.uid) }
-            Log.info("login secret of uid \(caller.uid) removed")
+            _ = try rights("removing the login secret") { () throws(RightsError) in try seams.keys.store.remove(request.uid) }
+            Log.info("login secret of uid \(request.uid) removed")
         }
         return [.bytes(record.passwordWrap)]
     }
 
     // MARK: Helpers
 
-    private func requireRoot(_ caller: LoginSecretCaller) throws(ServiceError) -> CallerProcess {
-        guard caller.uid == 0 else { throw ServiceErrors.permissionDenied("the login secret's PAM side is for root callers") }
-        guard let process = caller.process else { throw ServiceErrors.permissionDenied("the caller's process cannot be pinned") }
+    private func requireRoot(_ request: Request) throws(ServiceError) -> CallerProcess {
+        guard request.uid == 0 else { throw ServiceErrors.permissionDenied("the login secret's PAM side is for root callers") }
+        guard let process = CallerProcess(request.caller) else { throw ServiceErrors.permissionDenied("the caller's process cannot be pinned") }
         return process
     }
 

@@ -111,7 +111,7 @@ final class PromptAgents {
         Log.info("prompt agent \(name) left")
     }
 
-    // MARK: Methods agents call (MethodTable.swift)
+    // MARK: Methods agents call (LocalAuth/LocalAuthContract.swift)
 
     /// RegisterPromptAgent(o): the caller shows sheets for its own uid and
     /// logind session. Registering again from the same connection is not an error.

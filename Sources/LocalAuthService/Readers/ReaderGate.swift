@@ -13,8 +13,11 @@ final class ReaderGate {
     private let readers: Readers
     private let queue: SensorQueue
     private let scanTimeout: Double
+    /// The queue's time limit for a chip's maintenance runs on it.
+    private let clock: any ServiceClock
 
-    init(readers: Readers, queue: SensorQueue, scanTimeout: Double) {
+    init(readers: Readers, queue: SensorQueue, scanTimeout: Double, clock: any ServiceClock = EventLoopClock()) {
+        self.clock = clock
         self.readers = readers
         self.queue = queue
         self.scanTimeout = scanTimeout
@@ -25,7 +28,7 @@ final class ReaderGate {
     /// errors a caller gets when it cannot (Readers.acquire).
     func open(
         _ identity: Readers.Identity, until deadline: ContinuousClock.Instant? = nil, cancellable: Cancellable,
-        interruption: @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @ServiceActor () -> Interruption?,
         busy: @ServiceActor () -> Void
     ) async throws(ServiceError) -> Readers.Reader {
         let deadline = deadline ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
@@ -34,9 +37,9 @@ final class ReaderGate {
         } catch {
             if let interruption = interruption() { throw interruption.error }
             switch error {
-            case .removed: throw Evaluation.Interruption.readerRemoved.error
+            case .removed: throw Interruption.readerRemoved.error
             case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
-            case .suspended: throw Evaluation.Interruption.systemSleeping.error
+            case .suspended: throw Interruption.systemSleeping.error
             case .heldByAnotherProgram(let why):
                 throw ServiceError(
                     .readerInUse,
@@ -50,7 +53,7 @@ final class ReaderGate {
     func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? {
         if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
             readers.forget(device)
-            return Evaluation.Interruption.readerRemoved.error
+            return Interruption.readerRemoved.error
         }
         if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
             return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
@@ -81,39 +84,34 @@ final class ReaderGate {
         _ body: (Readers.Reader) async throws(Failure) -> T,
         failedToOpen: (ServiceError) -> Failure
     ) async throws(Failure) -> T {
-        let device: Readers.Reader
+        let hold: SensorQueue.Hold<Readers.Reader>
         do throws(ServiceError) {
-            device = try await openForMaintenance(identity, for: record, uid: uid)
+            hold = try await beginMaintenance(identity, for: record, uid: uid)
         } catch {
             throw failedToOpen(error)
         }
-        defer {
-            readers.relinquish(device)
-            queue.release()
-        }
-        return try await body(device)
+        defer { hold.end() }
+        return try await body(hold.opened)
     }
 
-    /// A turn in the reader queue, then the reader opened; the caller gives back both.
-    private func openForMaintenance(
+    /// A turn in the reader queue, then the reader opened (SensorQueue.begin);
+    /// the caller ends the hold, which gives back both.
+    private func beginMaintenance(
         _ identity: Readers.Identity, for record: CallRecord,
         uid: UInt32
-    ) async throws(ServiceError) -> Readers.Reader {
+    ) async throws(ServiceError) -> SensorQueue.Hold<Readers.Reader> {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
         ticket.reader = identity
         ticket.interrupt = { reason in record.interrupt(reason) }
-        let waitLimit = EventLoopTimers.after(ServiceLimits.readerQueueWait) { [queue] in queue.withdraw(ticket) }
-        let acquired = await queue.acquire(ticket)
-        waitLimit.cancel()
-        guard acquired else { throw record.interruption?.error ?? Evaluation.Interruption.queueTimedOut.error }
-        do throws(ServiceError) {
-            try record.checkNotEnded()
-            return try await open(
-                identity, cancellable: record.cancellable,
-                interruption: { record.interruption }, busy: {})
-        } catch {
-            queue.release()
-            throw error
-        }
+        let hold = try await queue.begin(
+            ticket, within: ServiceLimits.readerQueueWait, on: clock, timedOut: { [queue] in queue.withdraw(ticket) },
+            open: { () async throws(ServiceError) -> Readers.Reader in
+                try record.checkNotEnded()
+                return try await open(
+                    identity, cancellable: record.cancellable,
+                    interruption: { record.interruption }, busy: {})
+            }, release: { [readers] in readers.relinquish($0) })
+        guard let hold else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
+        return hold
     }
 }

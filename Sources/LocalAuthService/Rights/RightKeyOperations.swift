@@ -29,8 +29,8 @@ extension RightsService {
     }
 
     /// LoadSecret(handle) → the secret.
-    func loadSecret(_ call: RightsCall, _ arguments: LoadSecretArguments) throws(ServiceError) -> [DBusValue] {
-        let record = try authorizedRight(call, handle: arguments.handle)
+    func loadSecret(_ request: Request, _ arguments: LoadSecretArguments) throws(ServiceError) -> [DBusValue] {
+        let record = try authorizedRight(request, handle: arguments.handle)
         let secret: [UInt8]?
         let protector = try state.storage().protector
         do throws(RightsError) {
@@ -43,9 +43,9 @@ extension RightsService {
     }
 
     /// Sign(handle, algorithm, data) → signature.
-    func sign(_ call: RightsCall, _ arguments: SignArguments) async throws(ServiceError) -> [DBusValue] {
+    func sign(_ request: Request, _ arguments: SignArguments) async throws(ServiceError) -> [DBusValue] {
         let arguments = arguments.operation
-        let record = try authorizedRight(call, handle: arguments.handle)
+        let record = try authorizedRight(request, handle: arguments.handle)
         let key = try privateKey(record)
         let algorithm = arguments.algorithm, data = arguments.data
         let signature = try await keyOperation(key, "signing") { key throws(RightsError) in
@@ -61,17 +61,17 @@ extension RightsService {
     }
 
     /// Decrypt(handle, algorithm, data) → plaintext.
-    func decrypt(_ call: RightsCall, _ arguments: DecryptArguments) async throws(ServiceError) -> [DBusValue] {
+    func decrypt(_ request: Request, _ arguments: DecryptArguments) async throws(ServiceError) -> [DBusValue] {
         let arguments = arguments.operation
-        let record = try authorizedRight(call, handle: arguments.handle)
+        let record = try authorizedRight(request, handle: arguments.handle)
         let key = try privateKey(record)
         let data = arguments.data
         return [.bytes(try await keyOperation(key, "decrypting") { key throws(RightsError) in try key.decrypt(data) })]
     }
 
     /// ExchangeKeys(handle, algorithm, public_key, parameters) → shared secret.
-    func exchangeKeys(_ call: RightsCall, _ arguments: ExchangeKeysArguments) async throws(ServiceError) -> [DBusValue] {
-        let record = try authorizedRight(call, handle: arguments.handle)
+    func exchangeKeys(_ request: Request, _ arguments: ExchangeKeysArguments) async throws(ServiceError) -> [DBusValue] {
+        let record = try authorizedRight(request, handle: arguments.handle)
         let key = try privateKey(record)
         let peer = arguments.peer
         // P-256's cofactor is 1: standard and cofactor ECDH give the same bytes.

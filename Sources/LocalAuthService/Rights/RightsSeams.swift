@@ -6,29 +6,12 @@ import LocalAuthShared
 // RightsWiring.swift; the unit tests (RightsAuthorizationTests) through fakes.
 // Everything decided about rights is in this folder, never behind a seam.
 
-/// One rights call as the component sees it: who sent it, from which
-/// connection, its arguments (decoded once at arrival), and whether it has
-/// ended (checked after every await).
-@ServiceActor
-struct RightsCall {
-    /// The unique bus name an authorization is bound to.
-    let sender: String
-    let uid: UInt32
-    /// The caller's connection: whose app it is (`RightsCallerApps`).
-    let caller: CallerRecord
-    /// The call's registration: what ends it.
-    let record: CallRecord
-    /// The whole request, for the evaluation seam's adapter (the Evaluator's
-    /// `evaluate` takes one); nil where no bus call exists (unit tests).
-    let request: Request?
-}
-
 /// The evaluation a right requires (AuthorizeRight, CanAuthorizeRight).
 @ServiceActor
 protocol RightsEvaluation: AnyObject {
     /// Returns once the person is verified with `policy`, or throws why not.
     func evaluate(
-        _ call: RightsCall, policy: PolicyValue, reason: String,
+        _ request: Request, policy: PolicyValue, reason: String,
         options: EvaluationOptions) async throws(ServiceError)
     /// Throws why `uid` cannot use biometrics now (no reader, lockout, no prints…).
     func checkBiometricsUsable(uid: UInt32) throws(ServiceError)

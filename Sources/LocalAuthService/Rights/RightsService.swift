@@ -36,13 +36,13 @@ final class RightsService {
     // MARK: The store
 
     /// SaveRight(identifier, requirement, options{app-id, secret}) → public key.
-    func saveRight(_ call: RightsCall, _ arguments: SaveRightArguments) async throws(ServiceError) -> [DBusValue] {
-        let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app, saving: true)
-        let requirement = try RightsPolicy.requirement(arguments.requirement) { seams.enrolledSets.enrolledSet(of: call.uid) }
+    func saveRight(_ request: Request, _ arguments: SaveRightArguments) async throws(ServiceError) -> [DBusValue] {
+        let owner = try await rightOwner(request, identifier: arguments.identifier, app: arguments.app, saving: true)
+        let requirement = try RightsPolicy.requirement(arguments.requirement) { seams.enrolledSets.enrolledSet(of: request.uid) }
         let storage = try state.storage()
         let record = try await makeRight(owner: owner, requirement: requirement, secret: arguments.secret, storage: storage)
         ServiceActor.assertOnLoop()
-        try call.record.checkNotEnded()
+        try request.record.checkNotEnded()
         do throws(RightsError) {
             state.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
             try storage.save(record)
@@ -73,8 +73,8 @@ final class RightsService {
     }
 
     /// RemoveRight(identifier, options).
-    func removeRight(_ call: RightsCall, _ arguments: RemoveRightArguments) async throws(ServiceError) -> [DBusValue] {
-        let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
+    func removeRight(_ request: Request, _ arguments: RemoveRightArguments) async throws(ServiceError) -> [DBusValue] {
+        let owner = try await rightOwner(request, identifier: arguments.identifier, app: arguments.app)
         let storage = try state.storage()
         state.forget(uid: owner.uid, appID: owner.appID, identifier: owner.identifier)
         do throws(RightsError) {
@@ -88,33 +88,33 @@ final class RightsService {
     }
 
     /// RemoveAllRights(options) → how many.
-    func removeAllRights(_ call: RightsCall, _ arguments: RemoveAllRightsArguments) async throws(ServiceError) -> [DBusValue] {
-        let app = try await rightsApp(call, arguments.app)
+    func removeAllRights(_ request: Request, _ arguments: RemoveAllRightsArguments) async throws(ServiceError) -> [DBusValue] {
+        let app = try await rightsApp(request, arguments.app)
         let storage = try state.storage()
         let removed: Int
-        state.forget(uid: call.uid, appID: app)
+        state.forget(uid: request.uid, appID: app)
         do throws(RightsError) {
-            removed = try storage.removeAll(uid: call.uid, appID: app)
+            removed = try storage.removeAll(uid: request.uid, appID: app)
         } catch {
             throw RightsErrors.rights(error)
         }
-        state.dropAll { $0.uid == call.uid && $0.owner.appID == app }
-        Log.info("rights: removed \(removed) right(s) of uid \(call.uid) app \(RightOwner.loggable(app))")
+        state.dropAll { $0.uid == request.uid && $0.owner.appID == app }
+        Log.info("rights: removed \(removed) right(s) of uid \(request.uid) app \(RightOwner.loggable(app))")
         return [.uint32(UInt32(removed))]
     }
 
     /// ListRights(options) → one a{sv} per right of the caller's app. Reads
     /// each right's clear header only: nothing is unwrapped or decrypted.
-    func listRights(_ call: RightsCall, _ arguments: ListRightsArguments) async throws(ServiceError) -> [DBusValue] {
-        let app = try await rightsApp(call, arguments.app)
+    func listRights(_ request: Request, _ arguments: ListRightsArguments) async throws(ServiceError) -> [DBusValue] {
+        let app = try await rightsApp(request, arguments.app)
         let storage = try state.storage()
         let listing: RightListing
         do throws(RightsError) {
-            listing = try storage.list(uid: call.uid, appID: app)
+            listing = try storage.list(uid: request.uid, appID: app)
         } catch {
             throw RightsErrors.rights(error)
         }
-        for damaged in listing.damaged { Log.warning("rights: damaged right of uid \(call.uid): \(damaged)") }
+        for damaged in listing.damaged { Log.warning("rights: damaged right of uid \(request.uid): \(damaged)") }
         let entries: [DBusValue] = listing.rights.map { record in
             .dictionary([
                 LocalAuthRightsBus.RightKey.identifier: .string(record.owner.identifier),
@@ -127,8 +127,8 @@ final class RightsService {
     }
 
     /// GetPublicKey(identifier, options) → 04 ‖ X ‖ Y.
-    func getPublicKey(_ call: RightsCall, _ arguments: GetPublicKeyArguments) async throws(ServiceError) -> [DBusValue] {
-        let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
+    func getPublicKey(_ request: Request, _ arguments: GetPublicKeyArguments) async throws(ServiceError) -> [DBusValue] {
+        let owner = try await rightOwner(request, identifier: arguments.identifier, app: arguments.app)
         return [.bytes(try loadRight(owner).publicKeyPoint)]
     }
 
@@ -144,45 +144,45 @@ final class RightsService {
 
     /// CanAuthorizeRight(identifier, options): the right exists, is not dead,
     /// and its requirement can be evaluated now.
-    func canAuthorizeRight(_ call: RightsCall, _ arguments: CanAuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
-        let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
-        let policy = try policy(loadRight(owner).requirement, uid: call.uid)
+    func canAuthorizeRight(_ request: Request, _ arguments: CanAuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
+        let owner = try await rightOwner(request, identifier: arguments.identifier, app: arguments.app)
+        let policy = try policy(loadRight(owner).requirement, uid: request.uid)
         var biometrics: ServiceError?
         do throws(ServiceError) {
-            try seams.evaluation.checkBiometricsUsable(uid: call.uid)
+            try seams.evaluation.checkBiometricsUsable(uid: request.uid)
         } catch {
             biometrics = error
         }
-        try RightsPolicy.checkCanAuthorize(policy, biometrics: biometrics) { seams.accounts.hasPassword(uid: call.uid) }
+        try RightsPolicy.checkCanAuthorize(policy, biometrics: biometrics) { seams.accounts.hasPassword(uid: request.uid) }
         return [.boolean(true)]
     }
 
     /// AuthorizeRight(identifier, localized_reason, options) → handle: a real
     /// evaluation with the right's requirement.
-    func authorizeRight(_ call: RightsCall, _ arguments: AuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
-        let owner = try await rightOwner(call, identifier: arguments.identifier, app: arguments.app)
+    func authorizeRight(_ request: Request, _ arguments: AuthorizeRightArguments) async throws(ServiceError) -> [DBusValue] {
+        let owner = try await rightOwner(request, identifier: arguments.identifier, app: arguments.app)
         let before = try loadRight(owner)
-        let policy = try policy(before.requirement, uid: call.uid)
-        try await seams.evaluation.evaluate(call, policy: policy, reason: arguments.reason, options: arguments.evaluation)
+        let policy = try policy(before.requirement, uid: request.uid)
+        try await seams.evaluation.evaluate(request, policy: policy, reason: arguments.reason, options: arguments.evaluation)
         ServiceActor.assertOnLoop()
-        try call.record.checkNotEnded()
+        try request.record.checkNotEnded()
         // Re-read after the await: the right may be gone or replaced, the enrolled set changed.
         let after = try loadRight(owner)
         guard after.publicKeyPoint == before.publicKeyPoint else {
             throw ServiceError(.rightNotFound, "the right was replaced during the authorization")
         }
-        _ = try self.policy(after.requirement, uid: call.uid)
+        _ = try self.policy(after.requirement, uid: request.uid)
         let handle = try state.authorize(
             RightAuthorization(
-                sender: call.sender, uid: call.uid, owner: owner, publicKeyPoint: after.publicKeyPoint,
+                sender: request.sender, uid: request.uid, owner: owner, publicKeyPoint: after.publicKeyPoint,
                 expires: seams.clock.now + authorizationLifetime))
-        Log.info("rights: authorized \(owner) for \(call.sender)")
+        Log.info("rights: authorized \(owner) for \(request.sender)")
         return [.string(handle)]
     }
 
     /// Deauthorize(handle): the caller's own handle ends; anything else is ignored.
-    func deauthorize(_ call: RightsCall, _ arguments: DeauthorizeArguments) throws(ServiceError) -> [DBusValue] {
-        if let authorization = state.authorizations[arguments.handle], authorization.sender == call.sender {
+    func deauthorize(_ request: Request, _ arguments: DeauthorizeArguments) throws(ServiceError) -> [DBusValue] {
+        if let authorization = state.authorizations[arguments.handle], authorization.sender == request.sender {
             state.drop(arguments.handle)
         }
         return []
@@ -190,11 +190,11 @@ final class RightsService {
 
     /// The right behind `handle` of this caller, if it is still authorized;
     /// a handle whose right is gone, replaced or dead is dropped.
-    func authorizedRight(_ call: RightsCall, handle: String) throws(ServiceError) -> RightRecord {
-        guard let authorization = state.authorizations[handle], authorization.sender == call.sender,
-            authorization.uid == call.uid
+    func authorizedRight(_ request: Request, handle: String) throws(ServiceError) -> RightRecord {
+        guard let authorization = state.authorizations[handle], authorization.sender == request.sender,
+            authorization.uid == request.uid
         else { throw RightsErrors.notAuthorized("the right is not authorized") }
-        try checkRightsAccount(call.uid)
+        try checkRightsAccount(request.uid)
         guard authorization.expires > seams.clock.now else {
             state.drop(handle)
             throw RightsErrors.notAuthorized("the authorization expired; authorize the right again")
@@ -207,7 +207,7 @@ final class RightsService {
             state.drop(handle)
             throw RightsErrors.notAuthorized("the right was replaced")
         }
-        switch try RightsPolicy.needed(record.requirement, enrolledSet: { seams.enrolledSets.enrolledSet(of: call.uid) }) {
+        switch try RightsPolicy.needed(record.requirement, enrolledSet: { seams.enrolledSets.enrolledSet(of: request.uid) }) {
         case .evaluate: return record
         case .invalidated:
             state.drop(handle)

@@ -9,21 +9,21 @@ extension RightsService {
     /// proven sandbox, else the `app-id` option, once the caller's uid is
     /// known to own its rights (RightsAccount.swift). `saving` records the
     /// account if nothing is recorded yet.
-    func rightsApp(_ call: RightsCall, _ options: RightsAppOptions, saving: Bool = false) async throws(ServiceError) -> String {
+    func rightsApp(_ request: Request, _ options: RightsAppOptions, saving: Bool = false) async throws(ServiceError) -> String {
         _ = try await state.openStorage()
         ServiceActor.assertOnLoop()
-        try call.record.checkNotEnded()
-        try checkRightsAccount(call.uid, saving: saving)
-        return try AppIdentity.appID(seams.callerApps.app(of: call.caller), declared: options.declaredAppID)
+        try request.record.checkNotEnded()
+        try checkRightsAccount(request.uid, saving: saving)
+        return try AppIdentity.appID(seams.callerApps.app(of: request.caller), declared: options.declaredAppID)
     }
 
     func rightOwner(
-        _ call: RightsCall, identifier: String, app options: RightsAppOptions,
+        _ request: Request, identifier: String, app options: RightsAppOptions,
         saving: Bool = false
     ) async throws(ServiceError) -> RightOwner {
-        let app = try await rightsApp(call, options, saving: saving)
+        let app = try await rightsApp(request, options, saving: saving)
         do throws(RightsError) {
-            return try RightOwner(uid: call.uid, appID: app, identifier: identifier)
+            return try RightOwner(uid: request.uid, appID: app, identifier: identifier)
         } catch {
             throw RightsErrors.rights(error)
         }

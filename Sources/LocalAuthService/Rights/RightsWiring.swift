@@ -5,13 +5,6 @@ import LocalAuthShared
 // components: wiring only, every decision stays in the component. The
 // evaluation is the Evaluator's; the enrolled set is the domain state's hash.
 
-extension RightsCall {
-    /// A rights method call as the component sees it.
-    init(_ request: Request) {
-        self.init(sender: request.sender, uid: request.uid, caller: request.caller, record: request.record, request: request)
-    }
-}
-
 /// The seams as the running service serves them.
 @ServiceActor
 final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCallerApps, RightsAccounts {
@@ -32,10 +25,9 @@ final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCal
     }
 
     func evaluate(
-        _ call: RightsCall, policy: PolicyValue, reason: String,
+        _ request: Request, policy: PolicyValue, reason: String,
         options: EvaluationOptions
     ) async throws(ServiceError) {
-        guard let request = call.request else { throw ServiceError(.failed, "a rights call without its bus request") }
         try await evaluator.evaluate(request, policy: policy, reason: reason, options: options)
     }
 

@@ -19,6 +19,8 @@ final class EvaluatorRig {
     let registry = CallRegistry()
     let state: String
     let evaluator: Evaluator
+    /// The Evaluator's verifier: the lockout, the last finger, the fairness.
+    var verifier: Verifier { evaluator.verifier }
     /// Evaluations started by `evaluate` that have ended.
     private(set) var finished = 0
 
@@ -26,8 +28,10 @@ final class EvaluatorRig {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("evaluator-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let configuration = Configuration(stateDirectory: state, scanTimeout: 30, attemptsPerEvaluation: attempts)
+        let verifier = Verifier(
+            stateDirectory: state, queue: queue, readers: reader, prints: prints, environment: environment, clock: clock)
         evaluator = Evaluator(
-            configuration: configuration, queue: queue, registry: registry,
+            configuration: configuration, queue: queue, registry: registry, verifier: verifier,
             seams: EvaluatorSeams(
                 readers: reader, prints: prints, environment: environment,
                 ownerPassword: password, observers: observers, clock: clock))
@@ -43,12 +47,12 @@ final class EvaluatorRig {
     }
 
     /// A call registered as the service registers one, for Cancel to find.
-    func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Evaluator.Caller {
+    func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Request {
         let sender = sender ?? self.sender
         let record = CallRecord(sender: sender, requestID: requestID)
         try? registry.register(record)
-        return Evaluator.Caller(
-            connection: CallerRecord(
+        return Request(
+            caller: CallerRecord(
                 sender: sender, uid: uid ?? self.uid, process: nil,
                 securityLabel: nil),
             record: record)

@@ -27,7 +27,7 @@ final class FakeEnrollerSeams: EnrollerSeams, EnrollmentReaders {
     /// The one enroll operation's readers: opening gives none.
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession {
         used.append("open")

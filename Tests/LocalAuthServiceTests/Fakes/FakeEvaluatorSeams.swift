@@ -65,7 +65,7 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any ReaderSession {
         if let interruption = interruption() { throw interruption.error }
@@ -103,7 +103,7 @@ final class FakeReader: EvaluationReaders, ReaderSession {
     }
 
     func unusable(_ error: GLibError) -> ServiceError? {
-        error.domain == Self.removed.domain ? Evaluation.Interruption.readerRemoved.error : nil
+        error.domain == Self.removed.domain ? Interruption.readerRemoved.error : nil
     }
 
     /// The fake's errors, as fprintd's statuses tell them apart.

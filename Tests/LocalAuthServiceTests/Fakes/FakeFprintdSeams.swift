@@ -119,7 +119,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     /// The real budget, on a directory of this fake's own, counting into the rig's lockout.
     lazy var duplicateChecks = DuplicateCheckBudget(
-        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.evaluator.scanDidNotMatch(uid) })
+        stateDirectory: FakeState.directory(), countFailedMatch: { [rig] uid in _ = try? rig.verifier.scanDidNotMatch(uid) })
 
     init(rig: EvaluatorRig) { self.rig = rig }
 
@@ -128,7 +128,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     func open(
         _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Evaluation.Interruption?,
+        interruption: @escaping @ServiceActor () -> Interruption?,
         busy: @escaping @ServiceActor () -> Void
     ) async throws(ServiceError) -> any EnrollSession {
         _ = try await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
@@ -155,8 +155,10 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         try await body(FakeFprintdSession(reader: rig.reader, seams: self))
     }
 
+    /// ReaderLookup's: a Device names its own reader and never asks which serves a user.
+    func reader(for uid: UInt32) -> Readers.Identity? { reachable && !asleep ? rig.reader.identity : nil }
     func isReachable(_ reader: Readers.Identity) -> Bool { reachable && !asleep }
-    var noReaderError: ServiceError { asleep ? Evaluation.Interruption.systemSleeping.error : ServiceErrors.noReader }
+    var noReaderError: ServiceError { asleep ? Interruption.systemSleeping.error : ServiceErrors.noReader }
 
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }
     func allPrints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint] { stored[uid] ?? [] }
@@ -184,7 +186,7 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
 
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
-    var verifier: any FprintdVerifier { rig.evaluator }
+    var verifier: Verifier { rig.verifier }
     func userChanged(_ uid: UInt32) { changedUsers.append(uid) }
 
     func emit(_ member: String, _ arguments: [DBusValue], from path: String, interface: String, to destination: String?) {

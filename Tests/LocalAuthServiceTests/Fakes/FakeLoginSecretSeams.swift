@@ -23,8 +23,17 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
     private(set) lazy var secrets = LoginSecrets(seams: LoginSecretSeams(keys: self, accounts: self, clock: clock))
 
     /// A PAM host: root, one process.
-    let pamHost = LoginSecretCaller(uid: 0, sender: ":1.10", process: CallerProcess(pid: 4242, startTime: 777))
-    let alice = LoginSecretCaller(uid: 1000, sender: ":1.20", process: CallerProcess(pid: 5000, startTime: 1))
+    let pamHost = LoginSecretRig.request(uid: 0, sender: ":1.10", process: CallerProcess(pid: 4242, startTime: 777))
+    let alice = LoginSecretRig.request(uid: 1000, sender: ":1.20", process: CallerProcess(pid: 5000, startTime: 1))
+
+    /// A call as the router hands it, from a connection whose process the
+    /// record pinned as `process` (nil: it could not be pinned).
+    static func request(uid: UInt32, sender: String, process: CallerProcess?) -> Request {
+        let pinned = process.map { CallerRecord.Process(pid: $0.pid, pidfd: -1, startTime: $0.startTime) }
+        return Request(
+            caller: CallerRecord(sender: sender, uid: uid, process: pinned, securityLabel: nil),
+            record: CallRecord(sender: sender, requestID: nil))
+    }
 
     init() throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("lals-\(UUID().uuidString)").path
@@ -64,7 +73,7 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
     }
 
     /// A release as a PAM host: the answer's secret opened with its ephemeral key.
-    func release(_ user: String = "alice", nonce: [UInt8], by caller: LoginSecretCaller? = nil) async throws(ServiceError) -> (
+    func release(_ user: String = "alice", nonce: [UInt8], by caller: Request? = nil) async throws(ServiceError) -> (
         secret: [UInt8], answer: [String: DBusValue]
     ) {
         let ephemeral: P256.PrivateKey

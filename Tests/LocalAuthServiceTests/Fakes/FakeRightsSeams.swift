@@ -19,7 +19,7 @@ final class FakeRightsEvaluation: RightsEvaluation {
     private(set) var evaluations: [(policy: PolicyValue, reason: String, options: EvaluationOptions)] = []
 
     func evaluate(
-        _ call: RightsCall, policy: PolicyValue, reason: String,
+        _ call: Request, policy: PolicyValue, reason: String,
         options: EvaluationOptions
     ) async throws(ServiceError) {
         evaluations.append((policy, reason, options))

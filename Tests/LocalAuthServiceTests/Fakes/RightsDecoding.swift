@@ -2,11 +2,11 @@ import DBusCore
 @testable import LocalAuthService
 
 /// The router decodes each call's arguments once, before the handler runs
-/// (Bus/CallRouter.swift); the tests hand a `RightsCall` with its body, so
+/// (Bus/CallRouter.swift); the tests hand a `Request` with its body, so
 /// these decode it the same way (the same `CallArguments` structs) and call
 /// the handler.
 struct BodyCall {
-    let call: RightsCall
+    let call: Request
     /// The body the test wrote.
     let arguments: [DBusValue]
 }

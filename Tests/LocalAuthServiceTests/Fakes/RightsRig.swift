@@ -71,9 +71,9 @@ final class RightsRig {
 
     func call(_ arguments: [DBusValue], sender: String = RightsRig.sender, uid: UInt32 = RightsRig.uid) -> BodyCall {
         BodyCall(
-            call: RightsCall(
-                sender: sender, uid: uid, caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
-                record: CallRecord(sender: sender, requestID: nil), request: nil),
+            call: Request(
+                caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
+                record: CallRecord(sender: sender, requestID: nil)),
             arguments: arguments)
     }
 

@@ -25,7 +25,8 @@ enum LocalAuthContract {
             }
         })
 
-    // Rights' rows are in RightsMethodTable.swift, merged here.
+    // Rights' and the login secret's rows are in RightsMethodTable.swift and
+    // LoginSecretMethodTable.swift, the context policy's in ContextPolicyMethods.swift, merged here.
     nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }
         .merging(contextPolicyMethods) { rights, _ in rights }.merging(
         [
@@ -54,9 +55,9 @@ enum LocalAuthContract {
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
                     try ContextPolicy.admitVerifyUser(call.request, user: call.arguments.user, pamService: call.arguments.pamService)  // docs/POLICY.md
-                    let uid = try await object.evaluator.verify(call.arguments, for: Evaluator.Caller(call.request))
+                    let uid = try await object.evaluator.verifyUser(call.request, call.arguments)
                     // A match the service saw: a ticket for one login-secret release (LoginSecret/).
-                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: LoginSecretCaller(call.caller), nonce: nonce) }
+                    if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: call.caller, nonce: nonce) }
                     return []
                 }),
             LocalAuthBus.Method.getDomainState: MethodSpec(

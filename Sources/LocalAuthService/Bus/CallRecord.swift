@@ -31,14 +31,15 @@ final class CallRecord {
     /// The context policy refused the finger for this call (ContextPolicy/):
     /// the evaluator treats it as biometrics unusable, before any scan.
     var contextRefusal: ServiceError?
-    /// The evaluation this call runs, once it runs one.
-    var evaluation: Evaluation? {
-        didSet { if let interruption { evaluation?.interrupt(interruption) } }
+    /// The work this call runs that must end with it (an evaluation), once
+    /// it runs one: an interruption reaches it, even one that came first.
+    var work: (any CallWork)? {
+        didSet { if let interruption { work?.interrupt(interruption) } }
     }
     /// A stuck shutdown answered it already (`CallRegistry.abandonAll`).
     fileprivate(set) var abandoned = false
     /// Why the call was ended early; the first reason wins.
-    private(set) var interruption: Evaluation.Interruption?
+    private(set) var interruption: Interruption?
 
     /// The call itself, so that a shutdown can still answer it when the
     /// work it waits for never ends (a reader that ignores cancellation).
@@ -51,18 +52,26 @@ final class CallRecord {
         self.call = call
     }
 
-    func interrupt(_ reason: Evaluation.Interruption) {
+    func interrupt(_ reason: Interruption) {
         guard interruption == nil else { return }
         interruption = reason
         cancellable.cancel()
         authorization?.cancel()
-        evaluation?.interrupt(reason)
+        work?.interrupt(reason)
     }
 
     /// Throws the interruption's error if the call has ended: after every await.
     func checkNotEnded() throws(ServiceError) {
         if let interruption { throw interruption.error }
     }
+}
+
+/// Work a call runs that ends with the call (Evaluation/Evaluation.swift):
+/// the record hands it the call's interruption. Declared here, so that the
+/// record names no component.
+@ServiceActor
+protocol CallWork: AnyObject {
+    func interrupt(_ reason: Interruption)
 }
 
 /// One bus connection's calls in flight, from its first call until it
@@ -136,7 +145,7 @@ final class CallRegistry {
     }
 
     /// Cancel / EndEvaluation: only the caller's own request, by its id.
-    func end(requestID: String, of sender: String, _ reason: Evaluation.Interruption) {
+    func end(requestID: String, of sender: String, _ reason: Interruption) {
         for call in connections[sender]?.calls ?? [] where call.requestID == requestID { call.interrupt(reason) }
     }
 
@@ -160,7 +169,7 @@ final class CallRegistry {
 
     /// The system goes to sleep: every call that may scan ends (those
     /// holding or waiting for the reader end through `SensorQueue` too).
-    func interruptReaderWork(_ reason: Evaluation.Interruption) {
+    func interruptReaderWork(_ reason: Interruption) {
         let members: Set<String> = [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll,
                                     LocalAuthBus.Method.enrollWithOptions, LocalAuthBus.Method.verifyUser,
                                     LocalAuthRightsBus.Method.authorizeRight]

@@ -35,34 +35,28 @@ struct SetContextPolicyArguments: CallArguments {
     }
 }
 
-extension LocalAuthContract {
-    /// The policy's rows, merged into org.example.LocalAuth's table (MethodTable.swift).
-    nonisolated static let contextPolicyMethods: [String: MethodSpec<LocalAuthObject>] = [
-        LocalAuthBus.Method.getContextPolicy: MethodSpec(
-            signature: "a{sv}", action: nil, interactive: true, GetContextPolicyArguments.self,
-            handler: { _, call throws(ServiceError) in
-                let policy = try ContextPolicy.running()
-                let (machine, person) = (policy.machine, policy.personal(of: call.target))
-                let rows = AuthContext.allCases.map { context in
-                    DBusValue.structure([
-                        .string(context.rawValue), .boolean(machine.allows(context)), .boolean(person.allows(context)),
-                        .boolean(machine.allows(context) && person.allows(context)),
-                    ])
-                }
-                return [.array("(sbbb)", rows)]
-            }),
-        LocalAuthBus.Method.setContextPolicy: MethodSpec(
-            signature: "sba{sv}", action: .contextPolicy, interactive: true, SetContextPolicyArguments.self,
-            handler: { _, call throws(ServiceError) in
-                // polkit's manage lets an administrator read another
-                // account's choices; only that account or root changes them.
-                guard call.target == call.uid || call.uid == 0 else {
-                    throw ServiceErrors.permissionDenied("only the account itself or root changes its fingerprint policy")
-                }
-                try ContextPolicy.running().set(call.arguments.context, on: call.arguments.allowed, for: call.target, by: call.uid)
-                return []
-            }),
-    ]
+extension ContextPolicy {
+    /// GetContextPolicy (its row: LocalAuth/ContextPolicyMethodTable.swift).
+    func getContextPolicy(_ request: Request) -> [DBusValue] {
+        let person = personal(of: request.target)
+        let rows = AuthContext.allCases.map { context in
+            DBusValue.structure([
+                .string(context.rawValue), .boolean(machine.allows(context)), .boolean(person.allows(context)),
+                .boolean(machine.allows(context) && person.allows(context)),
+            ])
+        }
+        return [.array("(sbbb)", rows)]
+    }
+
+    /// SetContextPolicy. polkit's manage lets an administrator read another
+    /// account's choices; only that account or root changes them.
+    func setContextPolicy(_ request: Request, _ arguments: SetContextPolicyArguments) throws(ServiceError) -> [DBusValue] {
+        guard request.target == request.uid || request.uid == 0 else {
+            throw ServiceErrors.permissionDenied("only the account itself or root changes its fingerprint policy")
+        }
+        try set(arguments.context, on: arguments.allowed, for: request.target, by: request.uid)
+        return []
+    }
 }
 
 extension ContextPolicy {

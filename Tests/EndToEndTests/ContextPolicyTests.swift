@@ -78,6 +78,9 @@ final class ContextPolicyTests: RigTestCase, @unchecked Sendable {
     // MARK: App secrets
 
     func testTheAppSecretsContextOffRefusesAuthorizeRightAndOnReleasesIt() async throws {
+        // The library reads its app id once per process: the same one as
+        // RightsTests', whichever class uses LARightStore first.
+        setenv("LOCALAUTH_APP_ID", RightsTests.appID, 1)
         try restart(policy: "app-secrets = off\n")
         try await enroll(as: "owner-finger")
         _ = try await LARightStore.shared.saveRight(LARight(requirement: .biometry), identifier: "policy", secret: Data([7, 7]))

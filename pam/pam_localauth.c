@@ -199,23 +199,21 @@ static int append_string_option(DBusMessageIter *dict, const char *key, const ch
 /// Appends `{"request-id": <id>, "login-secret-nonce": <nonce>, "pam-service": <service>}`
 /// as the call's a{sv}: a match then leaves a ticket for one release of the
 /// login secret by this process with this nonce (docs/KEYRING.md); the PAM
-/// service (sudo, polkit-1, login…) goes into the service's history of
-/// approvals (docs/HISTORY.md), left out if PAM has none or it is too long.
+/// service (PAM_SERVICE: compiled into the program that runs PAM, "sudo",
+/// "polkit-1", "gdm-password") decides, with the caller's proven program, the
+/// context of the service's fingerprint policy (docs/POLICY.md) and goes into
+/// its history of approvals (docs/HISTORY.md). A name over the service's
+/// bound (64 bytes) is not sent.
 static int append_options(DBusMessage *call, const char *request_id, const unsigned char nonce[LS_NONCE_BYTES],
                           const char *pam_service) {
     DBusMessageIter args, dict, entry, variant, array;
-    const char *key = "request-id", *nonce_key = "login-secret-nonce";
+    const char *nonce_key = "login-secret-nonce";
     const unsigned char *bytes = nonce;
-    int with_service = pam_service && pam_service[0] && strlen(pam_service) <= 1024;
+    int with_service = pam_service && pam_service[0] && strlen(pam_service) <= 64;
     dbus_message_iter_init_append(call, &args);
     return dbus_message_iter_open_container(&args, DBUS_TYPE_ARRAY, "{sv}", &dict) &&
            (!with_service || append_string_option(&dict, "pam-service", pam_service)) &&
-           dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
-           dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &key) &&
-           dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "s", &variant) &&
-           dbus_message_iter_append_basic(&variant, DBUS_TYPE_STRING, &request_id) &&
-           dbus_message_iter_close_container(&entry, &variant) &&
-           dbus_message_iter_close_container(&dict, &entry) &&
+           append_string_option(&dict, "request-id", request_id) &&
            dbus_message_iter_open_container(&dict, DBUS_TYPE_DICT_ENTRY, NULL, &entry) &&
            dbus_message_iter_append_basic(&entry, DBUS_TYPE_STRING, &nonce_key) &&
            dbus_message_iter_open_container(&entry, DBUS_TYPE_VARIANT, "ay", &variant) &&

@@ -43,6 +43,9 @@ public struct Configuration: Sendable {
     /// `--fprintd`: also serve fprintd's net.reactivated.Fprint, with every
     /// print in fprintd's layout under `fprintdStore` (docs/FPRINTD.md).
     public var fprintd = false
+    /// `--policy FILE`: where the finger is enough, machine-wide (docs/POLICY.md);
+    /// read at start and on SIGHUP.
+    public var policyFile = "/etc/localauth/policy.conf"
     /// How long a verify or enroll through fprintd's interface waits for a
     /// finger (fprintd itself waits for ever; pam_fprintd gives up after 30 s).
     var fprintdScanTimeout: Double { max(scanTimeout, 60) }

@@ -77,6 +77,10 @@ public final class LocalAuthService {
                             fprintdLayout: configuration.fprintd)
         logind = Logind(bus: bus)
         callers = Callers(bus: bus, logind: logind)
+        // Where the finger is enough (ContextPolicy/): the hooks reach it through `current`.
+        ContextPolicy.current = ContextPolicy(
+            machineFile: configuration.policyFile, stateDirectory: configuration.stateDirectory,
+            identify: { [callers] in callers.identity($0) })
         let authorizer = Authorizer()
         let events = ServiceEvents()
         let passwords = PasswordStore(stateDirectory: configuration.stateDirectory, requirement: configuration.passwordRequirement)
@@ -159,6 +163,8 @@ public final class LocalAuthService {
         for signal in stopSignals {
             EventLoop.processDefault.onSignal(signal) { ServiceActor.assumeIsolated { service.stop() } }
         }
+        // SIGHUP (the unit's ExecReload): the administrator's policy is read again (docs/POLICY.md).
+        EventLoop.processDefault.onSignal(SIGHUP) { ServiceActor.assumeIsolated { ContextPolicy.current?.reload() } }
         await service.serveUntilStopped()
     }
 

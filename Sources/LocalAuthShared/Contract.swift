@@ -31,6 +31,9 @@ public enum LocalAuthBus {
         // Administrators: the prints on the readers' chips, and the orphans' removal.
         public static let listReaderPrints = "ListReaderPrints"
         public static let removeOrphanPrints = "RemoveOrphanPrints"
+        // Where the finger is enough (docs/POLICY.md).
+        public static let getContextPolicy = "GetContextPolicy"
+        public static let setContextPolicy = "SetContextPolicy"
     }
 
     public enum Signal {
@@ -72,7 +75,7 @@ public enum LocalAuthBus {
         public static let cancelTitle = "cancel-title"
         public static let reuseDuration = "reuse-duration"
         public static let interactionNotAllowed = "interaction-not-allowed"
-        /// (s) VerifyUser: the PAM service the module runs in (sudo, polkit-1, login…), for the history (docs/HISTORY.md).
+        /// (s) VerifyUser only: the PAM service the module runs in (PAM_SERVICE), for the context policy (docs/POLICY.md) and the history (docs/HISTORY.md).
         public static let pamService = "pam-service"
     }
 
@@ -166,6 +169,8 @@ public enum PolkitAction: String, Sendable, CaseIterable {
     case enroll = "org.example.LocalAuth.enroll"
     case manage = "org.example.LocalAuth.manage"
     case verifyUser = "org.example.LocalAuth.verify-user"
+    /// Changing the caller's own fingerprint policy (SetContextPolicy, docs/POLICY.md).
+    case contextPolicy = "org.example.LocalAuth.context-policy"
     // Rights and secrets (docs/RIGHTS.md).
     /// Authorizing the caller's own rights (AuthorizeRight).
     case rightsUse = "org.example.LocalAuth.rights.use"

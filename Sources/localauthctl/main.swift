@@ -33,6 +33,7 @@ let help = """
     \(secretHelp)
     \(keyringHelp)
     \(historyHelp)
+    \(policyHelp)
       --help                      this text
       --version                   the release of LocalAuth
 
@@ -325,6 +326,8 @@ func run() async -> Int32 {
         return await keyring(arguments)
     case "history":
         return history(arguments)
+    case "policy":
+        return await policy(arguments)
     case "-h", "--help", "help":
         print(help, terminator: "")
         return Exit.success

@@ -13,6 +13,7 @@ let usage = """
                       [--built-in-reader DRIVER[/DEVICE_ID]]... [--external-reader DRIVER[/DEVICE_ID]]...
                       [--require-password-after boot|DURATION]... [--tpm auto|off|TCTI]
                       [--rights-authorization-timeout SECONDS] [--reader-linger SECONDS] [--no-verify-user]
+                      [--policy FILE]
                       [--fprintd [-t|--no-timeout]] [--version] [--help]
 
     Serves org.example.LocalAuth on the system bus (DBUS_SYSTEM_BUS_ADDRESS
@@ -45,6 +46,9 @@ let usage = """
     key only with off, never by auto's fallback (docs/KEYRING.md).
     --no-verify-user: refuse VerifyUser (the PAM module's fingerprint) to
     every caller; pam_localauth then falls through to the password.
+    --policy: where the finger is enough, the administrator's file (default
+    /etc/localauth/policy.conf; docs/POLICY.md), read at start and again on
+    SIGHUP (systemctl reload localauthd). No file: every context on.
     --fprintd: also serve fprintd's net.reactivated.Fprint on the same readers,
     prints and lockout (docs/FPRINTD.md); every print is then kept in fprintd's
     layout in the fprintd store, which defaults to the first directory of
@@ -85,6 +89,7 @@ func parse(_ commandLine: [String]) -> Configuration {
             configuration.stateDirectory = value(after: argument)
             stateDirectoryGiven = true
         case "--fprintd": configuration.fprintd = true
+        case "--policy": configuration.policyFile = value(after: argument)
         case "-t", "--no-timeout": configuration.idleTimeout = 0
         case "--idle-timeout": configuration.idleTimeout = seconds(after: argument)
         case "--scan-timeout":
@@ -154,7 +159,7 @@ nonisolated(unsafe) var exitStatus: Int32 = 0
 // service's own tasks are children of the one task `run` runs in.
 Task(executorPreference: loop) { @ServiceActor in
     do {
-        try await LocalAuthService.run(configured, stopSignals: [SIGTERM, SIGINT, SIGHUP])
+        try await LocalAuthService.run(configured, stopSignals: [SIGTERM, SIGINT])
     } catch {
         writeError("<3>localauthd: \(error)\n")
         exitStatus = 1

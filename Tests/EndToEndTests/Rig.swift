@@ -122,7 +122,11 @@ final class ServiceProcess: @unchecked Sendable {
         environment["FP_VIRTUAL_DEVICE"] = withReader ? sensorSocket : ""
         environment.merge(extra) { $1 }
         let store = ["--fprintd-store", fprintdStore ?? base + "/fprintd-store"]
-        let command = launcher + [Paths.localauthd, "--state-dir", self.stateDirectory, "--idle-timeout", "0"] + store + arguments
+        // The machine's /etc/localauth/policy.conf never leaks in either: a
+        // policy file of this service's own, absent unless a test writes one
+        // (a later --policy in `arguments` wins).
+        let policy = ["--policy", base + "/policy.conf"]
+        let command = launcher + [Paths.localauthd, "--state-dir", self.stateDirectory, "--idle-timeout", "0"] + store + policy + arguments
         child = try Child(command[0], Array(command.dropFirst()),
                           environment: environment, stdoutPath: logPath, stderrPath: logPath)
         try waitForName()

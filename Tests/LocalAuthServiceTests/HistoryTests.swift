@@ -84,11 +84,12 @@ final class HistoryTests: XCTestCase {
         XCTAssertEqual(LocalAuthHistory.pamContext(service: "polkit-1"), .polkit)
         XCTAssertEqual(LocalAuthHistory.pamContext(service: "gdm-password"), .login)
         XCTAssertEqual(LocalAuthHistory.pamContext(service: nil), .pam)
-        let options = DBusValue.dictionary(["pam-service": .string("sudo")])
-        XCTAssertEqual(try ApprovalHistory.pamService(options), "sudo")
-        XCTAssertNil(try ApprovalHistory.pamService(.dictionary([:])))
-        for bad in [DBusValue.uint32(1), .string(""), .string(String(repeating: "s", count: 1025))] {
-            XCTAssertThrowsError(try ApprovalHistory.pamService(.dictionary(["pam-service": bad]))) {
+        // VerifyUser's option, read once for the history and the context policy.
+        func pamService(_ options: DBusValue) throws -> String? { try VerifyUserArguments([.string("root"), options]).pamService }
+        XCTAssertEqual(try pamService(.dictionary(["pam-service": .string("sudo")])), "sudo")
+        XCTAssertNil(try pamService(.dictionary([:])))
+        for bad in [DBusValue.uint32(1), .string(""), .string(String(repeating: "s", count: 65))] {
+            XCTAssertThrowsError(try pamService(.dictionary(["pam-service": bad]))) {
                 XCTAssertEqual(($0 as? ServiceError)?.kind, .invalidArgs)
             }
         }

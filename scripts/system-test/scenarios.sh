@@ -1736,6 +1736,106 @@ scenario_quick_unlock_key_survives_restarts_after_reboot() {
 }
 ALL+=(quick_unlock_key_survives_restarts)
 
+# ------------------------------------------- where the finger is enough
+# Issue 40, item 4 (docs/POLICY.md). The administrator's
+# /etc/localauth/policy.conf turns the terminal context off: alice's sudo in
+# her terminal scope gets no scan, the module answers PAM_AUTHINFO_UNAVAIL
+# at once and her password (on sudo's stdin) is next. Her own choice
+# (`localauthctl policy set admin off`, set here by root for her) turns the
+# administrator dialogs off: Bitwarden's unlock through polkit's text agent
+# goes straight to the password prompt inside polkit-agent-helper-1. Then
+# the file is changed and `systemctl reload localauthd` (SIGHUP) makes the
+# running service (the same pid) read it: her finger answers sudo again.
+POLICY_CONF=/etc/localauth/policy.conf
+undo_context_policy() {
+    rm -f "$POLICY_CONF"; rmdir /etc/localauth 2>/dev/null
+    rm -rf /var/lib/localauth/context-policy
+    systemctl reload localauthd 2>/dev/null
+    undo_password_manager_setup
+}
+scenario_context_policy_terminal_and_polkit() {
+    local alice cursor mark pid rc t0 out="$LOGS/policy-app.log" uid before after elapsed package shown
+    for package in localauthd localauth-tools libpam-localauth; do
+        [ "$(status_of $package)" = installed ] || apt_quiet install "$(ls $DEBS/${package}_*.deb)" || return 1
+    done
+    uid=$(uid_of alice)
+    ensure_enrolled alice alice-right-index || return 1
+    reset_lockout alice
+    rm -rf "$POLKIT_SCENARIO_SAVED"; mkdir -p "$POLKIT_SCENARIO_SAVED"
+    trap undo_context_policy EXIT
+    enable_module_in sudo || return 1
+    install_password_manager_actions
+    wait_for 10 "polkitd to know com.bitwarden.Bitwarden.unlock" pkaction --action-id com.bitwarden.Bitwarden.unlock || return 1
+    write_polkit_app
+    if ! grep -q pam_localauth /etc/pam.d/common-auth; then
+        pam-auth-update --enable localauth || why "pam-auth-update --enable localauth failed" || return 1
+        touch "$POLKIT_SCENARIO_SAVED/enabled-here"
+    fi
+    cp /etc/pam.d/common-auth "$POLKIT_SCENARIO_SAVED/common-auth"
+    sed -i 's/pam_localauth.so timeout=15$/& debug/' /etc/pam.d/common-auth
+    alice="$(open_seat_session systest-display-alice alice user)" || return 1
+    wait_for 20 "user@$uid.service" is_active "user@$uid.service" || return 1
+    wait_for 5 "alice's display session $alice in front" is_seat_active "$alice" || return 1
+
+    # 1. The machine's policy: the terminal is off.
+    mkdir -p /etc/localauth
+    printf '# where the finger is enough (docs/POLICY.md)\nterminal = off\n' >"$POLICY_CONF"
+    systemctl restart localauthd || why "localauthd did not start" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark); t0=$EPOCHREALTIME
+    echo alice-password | in_user_scope alice vte-spawn sudo -S -k -p "" -v >"$LOGS/policy-sudo.log" 2>&1
+    rc=$?; elapsed=$(since "$t0")
+    echo "----- sudo, terminal off: rc=$rc in $elapsed s" >&2; cat "$LOGS/policy-sudo.log" >&2
+    journal_of "$cursor" sudo >&2
+    [ "$rc" = 0 ] || why "terminal off: sudo with her password failed" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "terminal off: the service asked for a finger" || return 1
+    logged service_said "$cursor" "fingerprint refused by policy: terminal is off for uid $uid (the machine's policy $POLICY_CONF)" ||
+        why "terminal off: the service logged no refusal" || return 1
+    journal_of "$cursor" sudo | grep -q "pam_localauth(sudo:auth): fingerprint of alice: org.example.LocalAuth.Error.BiometryNotAvailable" ||
+        why "terminal off: pam_localauth in sudo did not get BiometryNotAvailable" || return 1
+    journal_of "$cursor" sudo | grep -q "authenticate alice: Authentication service cannot retrieve authentication info" ||
+        why "terminal off: the module did not answer PAM_AUTHINFO_UNAVAIL" || return 1
+    figure "sudo with terminal off: the password at once, $elapsed s in all"
+
+    # 2. Her own choice: the administrator dialogs off (the machine allows them).
+    localauthctl policy set admin off --user alice || why "localauthctl policy set admin off --user alice failed" || return 1
+    shown="$(localauthctl policy show --user alice)" || why "localauthctl policy show --user alice failed" || return 1
+    echo "$shown" >&2
+    grep -q '^admin        on       off    not asked' <<<"$shown" || why "policy show does not show her choice" || return 1
+    cursor="$(journal_cursor)"; mark=$(status_mark)
+    app_asks_polkit alice bitwarden com.bitwarden.Bitwarden.unlock "$out" alice-password
+    wait "$APP_PID"; rc=$?
+    echo "----- bitwarden, admin off by her choice: rc=$rc" >&2; cat "$out" >&2
+    journal_of "$cursor" polkit-agent-helper-1 >&2
+    [ "$rc" = 0 ] || why "admin off: her password did not unlock Bitwarden (pkcheck $rc)" || return 1
+    in_transcript "$out" "[app: answered the password prompt]" || why "admin off: polkit did not ask for the password" || return 1
+    ! in_transcript "$out" "Place your finger" || why "admin off: the agent asked for a finger" || return 1
+    [ "$(status_mark)" = "$mark" ] || why "admin off: the service asked for a finger" || return 1
+    logged helper_said "$cursor" "fingerprint of alice: org.example.LocalAuth.Error.BiometryNotAvailable" ||
+        why "admin off: pam_localauth in polkit-agent-helper-1 did not get BiometryNotAvailable" || return 1
+    logged service_said "$cursor" "admin is off for uid $uid (the user's own choice); VerifyUser from /usr/lib/polkit-1/polkit-agent-helper-1" ||
+        why "admin off: the service did not log the refusal with the helper as the program" || return 1
+
+    # 3. SIGHUP: the file changed, the running service reads it again.
+    localauthctl policy set admin on --user alice || return 1
+    before=$(systemctl show -P MainPID localauthd)
+    [ "$before" != 0 ] || why "localauthd is not running before the reload" || return 1
+    printf 'terminal = on\napps = off\n' >"$POLICY_CONF"
+    cursor="$(journal_cursor)"
+    systemctl reload localauthd || why "systemctl reload localauthd failed" || return 1
+    logged service_said "$cursor" "policy $POLICY_CONF read: the finger is off for apps" || why "the reload did not read the file again" || return 1
+    after=$(systemctl show -P MainPID localauthd)
+    [ "$before" = "$after" ] || why "the reload restarted the service ($before → $after)" || return 1
+    mark=$(status_mark)
+    in_user_scope alice vte-spawn sudo -S -k -p "" -v </dev/null >"$LOGS/policy-sudo-on.log" 2>&1 &
+    pid=$!
+    feed "$pid" "$mark" alice-right-index 1
+    wait "$pid"; rc=$?
+    cat "$LOGS/policy-sudo-on.log" >&2
+    [ "$rc" = 0 ] || why "terminal on again: sudo did not take her finger" || return 1
+    figure "SIGHUP reloaded the policy in pid $after"
+}
+ALL+=(context_policy_terminal_and_polkit)
+
 # ------------------------------------------------------------------ runner
 passed=0; failed=0
 # The service's EvaluationStatus signals, for feed (the real bus's monitor).

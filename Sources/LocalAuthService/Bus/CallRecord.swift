@@ -28,6 +28,9 @@ final class CallRecord {
     /// that one check only: libpolkit stays connected to a cancellable after
     /// its check ends and would try to cancel a finished check later.
     var authorization: Cancellable?
+    /// The context policy refused the finger for this call (ContextPolicy/):
+    /// the evaluator treats it as biometrics unusable, before any scan.
+    var contextRefusal: ServiceError?
     /// The work this call runs that must end with it (an evaluation), once
     /// it runs one: an interruption reaches it, even one that came first.
     var work: (any CallWork)? {

@@ -110,9 +110,11 @@ struct VerifyUserArguments: CallArguments {
         user = name
         options = try EvaluationOptions(arguments[1])
         loginSecretNonce = try LoginSecretNonce.read(arguments[1])
-        pamService = try ApprovalHistory.pamService(arguments[1])
+        pamService = try CallArgument.options(arguments[1]).option(
+            LocalAuthBus.Option.pamService, \.string, "a PAM service name of 1 to 64 bytes", where: { (1...64).contains($0.utf8.count) })
     }
-    /// The PAM service the module says it runs in: the history's context (History/).
+    /// The PAM service pam_localauth runs in: a root caller's word, for the
+    /// context policy (ContextPolicy/) and the history's context (History/).
     let pamService: String?
     /// The PAM transaction's nonce a match's login-secret ticket is bound to (LoginSecret/).
     let loginSecretNonce: [UInt8]?

@@ -96,7 +96,7 @@ final class Evaluator {
     }
 
     func canEvaluate(_ policy: PolicyValue, _ request: Request) async throws(ServiceError) {
-        let refusal = await biometricsRefusal(request)
+        let refusal = if let refused = request.record.contextRefusal { refused } else { await biometricsRefusal(request) }
         try request.record.checkNotEnded()
         switch policy {
         case .deviceOwnerAuthenticationWithBiometrics:
@@ -131,6 +131,7 @@ final class Evaluator {
         let biometrics: ServiceError?
         var enrolledSet: [[UInt8]] = []
         do throws(ServiceError) {
+            if let refused = request.record.contextRefusal { throw refused }  // ContextPolicy/
             if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
             enrolledSet = Verifier.enrolledSet(try usablePrints(for: uid))
             try verifier.refuseWhileCooling(uid)

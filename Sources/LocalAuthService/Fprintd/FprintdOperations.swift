@@ -41,6 +41,7 @@ extension FprintdDevice {
     func verifyStart(_ call: Call<FingerNameArgument>) async throws(ServiceError) -> [DBusValue] {
         let request = call.request
         let claim = try currentClaim(request.sender)
+        try ContextPolicy.admitFprintdVerify(request, uid: claim.uid)  // docs/POLICY.md
         try refuseWhileBusy()
         // As fprintd's finger_name_to_fp_finger: "any", "" and a name that is
         // no finger's all mean any enrolled finger (not an error).

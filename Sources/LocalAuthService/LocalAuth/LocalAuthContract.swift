@@ -27,15 +27,22 @@ enum LocalAuthContract {
         answers: ApprovalHistory.watch)
 
     // Rights' and the login secret's rows are in RightsMethodTable.swift and
-    // LoginSecretMethodTable.swift, merged here.
-    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }.merging(
+    // LoginSecretMethodTable.swift, the context policy's in ContextPolicyMethods.swift, merged here.
+    nonisolated static let methods: [String: MethodSpec<LocalAuthObject>] = rightsMethods.merging(loginSecretMethods) { rights, _ in rights }
+        .merging(contextPolicyMethods) { rights, _ in rights }.merging(
         [
             LocalAuthBus.Method.canEvaluatePolicy: MethodSpec(
                 signature: "u", action: nil, interactive: false, CanEvaluatePolicyArguments.self,
-                handler: { object, call throws(ServiceError) in try await object.evaluator.canEvaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in
+                    ContextPolicy.markApps(call.request, method: LocalAuthBus.Method.canEvaluatePolicy)  // docs/POLICY.md
+                    return try await object.evaluator.canEvaluatePolicy(call.request, call.arguments)
+                }),
             LocalAuthBus.Method.evaluatePolicy: MethodSpec(
                 signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
-                handler: { object, call throws(ServiceError) in try await object.evaluator.evaluatePolicy(call.request, call.arguments) }),
+                handler: { object, call throws(ServiceError) in
+                    ContextPolicy.markApps(call.request, method: LocalAuthBus.Method.evaluatePolicy)  // docs/POLICY.md
+                    return try await object.evaluator.evaluatePolicy(call.request, call.arguments)
+                }),
             LocalAuthBus.Method.cancel: MethodSpec(
                 signature: "s", action: nil, interactive: false, CancelArguments.self,
                 handler: { object, call throws(ServiceError) in try object.evaluator.cancel(call.request, call.arguments) }),
@@ -48,6 +55,7 @@ enum LocalAuthContract {
             LocalAuthBus.Method.verifyUser: MethodSpec(
                 signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
+                    try ContextPolicy.admitVerifyUser(call.request, user: call.arguments.user, pamService: call.arguments.pamService)  // docs/POLICY.md
                     let uid = try await object.evaluator.verifyUser(call.request, call.arguments)
                     // A match the service saw: a ticket for one login-secret release (LoginSecret/).
                     if let nonce = call.arguments.loginSecretNonce { object.loginSecrets.matchSeen(uid: uid, caller: call.caller, nonce: nonce) }

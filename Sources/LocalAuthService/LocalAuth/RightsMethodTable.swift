@@ -30,7 +30,10 @@ extension LocalAuthContract {
             handler: { object, call throws(ServiceError) in try await object.rights.canAuthorizeRight(call.request, call.arguments) }),
         LocalAuthRightsBus.Method.authorizeRight: MethodSpec(
             signature: "ssa{sv}", action: .rightsUse, interactive: false, AuthorizeRightArguments.self,
-            handler: { object, call throws(ServiceError) in try await object.rights.authorizeRight(call.request, call.arguments) }),
+            handler: { object, call throws(ServiceError) in
+                ContextPolicy.markAppSecrets(call.request)  // docs/POLICY.md
+                return try await object.rights.authorizeRight(call.request, call.arguments)
+            }),
         LocalAuthRightsBus.Method.deauthorize: MethodSpec(
             signature: "s", action: nil, interactive: false, DeauthorizeArguments.self,
             handler: { object, call throws(ServiceError) in try object.rights.deauthorize(call.request, call.arguments) }),

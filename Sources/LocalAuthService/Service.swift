@@ -101,9 +101,7 @@ public final class LocalAuthService {
             stateDirectory: configuration.stateDirectory, queue: queue, readers: wiring, prints: wiring,
             environment: wiring, clock: EventLoopClock())
         let evaluator = Evaluator(
-            configuration: configuration, queue: queue, registry: registry, verifier: verifier,
-            seams: EvaluatorSeams(readers: wiring, prints: wiring, environment: wiring, ownerPassword: wiring,
-                                  observers: wiring, clock: EventLoopClock()))
+            configuration: configuration, registry: registry, verifier: verifier, ownerPassword: wiring, observers: wiring)
         environment = Environment(
             passwords: passwords,
             seams: ServiceEnvironmentSeams(

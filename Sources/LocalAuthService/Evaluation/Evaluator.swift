@@ -11,37 +11,35 @@ import LocalAuthShared
 /// This file: preflight, the evaluation's plan and the calls.
 /// FingerprintScan.swift: the evaluation's request to the Verifier, its
 /// statuses and errors. OwnerPolicy.swift: policy 2. UserVerification.swift:
-/// VerifyUser. The rest of the service is reached through EvaluatorSeams.swift only.
+/// VerifyUser. The rest of the service is reached through the seams of
+/// EvaluatorSeams.swift only, held by the Verifier (readers, prints,
+/// presence, clock) or given here (the owner's password, the observers).
 @ServiceActor
 final class Evaluator {
     let configuration: Configuration
-    /// Who holds the reader and who waits (shared with enrollment).
-    let queue: SensorQueue
     /// Every call in flight: what Cancel and EndEvaluation end.
     let registry: CallRegistry
-    let readers: any EvaluationReaders
-    let prints: any EvaluationPrints
-    let environment: any EvaluationEnvironment
-    let ownerPassword: any OwnerPassword
-    let observers: any EvaluationObservers
-    let clock: any ServiceClock
-
-    /// The one verify, and what verifies leave behind (Verifier.swift).
+    /// The one verify, and what verifies leave behind (Verifier.swift). The
+    /// readers, prints, presence, queue and clock are the Verifier's seams:
+    /// the Evaluator reaches them through it, so the bag is stated once.
     let verifier: Verifier
+    /// Policy 2's account password (OwnerPolicy.swift).
+    let ownerPassword: any OwnerPassword
+    /// The caller's EvaluationStatus and the system sheet of its session.
+    let observers: any EvaluationObservers
+
     /// The last fingerprint match of each user, with the enrolled set it was
     /// made against: what `reuse-duration` may accept (docs/SECURITY.md).
     private var lastFingerprintMatch: [UInt32: EvaluationPlan.LastMatch] = [:]
-    init(configuration: Configuration, queue: SensorQueue, registry: CallRegistry, verifier: Verifier, seams: EvaluatorSeams) {
+    init(
+        configuration: Configuration, registry: CallRegistry, verifier: Verifier, ownerPassword: any OwnerPassword,
+        observers: any EvaluationObservers
+    ) {
         self.configuration = configuration
-        self.queue = queue
         self.registry = registry
-        readers = seams.readers
-        prints = seams.prints
-        environment = seams.environment
-        ownerPassword = seams.ownerPassword
-        observers = seams.observers
-        clock = seams.clock
         self.verifier = verifier
+        self.ownerPassword = ownerPassword
+        self.observers = observers
     }
 
     // MARK: Preflight
@@ -49,7 +47,7 @@ final class Evaluator {
     /// The user's prints on the reader that serves them, or why biometrics cannot be used.
     func usablePrints(for uid: UInt32) throws(ServiceError) -> [EnrolledPrint] {
         let reader = try readerServing(uid)
-        let stored = prints.prints(of: uid, on: reader)
+        let stored = verifier.prints.prints(of: uid, on: reader)
         guard !stored.isEmpty else { throw Self.notEnrolled }
         return stored
     }
@@ -59,17 +57,17 @@ final class Evaluator {
     /// preflight is the hot path: BENCHMARKS.md).
     func checkBiometricsUsable(for uid: UInt32) throws(ServiceError) {
         let reader = try readerServing(uid)
-        guard prints.hasPrints(of: uid, on: reader) else { throw Self.notEnrolled }
+        guard verifier.prints.hasPrints(of: uid, on: reader) else { throw Self.notEnrolled }
     }
 
     /// The reader that serves `uid`, unless there is none, the user is
     /// locked out or must give the password first.
     private func readerServing(_ uid: UInt32) throws(ServiceError) -> Readers.Identity {
-        guard let identity = readers.reader(for: uid) else { throw readers.noReaderError }
+        guard let identity = verifier.readers.reader(for: uid) else { throw verifier.readers.noReaderError }
         if verifier.isLockedOut(uid) {
             throw ServiceErrors.la(.biometryLockout, "biometry is locked after too many failed attempts")
         }
-        if let needed = environment.passwordNeeded(uid) { throw needed }
+        if let needed = verifier.environment.passwordNeeded(uid) { throw needed }
         return identity
     }
 
@@ -79,7 +77,7 @@ final class Evaluator {
     /// seatless session first (EnvironmentRules.refusal), then the reader,
     /// lockout and prints (`checkBiometricsUsable`).
     func biometricsRefusal(_ request: Request) async -> ServiceError? {
-        let presence = await environment.presence(of: request.caller)
+        let presence = await verifier.environment.presence(of: request.caller)
         if let refusal = EnvironmentRules.refusal(presence) { return refusal }
         do {
             try checkBiometricsUsable(for: request.uid)
@@ -103,7 +101,7 @@ final class Evaluator {
             if let refusal { throw refusal }
         case .deviceOwnerAuthentication:
             // Biometrics, or else the account password.
-            if refusal != nil, !environment.hasPassword(request.uid) {
+            if refusal != nil, !verifier.environment.hasPassword(request.uid) {
                 throw ServiceErrors.la(.passcodeNotSet, "the account has no password, and biometrics cannot be used")
             }
         }
@@ -125,7 +123,7 @@ final class Evaluator {
         options: EvaluationOptions
     ) async throws(ServiceError) {
         let uid = request.uid
-        let presence = await environment.presence(of: request.caller)
+        let presence = await verifier.environment.presence(of: request.caller)
         try request.record.checkNotEnded()
         // What this evaluation can use, decided before anything waits.
         let biometrics: ServiceError?
@@ -141,9 +139,9 @@ final class Evaluator {
         }
         let plan = EvaluationPlan.decide(
             policy: policy, biometrics: biometrics, enrolledSet: enrolledSet,
-            hasPassword: policy == .deviceOwnerAuthentication && biometrics != nil && environment.hasPassword(uid),
+            hasPassword: policy == .deviceOwnerAuthentication && biometrics != nil && verifier.environment.hasPassword(uid),
             interactionNotAllowed: options.interactionNotAllowed, reuseDuration: options.reuseDuration,
-            lastMatch: lastFingerprintMatch[uid], now: clock.now)
+            lastMatch: lastFingerprintMatch[uid], now: verifier.clock.now)
         switch plan {
         case .reuse: return
         case .fail(let error): throw error
@@ -152,7 +150,7 @@ final class Evaluator {
 
         let evaluation = Evaluation(
             requestID: options.requestID ?? Posix.randomID(), caller: request.caller,
-            uid: uid, queue: queue,
+            uid: uid, queue: verifier.queue,
             prompt: .init(
                 reason: reason, fallbackTitle: options.fallbackTitle,
                 cancelTitle: options.cancelTitle, appName: options.appName))
@@ -177,7 +175,7 @@ final class Evaluator {
         }
         observers.evaluationEnded(evaluation, error: nil)
         if way == .fingerprint, let matchedSet = evaluation.matchedSet {
-            lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: clock.now, enrolledSet: matchedSet)
+            lastFingerprintMatch[uid] = EvaluationPlan.LastMatch(time: verifier.clock.now, enrolledSet: matchedSet)
         }
     }
 
@@ -221,6 +219,6 @@ final class Evaluator {
     /// (`--require-password-after`).
     func ownerPasswordAccepted(_ uid: UInt32) {
         verifier.passwordAccepted(uid)
-        environment.passwordGiven(uid)
+        verifier.environment.passwordGiven(uid)
     }
 }

@@ -134,14 +134,3 @@ protocol EvaluationObservers: AnyObject {
     /// The EvaluationStatus signal to the caller, and the sheet's status line.
     func status(_ evaluation: Evaluation, _ progress: EvaluationProgress)
 }
-
-/// Everything the Evaluator is given.
-@ServiceActor
-struct EvaluatorSeams {
-    let readers: any EvaluationReaders
-    let prints: any EvaluationPrints
-    let environment: any EvaluationEnvironment
-    let ownerPassword: any OwnerPassword
-    let observers: any EvaluationObservers
-    let clock: any ServiceClock
-}

@@ -68,12 +68,12 @@ extension Evaluator {
 
     /// Policy 2's password, asked by the caller's polkit agent; nil on success.
     func password(_ evaluation: Evaluation) async -> ServiceError? {
-        guard environment.hasPassword(evaluation.uid) else {
+        guard verifier.environment.hasPassword(evaluation.uid) else {
             return ServiceErrors.la(.passcodeNotSet, "the account has no password")
         }
         // The person's password dialog says who asks and why: the program the
         // service sees (not a name the app chose) and the app's reason.
-        let identity = environment.identity(of: evaluation.sender)
+        let identity = verifier.environment.identity(of: evaluation.sender)
         let name = identity?.name ?? "An unidentified program"
         let program = identity?.program ?? ""
         let message = "\(name) asks you to confirm that you are the owner of this account: \(evaluation.prompt.reason)"

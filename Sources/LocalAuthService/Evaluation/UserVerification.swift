@@ -31,14 +31,14 @@ extension Evaluator {
         guard let uid = Users.uid(of: arguments.user) else {
             throw ServiceErrors.invalidArgs("there is no user named \(ServiceErrors.echo(arguments.user))")
         }
-        let presence = await environment.presence(of: request.caller)
+        let presence = await verifier.environment.presence(of: request.caller)
         try request.record.checkNotEnded()
         if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
         try checkBiometricsUsable(for: uid)
         try verifier.refuseWhileCooling(uid)
 
         let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: request.caller,
-                                    uid: uid, queue: queue,
+                                    uid: uid, queue: verifier.queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))
         request.record.work = evaluation

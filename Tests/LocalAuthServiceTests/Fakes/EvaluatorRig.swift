@@ -31,10 +31,8 @@ final class EvaluatorRig {
         let verifier = Verifier(
             stateDirectory: state, queue: queue, readers: reader, prints: prints, environment: environment, clock: clock)
         evaluator = Evaluator(
-            configuration: configuration, queue: queue, registry: registry, verifier: verifier,
-            seams: EvaluatorSeams(
-                readers: reader, prints: prints, environment: environment,
-                ownerPassword: password, observers: observers, clock: clock))
+            configuration: configuration, registry: registry, verifier: verifier, ownerPassword: password,
+            observers: observers)
     }
 
     deinit { try? FileManager.default.removeItem(atPath: state) }

@@ -72,7 +72,8 @@ public final class LocalAuthService {
             lingerSeconds: configuration.readerLinger, builtIn: configuration.builtInReaders,
             external: configuration.externalReaders, schedule: { [work] in work.yield(.reader($0)) })
         let queue = SensorQueue()
-        let readerGate = ReaderGate(readers: readers, queue: queue, scanTimeout: configuration.scanTimeout)
+        let readerGate = ReaderGate(
+            queue: queue, opener: LibfprintOpener(readers: readers, scanTimeout: configuration.scanTimeout))
         prints = PrintStore(stateDirectory: configuration.stateDirectory, fprintdStore: configuration.fprintdStore,
                             fprintdLayout: configuration.fprintd)
         logind = Logind(bus: bus)
@@ -94,11 +95,11 @@ public final class LocalAuthService {
                 bus: bus))
         promptAgents = PromptAgents(seams: ServicePromptSeams(callers: callers, bus: bus))
         let wiring = ServiceEvaluatorWiring(
-            readers: readers, gate: readerGate, readerChoice: readerChoice, prints: prints, callers: callers,
+            readers: readers, readerChoice: readerChoice, prints: prints, callers: callers,
             passwords: passwords, events: events, authorizer: authorizer, promptAgents: promptAgents, bus: bus)
         // The one verify operation, both contracts' (Evaluation/Verifier.swift).
         let verifier = Verifier(
-            stateDirectory: configuration.stateDirectory, queue: queue, readers: wiring, prints: wiring,
+            stateDirectory: configuration.stateDirectory, gate: readerGate, readers: wiring, prints: wiring,
             environment: wiring, clock: EventLoopClock())
         let evaluator = Evaluator(
             configuration: configuration, registry: registry, verifier: verifier, ownerPassword: wiring, observers: wiring)
@@ -115,10 +116,10 @@ public final class LocalAuthService {
             countFailedMatch: { [verifier] uid in _ = try? verifier.scanDidNotMatch(uid) })
         // The one enroll operation, both contracts' (Enrollment/Enrollment.swift).
         let enrollment = Enrollment(
-            queue: queue, readers: ServiceEnrollmentReaders(readers: readers, gate: readerGate, readerChoice: readerChoice),
+            gate: readerGate, readers: readerChoice,
             duplicateChecks: duplicateChecks, stages: { [readers] in readers.enrollStages(on: $0) })
         let enroller = Enroller(
-            seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, queue: queue, gate: readerGate, bus: bus),
+            seams: ServiceEnrollerSeams(readerChoice: readerChoice, readers: readers, gate: readerGate, bus: bus),
             prints: ServiceEnrollerPrints(prints: prints, events: events), enrollment: enrollment,
             scanTimeout: configuration.scanTimeout, duplicateChecks: duplicateChecks)
         rights = RightsService(

@@ -20,7 +20,7 @@ final class EnrollerTests: XCTestCase {
         var countedFailures: [UInt32] = []
         lazy var duplicateChecks = DuplicateCheckBudget(
             stateDirectory: FakeState.directory(), countFailedMatch: { [unowned self] uid in self.countedFailures.append(uid) })
-        lazy var enrollment = Enrollment(queue: SensorQueue(), readers: seams, duplicateChecks: duplicateChecks, stages: { _ in 5 })
+        lazy var enrollment = Enrollment(gate: seams.gate, readers: seams, duplicateChecks: duplicateChecks, stages: { _ in 5 })
         lazy var enroller = Enroller(
             seams: seams, prints: prints, enrollment: enrollment, scanTimeout: 30, duplicateChecks: duplicateChecks)
         let alice = CallerRecord(sender: ":1.10", uid: 1000, process: nil, securityLabel: nil)
@@ -148,9 +148,10 @@ final class EnrollerTests: XCTestCase {
         let fixture = Fixture()
         fixture.seams.chips = [FakeEnrollerSeams.reader]
         fixture.prints.add(.rightIndex, of: 1000, source: .localauth)
+        fixture.seams.openError = ServiceError(.readerInUse, "another program holds the reader")
         let outcome11 = await fixture.delete(.rightIndex)
         XCTAssertEqual(outcome11, LocalAuthServiceError.readerInUse)
-        XCTAssertEqual(fixture.seams.used, ["with-reader \(FakeEnrollerSeams.reader)"])
+        XCTAssertEqual(fixture.seams.used, ["open"], "through the gate: the turn, then the reader")
         XCTAssertEqual(fixture.prints.allPrints(of: 1000).count, 1, "the file never goes while its slot stays taken")
     }
 

@@ -178,17 +178,6 @@ final class Enroller {
         }
     }
 
-    /// Deletes one enrolled print from the chip of the held reader.
-    static func deleteFromChip(_ stored: PrintStore.StoredPrint, on session: any EnrollSession) async throws(ServiceError) {
-        do {
-            try await session.deleteFromChip(stored.print)
-            Log.info("deleted \(stored.finger.rawValue) from the chip of \(session.identity)")
-        } catch {
-            if let unusable = session.unusable(error) { throw unusable }
-            throw ServiceError(.storageFailed, "could not delete the print on the reader's chip: \(error.message)")
-        }
-    }
-
     /// AlreadyEnrolled if `finger` of `uid` is offered on `reader`, from either source.
     private func refuseEnrolled(_ finger: FingerName, uid: UInt32, reader: Readers.Identity) throws(ServiceError) {
         guard let existing = prints.prints(of: uid, for: reader).first(where: { $0.finger == finger }) else { return }

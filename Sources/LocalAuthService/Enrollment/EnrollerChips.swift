@@ -23,21 +23,20 @@ extension Enroller {
             $0.finger == finger && prints.isOurs($0) && seams.storesPrints($0.reader)
         }
         for stored in onChips {
-            try await seams.withReader(stored.reader, for: record, uid: uid) { device throws(ServiceError) in
-                try await deleteFromChip(stored, on: device)
+            try await seams.gate.withReader(stored.reader, for: record, uid: uid) { session throws(ServiceError) in
+                try await Self.deleteFromChip(stored, on: session)
             }
         }
     }
 
-    /// Deletes one enrolled print from the chip of `device` (held).
-    func deleteFromChip(_ stored: PrintStore.StoredPrint, on device: Readers.Reader) async throws(ServiceError) {
+    /// Deletes one enrolled print from the chip of the reader `session` holds.
+    static func deleteFromChip(_ stored: PrintStore.StoredPrint, on session: any EnrollSession) async throws(ServiceError) {
         do {
-            try await seams.deleteFromChip(stored.print, on: device)
-            Log.info("deleted \(stored.finger.rawValue) from the chip of \(device.identity)")
+            try await session.deleteFromChip(stored.print)
+            Log.info("deleted \(stored.finger.rawValue) from the chip of \(session.identity)")
         } catch {
-            if let unusable = seams.unusable(error, device) { throw unusable }
-            throw ServiceError(.storageFailed,
-                                      "could not delete the print on the reader's chip: \(error.message)")
+            if let unusable = session.unusable(error) { throw unusable }
+            throw ServiceError(.storageFailed, "could not delete the print on the reader's chip: \(error.message)")
         }
     }
 
@@ -51,8 +50,8 @@ extension Enroller {
         var rows: [DBusValue] = []
         for identity in seams.chipReaders {
             let owners = prints.everyPrint(on: identity)
-            let onChip = try await seams.withReader(identity, for: record, uid: uid) { device throws(ServiceError) in
-                try await listChip(device)
+            let onChip = try await seams.gate.withReader(identity, for: record, uid: uid) { session throws(ServiceError) in
+                try await Self.listChip(session)
             }
             for print in onChip {
                 let owned = owners.contains { Readers.same($0.print, print) }
@@ -74,11 +73,11 @@ extension Enroller {
         var removed: UInt32 = 0
         for identity in seams.chipReaders {
             let owners = prints.everyPrint(on: identity)
-            removed += try await seams.withReader(identity, for: record, uid: uid) { device throws(ServiceError) in
+            removed += try await seams.gate.withReader(identity, for: record, uid: uid) { session throws(ServiceError) in
                 var count: UInt32 = 0
-                for print in try await listChip(device) where !owners.contains(where: { Readers.same($0.print, print) }) {
+                for print in try await Self.listChip(session) where !owners.contains(where: { Readers.same($0.print, print) }) {
                     do throws(GLibError) {
-                        try await seams.deleteFromChip(print, on: device)
+                        try await session.deleteFromChip(print)
                         count += 1
                     } catch {
                         throw ServiceError(.storageFailed,
@@ -92,11 +91,11 @@ extension Enroller {
         return [.uint32(removed)]
     }
 
-    private func listChip(_ device: Readers.Reader) async throws(ServiceError) -> [GObjectRef] {
+    private static func listChip(_ session: any EnrollSession) async throws(ServiceError) -> [GObjectRef] {
         do {
-            return try await seams.chipPrints(on: device)
+            return try await session.chipPrints()
         } catch {
-            if let unusable = seams.unusable(error, device) { throw unusable }
+            if let unusable = session.unusable(error) { throw unusable }
             throw ServiceErrors.la(.systemCancel, "could not list the prints on the reader's chip: \(error.message)")
         }
     }

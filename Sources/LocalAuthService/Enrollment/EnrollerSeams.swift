@@ -3,8 +3,8 @@ import LocalAuthShared
 
 /// What the Enroller uses of the readers (Enroller.swift, EnrollerChips.swift)
 /// beyond the one enroll operation (Enrollment.swift): which reader serves a
-/// user, holding one for a chip's maintenance, libfprint's operations on its
-/// chip, and the EnrollStatus signal. The service gives the real
+/// user, holding one for a chip's maintenance (the gate, whose session
+/// does libfprint's operations on the chip), and the EnrollStatus signal. The service gives the real
 /// ones (EnrollmentWiring.swift); the unit tests give fakes.
 @ServiceActor
 protocol EnrollerSeams: ReaderLookup {
@@ -14,21 +14,11 @@ protocol EnrollerSeams: ReaderLookup {
     /// The reader refuses a finger it holds already (its enroll fails "duplicate").
     func checksDuplicates(_ reader: Readers.Identity) -> Bool
 
-    // The reader queue (SensorQueue) and holding a reader (Readers).
+    // The reader queue (SensorQueue) and holding a reader.
     /// Whether `sender` is enrolling now.
     func isEnrolling(_ sender: String) -> Bool
-    /// Runs `body` with `identity` held for one operation of `record`'s call:
-    /// its turn in the queue, opened, given back afterwards.
-    func withReader<T: Sendable>(
-        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (Readers.Reader) async throws(ServiceError) -> T
-    ) async throws(ServiceError) -> T
-
-    // libfprint's operations on a held reader.
-    func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef]
-    func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError)
-    /// The reader's errors that mean it cannot be used now (it is forgotten if removed).
-    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError?
+    /// The one way to hold a reader: a chip's maintenance (`withReader`) goes through it.
+    var gate: ReaderGate { get }
 
     // The bus.
     /// EnrollStatus(progress, stage, stages), unicast to the enrolling caller.

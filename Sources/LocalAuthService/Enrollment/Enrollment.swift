@@ -12,31 +12,6 @@ import LocalAuthShared
 // what their contract does first, and where their prints are saved),
 // `EnrollEvent` into their status signals, and the end into their answer.
 
-/// A reader held for an enrollment: the scans of a verify, and what an
-/// enrollment does beyond them.
-@ServiceActor
-protocol EnrollSession: ReaderSession {
-    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
-    func enroll(
-        _ finger: FingerName, username: String, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> any PrintTemplate
-    /// Frees `print`'s slot on the reader's chip.
-    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
-}
-
-/// The readers, as the enroll operation takes them.
-@ServiceActor
-protocol EnrollmentReaders: ReaderLookup {
-    /// Opens `reader` for one operation by `deadline` (nil: within the scan
-    /// timeout), through the one gate (ReaderGate.open: its errors).
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> any EnrollSession
-}
-
 /// What one enrollment is asked to do.
 struct EnrollRequest {
     /// Whose finger, and their name (libfprint writes it into the print).
@@ -97,8 +72,10 @@ enum EnrollFailure: Error {
 /// The one enroll operation (see the top of this file).
 @ServiceActor
 final class Enrollment {
-    private let queue: SensorQueue
-    private let readers: any EnrollmentReaders
+    /// The one way to hold a reader: the queue turn, then the device (shared with the verify).
+    private let gate: ReaderGate
+    /// Which reader serves whom, and whether a person can touch it now.
+    private let readers: any ReaderLookup
     /// The match oracle of the duplicate check, bounded per uid.
     private let duplicateChecks: DuplicateCheckBudget
     /// libfprint's current number of stages of a reader.
@@ -107,11 +84,11 @@ final class Enrollment {
     private let clock: any ServiceClock
 
     init(
-        queue: SensorQueue, readers: any EnrollmentReaders, duplicateChecks: DuplicateCheckBudget,
+        gate: ReaderGate, readers: any ReaderLookup, duplicateChecks: DuplicateCheckBudget,
         stages: @escaping @ServiceActor (Readers.Identity) -> Int, clock: any ServiceClock = EventLoopClock()
     ) {
         self.clock = clock
-        self.queue = queue
+        self.gate = gate
         self.readers = readers
         self.duplicateChecks = duplicateChecks
         self.stages = stages
@@ -124,28 +101,26 @@ final class Enrollment {
     ) async throws(EnrollFailure) {
         call.ticket.reader = request.reader
         // The turn (the queue's time limit), then the reader opened; both
-        // given back when the enrollment ends (SensorQueue.begin).
-        let hold = try await queue.begin(
-            call.ticket, within: request.queueWait, on: clock,
-            timedOut: { [queue] in
+        // given back when the enrollment ends (ReaderGate.begin).
+        let hold = try await gate.begin(
+            for: call.ticket, within: request.queueWait,
+            timedOut: { [queue = gate.queue] in
                 call.stopBiometrics(.queueTimedOut)
                 queue.withdraw(call.ticket)
             },
-            open: { () async throws(EnrollFailure) -> any EnrollSession in
+            checks: { () throws(EnrollFailure) -> Readers.Identity in
                 guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
                 // While the caller waited, the reader may have gone.
                 guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
-                do throws(ServiceError) {
-                    return try await readers.open(
-                        request.reader, until: request.openBy, cancellable: call.cancellable,
-                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-                } catch {
-                    throw .notOpened(error)
-                }
-            }, release: { $0.release() })
+                return request.reader
+            },
+            opening: ReaderOpening(
+                until: request.openBy, cancellable: call.cancellable, interruption: { call.biometricInterruption },
+                busy: { progress(.readerBusy) }),
+            notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }
-        let session = hold.opened
+        let session = hold.session
         do {
             try await request.first(session)
         } catch {

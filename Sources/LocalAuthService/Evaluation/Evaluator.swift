@@ -150,7 +150,7 @@ final class Evaluator {
 
         let evaluation = Evaluation(
             requestID: options.requestID ?? Posix.randomID(), caller: request.caller,
-            uid: uid, queue: verifier.queue,
+            uid: uid, queue: verifier.gate.queue,
             prompt: .init(
                 reason: reason, fallbackTitle: options.fallbackTitle,
                 cancelTitle: options.cancelTitle, appName: options.appName))

@@ -11,7 +11,6 @@ final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, Evalu
     EvaluationObservers
 {
     private let readers: Readers
-    private let gate: ReaderGate
     let readerChoice: ReaderChoice
     private let prints: PrintStore
     private let callers: Callers
@@ -22,11 +21,10 @@ final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, Evalu
     private let bus: BusConnection
 
     init(
-        readers: Readers, gate: ReaderGate, readerChoice: ReaderChoice, prints: PrintStore, callers: Callers,
+        readers: Readers, readerChoice: ReaderChoice, prints: PrintStore, callers: Callers,
         passwords: PasswordStore, events: ServiceEvents, authorizer: Authorizer, promptAgents: PromptAgents, bus: BusConnection
     ) {
         self.readers = readers
-        self.gate = gate
         self.readerChoice = readerChoice
         self.prints = prints
         self.callers = callers
@@ -40,16 +38,6 @@ final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, Evalu
     // MARK: EvaluationReaders
 
     func isWarm(_ reader: Readers.Identity) -> Bool { readers.isWarm(reader) }
-
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> any ReaderSession {
-        try await LibfprintReaderSession.open(
-            reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy, gate: gate,
-            readers: readers)
-    }
 
     // MARK: EvaluationPrints
 
@@ -116,57 +104,3 @@ final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, Evalu
     }
 }
 
-/// A libfprint reader held for one operation (`Readers.acquire` to
-/// `relinquish`): an evaluation's, or fprintd's (Fprintd/FprintdWiring.swift).
-@ServiceActor
-final class LibfprintReaderSession: ReaderSession {
-    let readers: Readers
-    private let gate: ReaderGate
-    let device: Readers.Reader
-    /// Whether `release` gives the device back (not when `ReaderGate.withReader` does).
-    private let releases: Bool
-
-    /// Opens `reader` through the gate (ReaderGate.open: its errors) for one operation.
-    static func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?, busy: @escaping @ServiceActor () -> Void,
-        gate: ReaderGate, readers: Readers
-    ) async throws(ServiceError) -> LibfprintReaderSession {
-        let device = try await gate.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
-        return LibfprintReaderSession(readers: readers, gate: gate, device: device)
-    }
-
-    init(readers: Readers, gate: ReaderGate, device: Readers.Reader, releases: Bool = true) {
-        self.readers = readers
-        self.gate = gate
-        self.device = device
-        self.releases = releases
-    }
-
-    var identity: Readers.Identity { device.identity }
-
-    func scan(_ gallery: [EnrolledPrint], cancellable: Cancellable) async throws(GLibError) -> ScanOutcome {
-        // The prints came from ServiceEvaluatorWiring.prints: libfprint's own.
-        let prints = gallery.compactMap { $0.template as? GObjectRef }
-        guard prints.count == gallery.count else { throw Readers.noReader(device.identity) }
-        switch try await readers.identify(prints, on: device, cancellable: cancellable) {
-        case .match(let matched): return .match(prints.firstIndex { $0.pointer == matched.pointer })
-        case .noMatch: return .noMatch
-        case .retry(let kind): return .retry(kind)
-        }
-    }
-
-    func unusable(_ error: GLibError) -> ServiceError? { gate.unusable(error, device) }
-
-    func release() { if releases { readers.relinquish(device) } }
-}
-
-/// libfprint's FpPrint is what a real reader compares with.
-extension GObjectRef: PrintTemplate {}
-
-extension PrintStore.StoredPrint {
-    /// The print as a scan compares with it (and where it is kept).
-    var enrolled: EnrolledPrint {
-        EnrolledPrint(finger: finger, source: source, stamp: stamp, template: print, location: path)
-    }
-}

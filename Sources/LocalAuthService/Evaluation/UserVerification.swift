@@ -38,7 +38,7 @@ extension Evaluator {
         try verifier.refuseWhileCooling(uid)
 
         let evaluation = Evaluation(requestID: arguments.options.requestID ?? Posix.randomID(), caller: request.caller,
-                                    uid: uid, queue: verifier.queue,
+                                    uid: uid, queue: verifier.gate.queue,
                                     prompt: .init(reason: "Authenticate as \(arguments.user)", fallbackTitle: "",
                                                   cancelTitle: nil))
         request.record.work = evaluation

@@ -141,28 +141,25 @@ extension Verifier {
         }
         defer { fingerWait?.cancel() }
         // The turn (the queue's time limit), then the reader opened; both
-        // given back when the verify ends (SensorQueue.begin).
-        let hold = try await queue.begin(
-            call.ticket, within: request.queueWait, on: clock, timedOut: { call.stopBiometrics(.queueTimedOut) },
-            open: { () async throws(VerifyFailure) -> any ReaderSession in
+        // given back when the verify ends (ReaderGate.begin).
+        let hold = try await gate.begin(
+            for: call.ticket, within: request.queueWait, timedOut: { call.stopBiometrics(.queueTimedOut) },
+            checks: { () throws(VerifyFailure) -> Readers.Identity in
                 // It may have ended while it waited.
                 guard !call.cancellable.isCancelled else { throw .interrupted }
                 if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
                 guard let identity = request.reader ?? readers.reader(for: uid) else {
                     throw .refused(readers.noReaderError)
                 }
-                call.ticket.reader = identity
-                do throws(ServiceError) {
-                    return try await readers.open(
-                        identity, until: request.openBy, cancellable: call.cancellable,
-                        interruption: { call.biometricInterruption }, busy: { progress(.readerBusy) })
-                } catch {
-                    throw .notOpened(error)
-                }
-            }, release: { $0.release() })
+                return identity
+            },
+            opening: ReaderOpening(
+                until: request.openBy, cancellable: call.cancellable, interruption: { call.biometricInterruption },
+                busy: { progress(.readerBusy) }),
+            notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }
-        let session = hold.opened
+        let session = hold.session
         guard !call.cancellable.isCancelled else { throw .interrupted }
         if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
         progress(.readerReady)

@@ -12,8 +12,8 @@ import LocalAuthShared
 /// scan, and a switch of the session in front.
 @ServiceActor
 final class Verifier {
-    /// Who holds the reader and who waits (shared with enrollment).
-    let queue: SensorQueue
+    /// The one way to hold a reader: the queue turn, then the device (shared with enrollment).
+    let gate: ReaderGate
     let readers: any EvaluationReaders
     let prints: any EvaluationPrints
     let environment: any EvaluationEnvironment
@@ -38,10 +38,10 @@ final class Verifier {
     var inFlight: [ObjectIdentifier: VerifyInFlight] = [:]
 
     init(
-        stateDirectory: String, queue: SensorQueue, readers: any EvaluationReaders, prints: any EvaluationPrints,
+        stateDirectory: String, gate: ReaderGate, readers: any EvaluationReaders, prints: any EvaluationPrints,
         environment: any EvaluationEnvironment, clock: any ServiceClock
     ) {
-        self.queue = queue
+        self.gate = gate
         self.readers = readers
         self.prints = prints
         self.environment = environment

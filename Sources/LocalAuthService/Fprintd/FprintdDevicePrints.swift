@@ -55,7 +55,7 @@ extension FprintdDevice {
     private func delete(_ finger: FingerName?, uid: UInt32, record: CallRecord) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         guard reader.storesPrints else { return try removeFiles(doomed, finger: finger, uid: uid) }
-        try await seams.withReader(
+        try await seams.gate.withReader(
             identity, for: record, uid: uid,
             { session throws(ServiceError) in
                 try await delete(finger, uid: uid, on: session)

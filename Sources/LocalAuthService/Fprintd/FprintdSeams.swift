@@ -44,13 +44,9 @@ protocol FprintdSeams: ReaderLookup {
     /// the queue (the service's own operations share the open reader). Nil
     /// while the readers are closed for sleep.
     func hold(_ reader: Readers.Identity, cancellable: Cancellable) async throws(ServiceError) -> (any FprintdHold)?
-    /// Runs `body` with `reader` held for one operation of `record`'s call
-    /// (ReaderGate.withReader); `failedToOpen` words the queue's and the opening's errors.
-    func withReader(
-        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
-        failedToOpen: (ServiceError) -> ServiceError
-    ) async throws(ServiceError)
+    /// The one way to hold a reader for an operation that is not a verify
+    /// or an enroll (a delete on the chip: `ReaderGate.withReader`).
+    var gate: ReaderGate { get }
     var asleep: Bool { get }
 
     // Prints, in fprintd's layout (PrintStore, FprintdPrints.swift).

@@ -12,7 +12,7 @@ final class ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
     let readers: Readers
     let prints: PrintStore
     let readerChoice: ReaderChoice
-    private let gate: ReaderGate
+    let gate: ReaderGate
     let verifier: Verifier
     private let environment: Environment
     private let callers: Callers
@@ -60,18 +60,6 @@ final class ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
             case .heldByAnotherProgram(let why): throw ServiceError(.readerInUse, why)
             }
         }
-    }
-
-    func withReader(
-        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
-        failedToOpen: (ServiceError) -> ServiceError
-    ) async throws(ServiceError) {
-        try await gate.withReader(
-            reader, for: record, uid: uid,
-            { [readers, gate] device throws(ServiceError) in
-                try await body(LibfprintReaderSession(readers: readers, gate: gate, device: device, releases: false))
-            }, failedToOpen: failedToOpen)
     }
 
     var asleep: Bool { environment.asleep }

@@ -1,117 +1,130 @@
-internal import CFprint
 import DBusCore
 import LocalAuthShared
 
-/// The one way a call's operation gets a reader, and the errors a caller
-/// gets when it cannot: a turn in the reader queue (`SensorQueue`), the
-/// device opened within the scan timeout (retrying while another program
-/// holds it: `Readers.acquire`), given back afterwards (closed after the
-/// linger). The Evaluator, the Enroller and fprintd's operations go through it
-/// (`open` after their own turn in the queue; `withReader` for both).
+/// What an operation tells the gate about opening its reader once its turn came.
+struct ReaderOpening {
+    /// When opening must have succeeded; nil: within the scan timeout.
+    var until: ContinuousClock.Instant? = nil
+    /// Cancels the opening (and the retries while another program holds the device).
+    let cancellable: Cancellable
+    /// Why the operation ended early, if it did: that error wins over the reader's.
+    let interruption: @ServiceActor () -> Interruption?
+    /// Another program holds the device: the open is retried.
+    let busy: @ServiceActor () -> Void
+}
+
+/// Opens a reader for one operation: libfprint's (LibfprintOpener) in the
+/// service, a fake in the unit tests. Throws the caller's error when it cannot.
+@ServiceActor
+protocol ReaderOpener: AnyObject {
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession
+}
+
+/// The one way an operation holds a reader, whichever operation and
+/// contract: a verify (the Verifier), an enrollment (Enrollment), a chip's
+/// maintenance (`withReader`: the Enroller's deletes and lists, fprintd's).
+/// `begin` is the sequence all of them follow: the turn in the reader queue
+/// (`SensorQueue`) under a time limit on the service clock, the operation's
+/// own checks after the wait, the device opened, and both given back
+/// together when the hold ends.
 @ServiceActor
 final class ReaderGate {
-    private let readers: Readers
-    private let queue: SensorQueue
-    private let scanTimeout: Double
-    /// The queue's time limit for a chip's maintenance runs on it.
+    /// Who holds the reader and who waits.
+    let queue: SensorQueue
+    private let opener: any ReaderOpener
+    /// The queue's time limits run on it.
     private let clock: any ServiceClock
 
-    init(readers: Readers, queue: SensorQueue, scanTimeout: Double, clock: any ServiceClock = EventLoopClock()) {
-        self.clock = clock
-        self.readers = readers
+    init(queue: SensorQueue, opener: any ReaderOpener, clock: any ServiceClock = EventLoopClock()) {
         self.queue = queue
-        self.scanTimeout = scanTimeout
+        self.opener = opener
+        self.clock = clock
     }
 
-    /// Opens `identity` for one operation, within the scan timeout (or by
-    /// `deadline`: fprintd's Start answers within a D-Bus reply timeout): the
-    /// errors a caller gets when it cannot (Readers.acquire).
-    func open(
-        _ identity: Readers.Identity, until deadline: ContinuousClock.Instant? = nil, cancellable: Cancellable,
-        interruption: @ServiceActor () -> Interruption?,
-        busy: @ServiceActor () -> Void
-    ) async throws(ServiceError) -> Readers.Reader {
-        let deadline = deadline ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
-        do {
-            return try await readers.acquire(identity, until: deadline, cancellable: cancellable, busy: busy)
-        } catch {
-            if let interruption = interruption() { throw interruption.error }
-            switch error {
-            case .removed: throw Interruption.readerRemoved.error
-            case .cancelled: throw ServiceErrors.la(.systemCancel, "cancelled while opening the fingerprint reader")
-            case .suspended: throw Interruption.systemSleeping.error
-            case .heldByAnotherProgram(let why):
-                throw ServiceError(
-                    .readerInUse,
-                    "the fingerprint reader is in use by another program (\(why)); try again when it is free")
+    /// Waits for `ticket`'s turn at most `seconds`; `timedOut` runs if the
+    /// limit passes first and must withdraw the ticket (directly, or through
+    /// the call it belongs to). With the turn, `checks` runs the operation's
+    /// own checks after the wait and names the reader; then the reader is
+    /// opened (`opening`; its error in the operation's words: `notOpened`).
+    /// If either throws, the turn is given back. nil: no turn (withdrawn,
+    /// timed out, closed for sleep). `ReaderHold.end()` gives back the device,
+    /// then the turn.
+    func begin<Failure: Error>(
+        for ticket: SensorQueue.Ticket, within seconds: Double, timedOut: @escaping @ServiceActor () -> Void,
+        checks: @ServiceActor () async throws(Failure) -> Readers.Identity,
+        opening: ReaderOpening, notOpened: (ServiceError) -> Failure
+    ) async throws(Failure) -> ReaderHold? {
+        let limit = clock.after(seconds, timedOut)
+        let acquired = await queue.acquire(ticket)
+        limit.cancel()
+        guard acquired else { return nil }
+        do throws(Failure) {
+            let identity = try await checks()
+            ticket.reader = identity
+            do throws(ServiceError) {
+                return ReaderHold(session: try await opener.open(identity, opening), queue: queue)
+            } catch {
+                throw notOpened(error)
             }
+        } catch {
+            queue.release()
+            throw error
         }
-    }
-
-    /// The reader's errors that mean it cannot be used now, for an
-    /// evaluation and an enrollment alike (a removed reader is forgotten at once).
-    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? {
-        if error.isDevice(FP_DEVICE_ERROR_REMOVED_VALUE) {
-            readers.forget(device)
-            return Interruption.readerRemoved.error
-        }
-        if error.isDevice(FP_DEVICE_ERROR_TOO_HOT_VALUE) {
-            return ServiceErrors.la(.systemCancel, "the fingerprint reader is cooling down; try again shortly")
-        }
-        return nil
     }
 
     // MARK: Holding a reader for an operation that is not a scan
 
     /// Runs `body` with reader `identity` held for one operation of the call
-    /// `record`: its turn in the reader queue (at most `readerQueueWait`),
-    /// the device opened (retrying while another program holds it, within
-    /// the scan timeout), and given back afterwards (closed after the linger).
-    /// `T` is `Sendable`: `body`'s type is a nonisolated async function, so
-    /// its result comes back to this actor from outside it, which Swift 6.0
-    /// refuses for a type that may not cross.
-    func withReader<T: Sendable>(
+    /// `record` (a chip's maintenance): `begin`, with the queue's limit
+    /// `readerQueueWait` and the call's end as its checks. `failedToOpen`
+    /// says the queue's and the opening's errors in the body's contract's
+    /// words. `body` runs on the loop, as the session it is given lives there.
+    func withReader<T, Failure: Error>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (Readers.Reader) async throws(ServiceError) -> T
-    ) async throws(ServiceError) -> T {
-        try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
-    }
-
-    /// `withReader` for a body that speaks another contract's errors (fprintd's):
-    /// `failedToOpen` says the queue's and the opening's errors in its words.
-    func withReader<T: Sendable, Failure: Error>(
-        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (Readers.Reader) async throws(Failure) -> T,
+        _ body: @ServiceActor (any EnrollSession) async throws(Failure) -> T,
         failedToOpen: (ServiceError) -> Failure
     ) async throws(Failure) -> T {
-        let hold: SensorQueue.Hold<Readers.Reader>
+        let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
+        ticket.reader = identity
+        ticket.interrupt = { reason in record.interrupt(reason) }
+        let hold: ReaderHold
         do throws(ServiceError) {
-            hold = try await beginMaintenance(identity, for: record, uid: uid)
+            let begun = try await begin(
+                for: ticket, within: ServiceLimits.readerQueueWait, timedOut: { [queue] in queue.withdraw(ticket) },
+                checks: { () throws(ServiceError) -> Readers.Identity in
+                    try record.checkNotEnded()
+                    return identity
+                },
+                opening: ReaderOpening(cancellable: record.cancellable, interruption: { record.interruption }, busy: {}),
+                notOpened: { $0 })
+            guard let begun else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
+            hold = begun
         } catch {
             throw failedToOpen(error)
         }
         defer { hold.end() }
-        return try await body(hold.opened)
+        return try await body(hold.session)
     }
 
-    /// A turn in the reader queue, then the reader opened (SensorQueue.begin);
-    /// the caller ends the hold, which gives back both.
-    private func beginMaintenance(
-        _ identity: Readers.Identity, for record: CallRecord,
-        uid: UInt32
-    ) async throws(ServiceError) -> SensorQueue.Hold<Readers.Reader> {
-        let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
-        ticket.reader = identity
-        ticket.interrupt = { reason in record.interrupt(reason) }
-        let hold = try await queue.begin(
-            ticket, within: ServiceLimits.readerQueueWait, on: clock, timedOut: { [queue] in queue.withdraw(ticket) },
-            open: { () async throws(ServiceError) -> Readers.Reader in
-                try record.checkNotEnded()
-                return try await open(
-                    identity, cancellable: record.cancellable,
-                    interruption: { record.interruption }, busy: {})
-            }, release: { [readers] in readers.relinquish($0) })
-        guard let hold else { throw record.interruption?.error ?? Interruption.queueTimedOut.error }
-        return hold
+    /// `withReader` for a body in LocalAuth's own errors.
+    func withReader<T>(
+        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
+        _ body: @ServiceActor (any EnrollSession) async throws(ServiceError) -> T
+    ) async throws(ServiceError) -> T {
+        try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
+    }
+}
+
+/// A reader held for one operation (`ReaderGate.begin`): the opened session
+/// and the turn in the queue, given back together.
+@ServiceActor
+struct ReaderHold {
+    let session: any EnrollSession
+    fileprivate let queue: SensorQueue
+
+    /// Gives back the device, then the turn.
+    func end() {
+        session.release()
+        queue.release()
     }
 }

@@ -1,8 +1,8 @@
 import LocalAuthShared
 
 /// Which reader serves whom, as every operation asks it: the one lookup the
-/// seams of the verify (`EvaluationReaders`), the enroll
-/// (`EnrollmentReaders`), the Enroller (`EnrollerSeams`) and fprintd's Devices
+/// seams of the verify (`EvaluationReaders`), the enroll (`Enrollment`
+/// takes it as it is), the Enroller (`EnrollerSeams`) and fprintd's Devices
 /// (`FprintdSeams`) inherit, instead of each declaring it. `ReaderChoice`
 /// adopts it; the unit tests' fakes answer it themselves.
 @ServiceActor

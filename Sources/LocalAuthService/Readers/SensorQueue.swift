@@ -74,53 +74,6 @@ final class SensorQueue {
         }
     }
 
-    /// The one way an operation holds a reader (a verify, an enrollment, a
-    /// chip's maintenance): turn, open, and both given back together.
-    /// `ticket`'s turn is waited for at most `seconds` on `clock`; `timedOut`
-    /// runs if the limit passes first and must withdraw the ticket (directly,
-    /// or through the call it belongs to). With the turn, `open` runs the
-    /// operation's own checks after the wait and opens the device (through
-    /// ReaderGate.open); if it throws, the turn is given back. `end()` on the
-    /// hold returned gives back the device (`release`) and then the turn.
-    /// nil: no turn (withdrawn, timed out, closed for sleep). `open` runs on
-    /// the loop: what it opens never leaves it (Swift 6.0 refuses a
-    /// non-Sendable result from a nonisolated async closure).
-    func begin<Opened, Failure: Error>(
-        _ ticket: Ticket, within seconds: Double, on clock: any ServiceClock,
-        timedOut: @escaping @ServiceActor () -> Void,
-        open: @ServiceActor () async throws(Failure) -> Opened,
-        release: @escaping @ServiceActor (Opened) -> Void
-    ) async throws(Failure) -> Hold<Opened>? {
-        let limit = clock.after(seconds, timedOut)
-        let acquired = await acquire(ticket)
-        limit.cancel()
-        guard acquired else { return nil }
-        do {
-            return Hold(opened: try await open()) { [self] opened in
-                release(opened)
-                self.release()
-            }
-        } catch {
-            self.release()
-            throw error
-        }
-    }
-
-    /// A reader held for one operation (`begin`).
-    @ServiceActor
-    struct Hold<Opened> {
-        let opened: Opened
-        fileprivate let giveBack: @ServiceActor (Opened) -> Void
-
-        fileprivate init(opened: Opened, giveBack: @escaping @ServiceActor (Opened) -> Void) {
-            self.opened = opened
-            self.giveBack = giveBack
-        }
-
-        /// Gives back the device, then the turn.
-        func end() { giveBack(opened) }
-    }
-
     /// Hands the reader to the next in line, or marks it free.
     func release() {
         guard case .held(let holder) = state else { return }

@@ -16,6 +16,8 @@ final class EvaluatorRig {
     let observers = FakeObservers()
     let clock = FakeClock()
     let queue = SensorQueue()
+    /// The queue and the fake reader, as the Verifier holds a reader.
+    let gate: ReaderGate
     let registry = CallRegistry()
     let state: String
     let evaluator: Evaluator
@@ -28,8 +30,9 @@ final class EvaluatorRig {
         state = FileManager.default.temporaryDirectory.appendingPathComponent("evaluator-\(UUID().uuidString)").path
         try FileManager.default.createDirectory(atPath: state, withIntermediateDirectories: true)
         let configuration = Configuration(stateDirectory: state, scanTimeout: 30, attemptsPerEvaluation: attempts)
+        gate = ReaderGate(queue: queue, opener: reader, clock: clock)
         let verifier = Verifier(
-            stateDirectory: state, queue: queue, readers: reader, prints: prints, environment: environment, clock: clock)
+            stateDirectory: state, gate: gate, readers: reader, prints: prints, environment: environment, clock: clock)
         evaluator = Evaluator(
             configuration: configuration, registry: registry, verifier: verifier, ownerPassword: password,
             observers: observers)

@@ -7,7 +7,7 @@ import XCTest
 /// the paths that must end before a reader is touched: one reader serves
 /// everyone, opening never gives one, and every use of a reader is logged.
 @ServiceActor
-final class FakeEnrollerSeams: EnrollerSeams, EnrollmentReaders {
+final class FakeEnrollerSeams: EnrollerSeams, ReaderOpener {
     static let reader = Readers.Identity(driver: "virtual_device", deviceID: "0")
 
     var serving: Readers.Identity? = FakeEnrollerSeams.reader
@@ -24,25 +24,15 @@ final class FakeEnrollerSeams: EnrollerSeams, EnrollmentReaders {
     func storesPrints(_ reader: Readers.Identity) -> Bool { chips.contains(reader) }
     func checksDuplicates(_ reader: Readers.Identity) -> Bool { false }
     func isEnrolling(_ sender: String) -> Bool { enrolling.contains(sender) }
-    /// The one enroll operation's readers: opening gives none.
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> any EnrollSession {
+    /// The one gate, over a queue of its own: every operation opens through this fake.
+    lazy var gate = ReaderGate(queue: SensorQueue(), opener: self)
+    /// Why opening gives no reader.
+    var openError = ServiceErrors.la(.systemCancel, "the fake gives no reader")
+    /// Opening never gives a reader.
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
         used.append("open")
-        throw ServiceErrors.la(.systemCancel, "the fake gives no reader")
+        throw openError
     }
-    func withReader<T: Sendable>(
-        _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (Readers.Reader) async throws(ServiceError) -> T
-    ) async throws(ServiceError) -> T {
-        used.append("with-reader \(identity)")
-        throw ServiceError(.readerInUse, "the fake holds no reader")
-    }
-    func chipPrints(on device: Readers.Reader) async throws(GLibError) -> [GObjectRef] { [] }
-    func deleteFromChip(_ print: GObjectRef, on device: Readers.Reader) async throws(GLibError) {}
-    func unusable(_ error: GLibError, _ device: Readers.Reader) -> ServiceError? { nil }
     func emitEnrollStatus(to destination: String, _ progress: EnrollProgress, stage: UInt32, stages: UInt32) {
         used.append("status \(progress.rawValue)")
     }

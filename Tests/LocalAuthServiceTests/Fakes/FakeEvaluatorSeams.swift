@@ -14,7 +14,7 @@ final class FakeTemplate: PrintTemplate {}
 /// `script`; with none left it waits until the test adds one or the
 /// evaluation cancels it (then it fails as libfprint does: cancelled).
 @ServiceActor
-final class FakeReader: EvaluationReaders, ReaderSession {
+final class FakeReader: EvaluationReaders, ReaderOpener, EnrollSession {
     enum Step {
         case match(Int?)
         case noMatch
@@ -63,16 +63,20 @@ final class FakeReader: EvaluationReaders, ReaderSession {
 
     func isWarm(_ reader: Readers.Identity) -> Bool { warm }
 
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> any ReaderSession {
-        if let interruption = interruption() { throw interruption.error }
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+        if let interruption = opening.interruption() { throw interruption.error }
         if let openError { throw openError }
         opens += 1
         return self
     }
+
+    // An enrollment's and a chip's operations: a verify's tests never ask them.
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate { throw Self.removed }
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError) {}
+    func chipPrints() async throws(GLibError) -> [GObjectRef] { [] }
 
     func scan(_ gallery: [EnrolledPrint], cancellable: Cancellable) async throws(GLibError) -> ScanOutcome {
         precondition(isOpen, "a scan on a reader nobody opened")

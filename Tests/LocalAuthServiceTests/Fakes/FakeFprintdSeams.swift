@@ -75,12 +75,14 @@ final class FakeFprintdSession: EnrollSession {
         if let error = seams.chipError { throw error }
     }
 
+    func chipPrints() async throws(GLibError) -> [GObjectRef] { [] }
+
     func failure(_ error: GLibError) -> ReaderFailure { reader.failure(error) }
 }
 
 /// Everything else a Device object uses, over an EvaluatorRig.
 @ServiceActor
-final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
+final class FakeFprintdSeams: FprintdSeams, ReaderOpener {
     static let full = FakeReader.full
 
     let rig: EvaluatorRig
@@ -124,14 +126,12 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
     init(rig: EvaluatorRig) { self.rig = rig }
 
     /// The one enroll operation, over this fake's sessions.
-    lazy var enrollment = Enrollment(queue: rig.queue, readers: self, duplicateChecks: duplicateChecks, stages: { _ in 5 })
+    lazy var enrollment = Enrollment(gate: gate, readers: self, duplicateChecks: duplicateChecks, stages: { _ in 5 })
+    /// The rig's queue, opening this fake's sessions (enrollments, deletes on the chip).
+    lazy var gate = ReaderGate(queue: rig.queue, opener: self, clock: rig.clock)
 
-    func open(
-        _ reader: Readers.Identity, until deadline: ContinuousClock.Instant?, cancellable: Cancellable,
-        interruption: @escaping @ServiceActor () -> Interruption?,
-        busy: @escaping @ServiceActor () -> Void
-    ) async throws(ServiceError) -> any EnrollSession {
-        _ = try await rig.reader.open(reader, until: deadline, cancellable: cancellable, interruption: interruption, busy: busy)
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+        _ = try await rig.reader.open(reader, opening)
         return FakeFprintdSession(reader: rig.reader, seams: self)
     }
 
@@ -142,17 +142,6 @@ final class FakeFprintdSeams: FprintdSeams, EnrollmentReaders {
         if let holdError { throw holdError }
         holdsTaken += 1
         return FakeHold { [weak self] in self?.holdsReleased += 1 }
-    }
-
-    func withReader(
-        _ reader: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: (any EnrollSession) async throws(ServiceError) -> Void,
-        failedToOpen: (ServiceError) -> ServiceError
-    ) async throws(ServiceError) {
-        if openError != nil { throw failedToOpen(ServiceError(.readerInUse, "held by another program")) }
-        _ = try? await rig.reader.open(reader, until: nil, cancellable: Cancellable(), interruption: { nil }, busy: {})
-        defer { rig.reader.release() }
-        try await body(FakeFprintdSession(reader: rig.reader, seams: self))
     }
 
     /// ReaderLookup's: a Device names its own reader and never asks which serves a user.

@@ -34,15 +34,15 @@ final class EnrollmentTests: XCTestCase {
         let call = Call()
         private(set) var saved = 0
         var saveError: ServiceError?
-        private(set) var events: [EnrollEvent] = []
+        private(set) var events: [Enrollment.Event] = []
 
         init() throws {
             evaluation = try EvaluatorRig()
             seams = FakeFprintdSeams(rig: evaluation)
         }
 
-        func request(storesPrints: Bool = true, candidates: (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = nil) -> EnrollRequest {
-            EnrollRequest(
+        func request(storesPrints: Bool = true, candidates: (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = nil) -> Enrollment.Request {
+            Enrollment.Request(
                 uid: 1000, username: "alice", finger: .rightIndex, reader: evaluation.reader.identity,
                 storesPrints: storesPrints, queueWait: 60, fingerWait: 30,
                 duplicateCandidates: { candidates }, asker: 1000,
@@ -53,8 +53,8 @@ final class EnrollmentTests: XCTestCase {
         }
 
         /// Runs one enrollment; nil: a print was kept. `event` sees each event too.
-        func run(_ request: EnrollRequest, event: @escaping @ServiceActor (EnrollEvent) -> Void = { _ in }) async -> EnrollFailure? {
-            do throws(EnrollFailure) {
+        func run(_ request: Enrollment.Request, event: @escaping @ServiceActor (Enrollment.Event) -> Void = { _ in }) async -> Enrollment.Failure? {
+            do throws(Enrollment.Failure) {
                 try await seams.enrollment.run(request, for: call) { [self] in
                     events.append($0)
                     event($0)
@@ -149,7 +149,7 @@ final class EnrollmentTests: XCTestCase {
         let fixture = try Fixture()
         fixture.seams.enrollSteps = [.stage(1), .wait]
         var request = fixture.request()
-        request = EnrollRequest(
+        request = Enrollment.Request(
             uid: request.uid, username: request.username, finger: request.finger, reader: request.reader,
             storesPrints: false, queueWait: 60, fingerWait: 0.05, asker: 1000, save: request.save)
         let failure = await fixture.run(request)

@@ -78,10 +78,10 @@ final class Enroller {
         // of the caller's duplicate checks today, before the reader is touched.
         let storesPrints = seams.storesPrints(reader)
         if storesPrints { try duplicateChecks.spend(for: caller.uid) }
-        let call = EnrollCall(record: record, uid: caller.uid, sender: caller.sender, reader: reader)
+        let call = Enroller.Run(record: record, uid: caller.uid, sender: caller.sender, reader: reader)
         let sender = caller.sender
         var stages: UInt32?
-        do throws(EnrollFailure) {
+        do throws(Enrollment.Failure) {
             try await enrollment.run(
                 request(finger, replace: replace, uid: uid, asker: caller.uid, reader: reader, storesPrints: storesPrints),
                 for: call
@@ -108,11 +108,11 @@ final class Enroller {
     /// An Enroll's request to the one enroll operation.
     private func request(
         _ finger: FingerName, replace: Bool, uid: UInt32, asker: UInt32, reader: Readers.Identity, storesPrints: Bool
-    ) -> EnrollRequest {
+    ) -> Enrollment.Request {
         let ours = { [prints] in
             prints.allPrints(of: uid).filter { $0.finger == finger && prints.isOurs($0) && $0.reader == reader }
         }
-        return EnrollRequest(
+        return Enrollment.Request(
             uid: uid, username: Users.name(of: uid) ?? String(uid), finger: finger, reader: reader,
             storesPrints: storesPrints, queueWait: ServiceLimits.readerQueueWait, fingerWait: scanTimeout,
             // A match-on-chip reader: replacing frees the old print's slot first.
@@ -145,7 +145,7 @@ final class Enroller {
     }
 
     /// The EnrollStatus an enrollment that kept no print ends with, and at which stage.
-    private static func finalStatus(_ failure: EnrollFailure) -> EnrollProgress {
+    private static func finalStatus(_ failure: Enrollment.Failure) -> EnrollProgress {
         switch failure {
         case .duplicate: .duplicate
         case .readerFailed(_, .dataFull, _): .dataFull
@@ -153,14 +153,14 @@ final class Enroller {
         }
     }
 
-    private static func finalStage(_ failure: EnrollFailure, _ stages: UInt32) -> UInt32 {
+    private static func finalStage(_ failure: Enrollment.Failure, _ stages: UInt32) -> UInt32 {
         if case .notSaved = failure { return stages }
         return 0
     }
 
     /// The caller's error for an enrollment that kept no print: its own end
     /// first (no finger in time, the queue, Cancel, the caller gone), then why.
-    private func error(_ failure: EnrollFailure, _ call: EnrollCall) -> ServiceError {
+    private func error(_ failure: Enrollment.Failure, _ call: Enroller.Run) -> ServiceError {
         if call.stopped == .timedOut { return ServiceErrors.la(.systemCancel, "no finger was presented in time") }
         switch failure {
         case .refused(let error), .notOpened(let error), .notSaved(let error):
@@ -192,37 +192,39 @@ final class Enroller {
     }
 }
 
-/// An Enroll call as the one enroll operation sees it: the call's record
-/// (what ends it) and its place in the reader queue.
-@ServiceActor
-final class EnrollCall: ReaderCall {
-    let record: CallRecord
-    let ticket: SensorQueue.Ticket
-    /// No turn in the queue in time, or no finger in time.
-    private(set) var stopped: Interruption?
+extension Enroller {
+    /// An Enroll call as the one enroll operation sees it: the call's record
+    /// (what ends it) and its place in the reader queue.
+    @ServiceActor
+    final class Run: ReaderCall {
+        let record: CallRecord
+        let ticket: SensorQueue.Ticket
+        /// No turn in the queue in time, or no finger in time.
+        private(set) var stopped: Interruption?
 
-    init(record: CallRecord, uid: UInt32, sender: String, reader: Readers.Identity) {
-        self.record = record
-        ticket = SensorQueue.Ticket(uid: uid, purpose: .enrollment(sender: sender))
-        ticket.reader = reader
-        ticket.interrupt = { reason in record.interrupt(reason) }
-    }
-
-    var cancellable: Cancellable { record.cancellable }
-    var biometricInterruption: Interruption? { record.interruption ?? stopped }
-
-    var hasEnded: Bool {
-        do throws(ServiceError) {
-            try record.checkNotEnded()
-            return false
-        } catch {
-            return true
+        init(record: CallRecord, uid: UInt32, sender: String, reader: Readers.Identity) {
+            self.record = record
+            ticket = SensorQueue.Ticket(uid: uid, purpose: .enrollment(sender: sender))
+            ticket.reader = reader
+            ticket.interrupt = { reason in record.interrupt(reason) }
         }
-    }
 
-    func stopBiometrics(_ reason: Interruption) {
-        if stopped == nil { stopped = reason }
-        // The queue's wait is withdrawn by the operation; a wait for a finger ends the scan.
-        if reason != .queueTimedOut { record.cancellable.cancel() }
+        var cancellable: Cancellable { record.cancellable }
+        var biometricInterruption: Interruption? { record.interruption ?? stopped }
+
+        var hasEnded: Bool {
+            do throws(ServiceError) {
+                try record.checkNotEnded()
+                return false
+            } catch {
+                return true
+            }
+        }
+
+        func stopBiometrics(_ reason: Interruption) {
+            if stopped == nil { stopped = reason }
+            // The queue's wait is withdrawn by the operation; a wait for a finger ends the scan.
+            if reason != .queueTimedOut { record.cancellable.cancel() }
+        }
     }
 }

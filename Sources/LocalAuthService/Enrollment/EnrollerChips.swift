@@ -30,7 +30,7 @@ extension Enroller {
     }
 
     /// Deletes one enrolled print from the chip of the reader `session` holds.
-    static func deleteFromChip(_ stored: PrintStore.StoredPrint, on session: any EnrollSession) async throws(ServiceError) {
+    static func deleteFromChip(_ stored: PrintStore.StoredPrint, on session: any ReaderSession) async throws(ServiceError) {
         do {
             try await session.deleteFromChip(stored.print)
             Log.info("deleted \(stored.finger.rawValue) from the chip of \(session.identity)")
@@ -91,7 +91,7 @@ extension Enroller {
         return [.uint32(removed)]
     }
 
-    private static func listChip(_ session: any EnrollSession) async throws(ServiceError) -> [GObjectRef] {
+    private static func listChip(_ session: any ReaderSession) async throws(ServiceError) -> [GObjectRef] {
         do {
             return try await session.chipPrints()
         } catch {

@@ -8,65 +8,67 @@ import LocalAuthShared
 // enrolled already for anyone (its oracle bounded by the DuplicateCheckBudget),
 // each wait for a finger, the enroll's scans, the rule that nothing is kept
 // for a call that ended, and the chip slot of a print that is not kept. The
-// front-ends only translate: their arguments into an `EnrollRequest` (with
+// front-ends only translate: their arguments into an `Enrollment.Request` (with
 // what their contract does first, and where their prints are saved),
-// `EnrollEvent` into their status signals, and the end into their answer.
+// `Enrollment.Event` into their status signals, and the end into their answer.
 
-/// What one enrollment is asked to do.
-struct EnrollRequest {
-    /// Whose finger, and their name (libfprint writes it into the print).
-    let uid: UInt32
-    let username: String
-    let finger: FingerName
-    let reader: Readers.Identity
-    /// The reader keeps prints on its chip: a print not kept leaves it.
-    let storesPrints: Bool
-    /// The longest wait for the turn in the reader queue.
-    let queueWait: Double
-    /// When opening must have succeeded; nil: within the scan timeout.
-    var openBy: ContinuousClock.Instant? = nil
-    /// Each wait for a finger, restarted by every stage and retry.
-    let fingerWait: Double
-    /// Before the scans, with the reader held: the contract's own first step
-    /// (freeing the slot of a print being replaced; fprintd deletes the old print).
-    var first: @ServiceActor (any EnrollSession) async throws(ServiceError) -> Void = { _ throws(ServiceError) in }
-    /// The duplicate check's gallery, read when the reader is held: every
-    /// account's prints this finger must not match (nil: no check), and
-    /// which of them are the enrolling user's own (a hit on one is no guess).
-    var duplicateCandidates: @ServiceActor () -> (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = { nil }
-    /// Who asks: a hit on another account's print counts in their own lockout.
-    let asker: UInt32
-    /// Keeps the new print where the contract keeps prints (throws: not kept).
-    let save: @ServiceActor (any PrintTemplate) throws(ServiceError) -> Void
-}
+extension Enrollment {
+    /// What one enrollment is asked to do.
+    struct Request {
+        /// Whose finger, and their name (libfprint writes it into the print).
+        let uid: UInt32
+        let username: String
+        let finger: FingerName
+        let reader: Readers.Identity
+        /// The reader keeps prints on its chip: a print not kept leaves it.
+        let storesPrints: Bool
+        /// The longest wait for the turn in the reader queue.
+        let queueWait: Double
+        /// When opening must have succeeded; nil: within the scan timeout.
+        var openBy: ContinuousClock.Instant? = nil
+        /// Each wait for a finger, restarted by every stage and retry.
+        let fingerWait: Double
+        /// Before the scans, with the reader held: the contract's own first step
+        /// (freeing the slot of a print being replaced; fprintd deletes the old print).
+        var first: @ServiceActor (any ReaderSession) async throws(ServiceError) -> Void = { _ throws(ServiceError) in }
+        /// The duplicate check's gallery, read when the reader is held: every
+        /// account's prints this finger must not match (nil: no check), and
+        /// which of them are the enrolling user's own (a hit on one is no guess).
+        var duplicateCandidates: @ServiceActor () -> (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = { nil }
+        /// Who asks: a hit on another account's print counts in their own lockout.
+        let asker: UInt32
+        /// Keeps the new print where the contract keeps prints (throws: not kept).
+        let save: @ServiceActor (any PrintTemplate) throws(ServiceError) -> Void
+    }
 
-/// What the person is told while an enrollment runs.
-enum EnrollEvent: Equatable {
-    case readerBusy
-    /// The reader is open: `stages` scans make the print.
-    case readerReady(stages: Int)
-    /// The duplicate check found no such finger (fprintd counts it as a stage).
-    case duplicateCheckPassed
-    /// Stage `stage` of the print is done.
-    case stagePassed(Int)
-    /// The scan must be repeated (at stage `stage`).
-    case retry(RetryKind, stage: Int)
-}
+    /// What the person is told while an enrollment runs.
+    enum Event: Equatable {
+        case readerBusy
+        /// The reader is open: `stages` scans make the print.
+        case readerReady(stages: Int)
+        /// The duplicate check found no such finger (fprintd counts it as a stage).
+        case duplicateCheckPassed
+        /// Stage `stage` of the print is done.
+        case stagePassed(Int)
+        /// The scan must be repeated (at stage `stage`).
+        case retry(RetryKind, stage: Int)
+    }
 
-/// How an enrollment ended without a kept print.
-enum EnrollFailure: Error {
-    /// A check or the contract's first step said no.
-    case refused(ServiceError)
-    /// It was stopped, cancelled, or its caller has gone: the front-end's record says why.
-    case interrupted
-    /// The gate could not open the reader (its error).
-    case notOpened(ServiceError)
-    /// The finger is enrolled already (the duplicate check, or the chip's own).
-    case duplicate
-    /// libfprint failed; `unusable`: what that means when the reader cannot be used now.
-    case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
-    /// The print was made but could not be kept (its slot on the chip is freed).
-    case notSaved(ServiceError)
+    /// How an enrollment ended without a kept print.
+    enum Failure: Error {
+        /// A check or the contract's first step said no.
+        case refused(ServiceError)
+        /// It was stopped, cancelled, or its caller has gone: the front-end's record says why.
+        case interrupted
+        /// The gate could not open the reader (its error).
+        case notOpened(ServiceError)
+        /// The finger is enrolled already (the duplicate check, or the chip's own).
+        case duplicate
+        /// libfprint failed; `unusable`: what that means when the reader cannot be used now.
+        case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
+        /// The print was made but could not be kept (its slot on the chip is freed).
+        case notSaved(ServiceError)
+    }
 }
 
 /// The one enroll operation (see the top of this file).
@@ -96,9 +98,9 @@ final class Enrollment {
 
     /// Runs one enrollment to its end: the print, saved by `request.save`, or why not.
     func run(
-        _ request: EnrollRequest, for call: any ReaderCall,
-        progress: @escaping @ServiceActor (EnrollEvent) -> Void
-    ) async throws(EnrollFailure) {
+        _ request: Enrollment.Request, for call: any ReaderCall,
+        progress: @escaping @ServiceActor (Enrollment.Event) -> Void
+    ) async throws(Enrollment.Failure) {
         call.ticket.reader = request.reader
         // The turn (the queue's time limit), then the reader opened; both
         // given back when the enrollment ends (ReaderGate.begin).
@@ -108,7 +110,7 @@ final class Enrollment {
                 call.stopBiometrics(.queueTimedOut)
                 queue.withdraw(call.ticket)
             },
-            checks: { () throws(EnrollFailure) -> Readers.Identity in
+            checks: { () throws(Enrollment.Failure) -> Readers.Identity in
                 guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
                 // While the caller waited, the reader may have gone.
                 guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
@@ -174,8 +176,8 @@ final class Enrollment {
 
     /// What libfprint's `error` ends the enrollment with.
     private func failure(
-        _ error: GLibError, _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall
-    ) -> EnrollFailure {
+        _ error: GLibError, _ request: Enrollment.Request, on session: any ReaderSession, call: any ReaderCall
+    ) -> Enrollment.Failure {
         let failure = session.failure(error)
         if failure == .cancelled, call.cancellable.isCancelled { return .interrupted }
         if failure == .duplicate {
@@ -191,9 +193,9 @@ final class Enrollment {
     /// account's print is a guess that came true: it counts as a failed match
     /// of the asker's own (DuplicateCheckBudget).
     private func refuseDuplicate(
-        _ request: EnrollRequest, on session: any EnrollSession, call: any ReaderCall,
-        progress: @ServiceActor (EnrollEvent) -> Void
-    ) async throws(EnrollFailure) {
+        _ request: Enrollment.Request, on session: any ReaderSession, call: any ReaderCall,
+        progress: @ServiceActor (Enrollment.Event) -> Void
+    ) async throws(Enrollment.Failure) {
         guard let candidates = request.duplicateCandidates() else { return }
         while true {
             let outcome: ScanOutcome
@@ -218,7 +220,7 @@ final class Enrollment {
         }
     }
 
-    private func freeSlot(of print: any PrintTemplate, _ request: EnrollRequest, on session: any EnrollSession) async {
+    private func freeSlot(of print: any PrintTemplate, _ request: Enrollment.Request, on session: any ReaderSession) async {
         guard request.storesPrints else { return }
         do {
             try await session.deleteFromChip(print)

@@ -9,10 +9,10 @@ import LocalAuthShared
 extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
-        let request = VerifyRequest(
+        let request = Verifier.Request(
             uid: evaluation.uid, caller: evaluation.caller, attempts: configuration.attemptsPerEvaluation,
             queueWait: ServiceLimits.readerQueueWait, fingerWait: .fromTurn(configuration.scanTimeout))
-        let result: VerifyResult
+        let result: Verifier.Verdict
         do {
             result = try await verifier.verify(request, for: evaluation) { [observers] progress in
                 switch progress {
@@ -38,7 +38,7 @@ extension Evaluator {
 
     /// The caller's error for a verify that the reader did not judge: the
     /// evaluation's own end first (a cancelled scan fails too), then why.
-    func evaluationError(_ failure: VerifyFailure, _ evaluation: Evaluation) -> ServiceError {
+    func evaluationError(_ failure: Verifier.Failure, _ evaluation: Evaluation) -> ServiceError {
         switch failure {
         case .refused(let error), .notOpened(let error):
             return error

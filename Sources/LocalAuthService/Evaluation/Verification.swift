@@ -8,12 +8,12 @@ import LocalAuthShared
 // the reader (opened through the one gate), the checks before every scan,
 // the lockout count, the verify-only reader's rotation and the
 // reader-fairness rule. The front-ends only translate: their arguments into
-// a `VerifyRequest`, `VerifyProgress` into their status signals, and the
-// `VerifyResult` or `VerifyFailure` into their answer (an LAError, or
+// a `Verifier.Request`, `Verifier.Event` into their status signals, and the
+// `Verifier.Verdict` or `Verifier.Failure` into their answer (an LAError, or
 // fprintd's final VerifyStatus).
 
 /// A verify or an enrollment as its front-end keeps it (an `Evaluation`,
-/// LocalAuth's `EnrollCall`, fprintd's `FprintdOperation`): what ends it
+/// LocalAuth's `Enroller.Run`, fprintd's `FprintdOperation`): what ends it
 /// early, and why it ended.
 @ServiceActor
 protocol ReaderCall: AnyObject, Sendable {
@@ -38,76 +38,78 @@ extension ReaderCall {
     func readerReady() async {}
 }
 
-/// What one verify is asked to do.
-struct VerifyRequest {
-    /// Whose prints a scan is compared with.
-    let uid: UInt32
-    /// The connection the verify is for: it must be at the reader (its
-    /// session local, on a seat, the active one; or the login rules) when
-    /// each scan starts and when its finger has been read (docs/SECURITY.md,
-    /// "A touch belongs to whoever is in front").
-    let caller: CallerRecord
-    /// The reader: nil for the one that serves `uid` now (ReaderChoice: an
-    /// evaluation); fprintd's Device names its own.
-    var reader: Readers.Identity? = nil
-    /// Only this finger's print; nil: any of the user's.
-    var finger: FingerName? = nil
-    /// Judged no-matches before the verify ends as one (`--attempts` for an evaluation; 1 for fprintd).
-    let attempts: Int
-    /// The longest wait for the turn in the reader queue.
-    let queueWait: Double
-    /// When opening must have succeeded; nil: within the scan timeout from the turn.
-    var openBy: ContinuousClock.Instant? = nil
-    /// The wait for a finger.
-    let fingerWait: FingerWait
-    /// Which contract asked, for the log (" through fprintd's interface").
-    var via = ""
+extension Verifier {
+    /// What one verify is asked to do.
+    struct Request {
+        /// Whose prints a scan is compared with.
+        let uid: UInt32
+        /// The connection the verify is for: it must be at the reader (its
+        /// session local, on a seat, the active one; or the login rules) when
+        /// each scan starts and when its finger has been read (docs/SECURITY.md,
+        /// "A touch belongs to whoever is in front").
+        let caller: CallerRecord
+        /// The reader: nil for the one that serves `uid` now (ReaderChoice: an
+        /// evaluation); fprintd's Device names its own.
+        var reader: Readers.Identity? = nil
+        /// Only this finger's print; nil: any of the user's.
+        var finger: FingerName? = nil
+        /// Judged no-matches before the verify ends as one (`--attempts` for an evaluation; 1 for fprintd).
+        let attempts: Int
+        /// The longest wait for the turn in the reader queue.
+        let queueWait: Double
+        /// When opening must have succeeded; nil: within the scan timeout from the turn.
+        var openBy: ContinuousClock.Instant? = nil
+        /// The wait for a finger.
+        let fingerWait: FingerWait
+        /// Which contract asked, for the log (" through fprintd's interface").
+        var via = ""
 
-    enum FingerWait {
-        /// Bounds the opening and every scan together, from the turn: an
-        /// evaluation's caller waits at most that long.
-        case fromTurn(Double)
-        /// Bounds each scan, restarted by a scan to repeat: fprintd's
-        /// VerifyStart (its client decides when to stop).
-        case eachScan(Double)
+        enum FingerWait {
+            /// Bounds the opening and every scan together, from the turn: an
+            /// evaluation's caller waits at most that long.
+            case fromTurn(Double)
+            /// Bounds each scan, restarted by a scan to repeat: fprintd's
+            /// VerifyStart (its client decides when to stop).
+            case eachScan(Double)
+        }
     }
-}
 
-/// What the person is told while a verify runs.
-enum VerifyProgress: Equatable {
-    /// Another program holds the device: the open is retried.
-    case readerBusy
-    /// The reader is open and waits for a finger (fprintd's Start answers now).
-    case readerReady
-    /// The scan must be repeated (too short, off centre, …).
-    case retry(RetryKind)
-    /// A judged no-match, with another attempt to come.
-    case noMatchScanAgain
-}
+    /// What the person is told while a verify runs.
+    enum Event: Equatable {
+        /// Another program holds the device: the open is retried.
+        case readerBusy
+        /// The reader is open and waits for a finger (fprintd's Start answers now).
+        case readerReady
+        /// The scan must be repeated (too short, off centre, …).
+        case retry(RetryKind)
+        /// A judged no-match, with another attempt to come.
+        case noMatchScanAgain
+    }
 
-/// How a verify ended, when the reader judged it.
-enum VerifyResult: Equatable {
-    /// `finger` matched (nil: the reader did not say which), against the
-    /// user's usable set `enrolledSet` (Verifier.enrolledSet: what a reuse is tied to).
-    case matched(finger: FingerName?, enrolledSet: [[UInt8]])
-    /// The last attempt did not match; `lockedOut`: that one locked biometry.
-    case noMatch(lockedOut: Bool)
-}
+    /// How a verify ended, when the reader judged it.
+    enum Verdict: Equatable {
+        /// `finger` matched (nil: the reader did not say which), against the
+        /// user's usable set `enrolledSet` (Verifier.enrolledSet: what a reuse is tied to).
+        case matched(finger: FingerName?, enrolledSet: [[UInt8]])
+        /// The last attempt did not match; `lockedOut`: that one locked biometry.
+        case noMatch(lockedOut: Bool)
+    }
 
-/// How a verify ended when the reader did not judge it.
-enum VerifyFailure: Error {
-    /// A check said no, before the queue (fairness) or before a scan
-    /// (reader, lockout, password, prints): in LocalAuth's words.
-    case refused(ServiceError)
-    /// It was stopped or cancelled: the front-end's `interruption` says why.
-    case interrupted
-    /// The gate could not open the reader (its error).
-    case notOpened(ServiceError)
-    /// libfprint failed the scan; `unusable`: what that means for a caller
-    /// when the reader cannot be used now (removed, too hot).
-    case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
-    /// A no-match could not be written: it ends the verify (fails closed).
-    case notRecorded
+    /// How a verify ended when the reader did not judge it.
+    enum Failure: Error {
+        /// A check said no, before the queue (fairness) or before a scan
+        /// (reader, lockout, password, prints): in LocalAuth's words.
+        case refused(ServiceError)
+        /// It was stopped or cancelled: the front-end's `interruption` says why.
+        case interrupted
+        /// The gate could not open the reader (its error).
+        case notOpened(ServiceError)
+        /// libfprint failed the scan; `unusable`: what that means for a caller
+        /// when the reader cannot be used now (removed, too hot).
+        case readerFailed(GLibError, ReaderFailure, unusable: ServiceError?)
+        /// A no-match could not be written: it ends the verify (fails closed).
+        case notRecorded
+    }
 }
 
 extension Verifier {
@@ -115,9 +117,9 @@ extension Verifier {
     /// until a match, `request.attempts` judged no-matches, the lockout, or
     /// an interruption. Every judged scan counts in the one lockout.
     func verify(
-        _ request: VerifyRequest, for call: any ReaderCall,
-        progress: @escaping @ServiceActor (VerifyProgress) -> Void
-    ) async throws(VerifyFailure) -> VerifyResult {
+        _ request: Verifier.Request, for call: any ReaderCall,
+        progress: @escaping @ServiceActor (Verifier.Event) -> Void
+    ) async throws(Verifier.Failure) -> Verifier.Verdict {
         let uid = request.uid
         do {
             try refuseWhileCooling(uid)
@@ -127,7 +129,7 @@ extension Verifier {
         // In flight from here, queued or scanning: a switch of the session in
         // front ends it if its caller is no longer there (`frontChanged`).
         let flight = ObjectIdentifier(call)
-        inFlight[flight] = VerifyInFlight(call: call, caller: request.caller)
+        inFlight[flight] = Verifier.InFlight(call: call, caller: request.caller)
         defer { inFlight[flight] = nil }
         call.ticket.reader = request.reader ?? readers.reader(for: uid)
         var fingerWait: (any ServiceTimer)?
@@ -144,7 +146,7 @@ extension Verifier {
         // given back when the verify ends (ReaderGate.begin).
         let hold = try await gate.begin(
             for: call.ticket, within: request.queueWait, timedOut: { call.stopBiometrics(.queueTimedOut) },
-            checks: { () throws(VerifyFailure) -> Readers.Identity in
+            checks: { () throws(Verifier.Failure) -> Readers.Identity in
                 // It may have ended while it waited.
                 guard !call.cancellable.isCancelled else { throw .interrupted }
                 if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
@@ -242,7 +244,7 @@ extension Verifier {
     /// reached (docs/SECURITY.md, "A verify-only reader"). A scan to repeat
     /// tries the same print. Returns the usable prints and the gallery.
     func nextGallery(
-        _ request: VerifyRequest, on held: Readers.Identity
+        _ request: Verifier.Request, on held: Readers.Identity
     ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint]) {
         let uid = request.uid
         if request.reader == nil {
@@ -269,10 +271,12 @@ extension Verifier {
     }
 }
 
-/// A verify queued or scanning, as `frontChanged` looks at it.
-struct VerifyInFlight {
-    let call: any ReaderCall
-    let caller: CallerRecord
+extension Verifier {
+    /// A verify queued or scanning, as `frontChanged` looks at it.
+    struct InFlight {
+        let call: any ReaderCall
+        let caller: CallerRecord
+    }
 }
 
 extension Verifier {
@@ -297,7 +301,7 @@ extension Verifier {
     }
 
     /// Throws NotAtTheReader unless the request's caller is at the reader now.
-    fileprivate func checkAtTheReader(_ request: VerifyRequest, _ call: any ReaderCall) async throws(VerifyFailure) {
+    fileprivate func checkAtTheReader(_ request: Verifier.Request, _ call: any ReaderCall) async throws(Verifier.Failure) {
         let presence = await environment.presence(of: request.caller)
         guard !call.cancellable.isCancelled else { throw .interrupted }
         guard let refusal = EnvironmentRules.refusal(presence) else { return }
@@ -310,8 +314,8 @@ extension Verifier {
     /// the session in front since before the scan began; else the scan is
     /// thrown away (logged) and the verify ends with NotAtTheReader.
     fileprivate func checkStillInFront(
-        _ request: VerifyRequest, _ call: any ReaderCall, outcome: ScanOutcome, frontBefore: UInt64
-    ) async throws(VerifyFailure) {
+        _ request: Verifier.Request, _ call: any ReaderCall, outcome: ScanOutcome, frontBefore: UInt64
+    ) async throws(Verifier.Failure) {
         // The presence is read from logind after the scan: any change logind
         // signalled before answering has been counted by then.
         let presence = await environment.presence(of: request.caller)

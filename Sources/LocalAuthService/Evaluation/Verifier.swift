@@ -35,7 +35,7 @@ final class Verifier {
     private var fairness = ReaderFairness()
     /// The verifies queued or scanning now, with whose presence each needs
     /// (Verification.swift: a switch of the session in front ends them).
-    var inFlight: [ObjectIdentifier: VerifyInFlight] = [:]
+    var inFlight: [ObjectIdentifier: Verifier.InFlight] = [:]
 
     init(
         stateDirectory: String, gate: ReaderGate, readers: any EvaluationReaders, prints: any EvaluationPrints,

@@ -64,7 +64,7 @@ extension FprintdDevice {
 
     /// Deletes with this reader held: from its chip first if it keeps prints
     /// (a file never goes while its slot stays taken), then the files.
-    func delete(_ finger: FingerName?, uid: UInt32, on session: any EnrollSession) async throws(ServiceError) {
+    func delete(_ finger: FingerName?, uid: UInt32, on session: any ReaderSession) async throws(ServiceError) {
         let doomed = try doomed(finger, uid: uid)
         if reader.storesPrints {
             for stored in doomed {

@@ -91,15 +91,15 @@ extension FprintdDevice {
     /// any), one judged scan, Start's time limits, each wait for a finger
     /// bounded by `--scan-timeout` and restarted by a scan to repeat; the
     /// claimer's connection must be at the reader at every scan.
-    func verifyRequest(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> VerifyRequest {
-        VerifyRequest(
+    func verifyRequest(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> Verifier.Request {
+        Verifier.Request(
             uid: uid, caller: caller, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
             openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout),
             via: " through fprintd's interface")
     }
 
     /// Why a verify's Start could not have the reader, in fprintd's vocabulary.
-    private func startError(_ operation: FprintdOperation, _ failure: VerifyFailure) -> ServiceError {
+    private func startError(_ operation: FprintdOperation, _ failure: Verifier.Failure) -> ServiceError {
         switch failure {
         case .refused(let refusal) where refusal.kind == .readerCoolingDown:
             return ServiceError(.permissionDenied, "\(FprintdRefusal.readerUnavailable): \(refusal.message)")
@@ -161,13 +161,13 @@ extension FprintdDevice {
 
     /// Runs the verify and says how it went in fprintd's statuses: retries
     /// ("verify-retry-scan"…) as they come, then one final status.
-    private func runVerify(_ operation: FprintdOperation, _ request: VerifyRequest, sender: String) async {
+    private func runVerify(_ operation: FprintdOperation, _ request: Verifier.Request, sender: String) async {
         func status(_ result: FprintdBus.VerifyResult) {
             emit(FprintdBus.Signal.verifyStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
         let uid = request.uid
-        let result: VerifyResult
-        do throws(VerifyFailure) {
+        let result: Verifier.Verdict
+        do throws(Verifier.Failure) {
             result = try await seams.verifier.verify(request, for: operation) { progress in
                 if case .retry(let kind) = progress { status(FprintdBus.VerifyResult(kind)) }
             }
@@ -193,7 +193,7 @@ extension FprintdDevice {
     }
 
     /// The final status of a verify the reader did not judge, as fprintd says it.
-    private func finalStatus(_ failure: VerifyFailure, _ operation: FprintdOperation) -> FprintdBus.VerifyResult {
+    private func finalStatus(_ failure: Verifier.Failure, _ operation: FprintdOperation) -> FprintdBus.VerifyResult {
         switch failure {
         case .refused(let refusal):
             Log.notice("fprintd device \(id): no scan: \(refusal.message)")
@@ -252,8 +252,8 @@ extension FprintdDevice {
     }
 
     /// An EnrollStart's request to the one enroll operation, in fprintd's ways.
-    private func enrollRequest(_ finger: FingerName, claim: Claim, asker: UInt32) -> EnrollRequest {
-        EnrollRequest(
+    private func enrollRequest(_ finger: FingerName, claim: Claim, asker: UInt32) -> Enrollment.Request {
+        Enrollment.Request(
             uid: claim.uid, username: claim.username, finger: finger, reader: identity, storesPrints: reader.storesPrints,
             queueWait: FprintdOperation.startWait, openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait),
             fingerWait: scanTimeout,
@@ -284,12 +284,12 @@ extension FprintdDevice {
     /// Runs the enrollment and says how it went in fprintd's statuses: each
     /// stage and retry as it comes (the last stage is told by the final
     /// status), then one final status.
-    private func runEnroll(_ operation: FprintdOperation, _ request: EnrollRequest, sender: String) async {
+    private func runEnroll(_ operation: FprintdOperation, _ request: Enrollment.Request, sender: String) async {
         func status(_ result: FprintdBus.EnrollResult) {
             emit(FprintdBus.Signal.enrollStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
         var stages = reader.enrollStages
-        do throws(EnrollFailure) {
+        do throws(Enrollment.Failure) {
             try await seams.enrollment.run(request, for: operation) { event in
                 switch event {
                 case .readerBusy: break
@@ -310,7 +310,7 @@ extension FprintdDevice {
     }
 
     /// Why an enroll's Start could not have the reader, in fprintd's vocabulary.
-    private func startError(_ operation: FprintdOperation, _ failure: EnrollFailure) -> ServiceError {
+    private func startError(_ operation: FprintdOperation, _ failure: Enrollment.Failure) -> ServiceError {
         switch failure {
         case .refused(let error): return error
         case .notOpened(let error): return startError(operation, notOpened: error)
@@ -321,7 +321,7 @@ extension FprintdDevice {
     /// The final status of an enrollment that kept no print, as fprintd says
     /// it (fprintd 1.94's enroll_result_to_name), but for an unplugged reader
     /// and the chip's duplicate check (docs/FPRINTD.md).
-    private func finalStatus(_ failure: EnrollFailure, _ operation: FprintdOperation) -> FprintdBus.EnrollResult {
+    private func finalStatus(_ failure: Enrollment.Failure, _ operation: FprintdOperation) -> FprintdBus.EnrollResult {
         if operation.disconnected { return .disconnected }
         switch failure {
         case .duplicate:

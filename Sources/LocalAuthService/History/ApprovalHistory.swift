@@ -60,7 +60,7 @@ final class ApprovalHistory {
     /// fprintd's hook: a VerifyStart's verify ended, judged by the reader
     /// (`result`) or not (`failure`; `timedOut`: fprintd's own timeout).
     func fprintdVerified(
-        _ request: VerifyRequest, on reader: Readers.Identity, result: VerifyResult?, failure: VerifyFailure?,
+        _ request: Verifier.Request, on reader: Readers.Identity, result: Verifier.Verdict?, failure: Verifier.Failure?,
         interruption: Interruption?, timedOut: Bool
     ) {
         var entry = HistoryEntry(
@@ -79,7 +79,7 @@ final class ApprovalHistory {
 
     /// A verify fprintd's reader did not judge, as an outcome and what went wrong.
     static func fprintdOutcome(
-        _ failure: VerifyFailure?, interruption: Interruption?, timedOut: Bool
+        _ failure: Verifier.Failure?, interruption: Interruption?, timedOut: Bool
     ) -> (HistoryEntry.Outcome, String) {
         switch failure {
         case .refused(let error)?, .notOpened(let error)?:

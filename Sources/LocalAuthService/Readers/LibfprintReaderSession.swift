@@ -19,7 +19,7 @@ final class LibfprintOpener: ReaderOpener {
         self.scanTimeout = scanTimeout
     }
 
-    func open(_ identity: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+    func open(_ identity: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession {
         let deadline = opening.until ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))
         do {
             let device = try await readers.acquire(identity, until: deadline, cancellable: opening.cancellable, busy: opening.busy)
@@ -92,7 +92,7 @@ extension PrintStore.StoredPrint {
 }
 
 /// What an enrollment does with a held libfprint reader beyond a verify's scans.
-extension LibfprintReaderSession: EnrollSession {
+extension LibfprintReaderSession {
     func enroll(
         _ finger: FingerName, username: String, cancellable: Cancellable,
         progress: @escaping @ServiceActor (Int, RetryKind?) -> Void

@@ -17,7 +17,7 @@ struct ReaderOpening {
 /// service, a fake in the unit tests. Throws the caller's error when it cannot.
 @ServiceActor
 protocol ReaderOpener: AnyObject {
-    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession
 }
 
 /// The one way an operation holds a reader, whichever operation and
@@ -81,7 +81,7 @@ final class ReaderGate {
     /// words. `body` runs on the loop, as the session it is given lives there.
     func withReader<T, Failure: Error>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: @ServiceActor (any EnrollSession) async throws(Failure) -> T,
+        _ body: @ServiceActor (any ReaderSession) async throws(Failure) -> T,
         failedToOpen: (ServiceError) -> Failure
     ) async throws(Failure) -> T {
         let ticket = SensorQueue.Ticket(uid: uid, purpose: .readerMaintenance)
@@ -109,7 +109,7 @@ final class ReaderGate {
     /// `withReader` for a body in LocalAuth's own errors.
     func withReader<T>(
         _ identity: Readers.Identity, for record: CallRecord, uid: UInt32,
-        _ body: @ServiceActor (any EnrollSession) async throws(ServiceError) -> T
+        _ body: @ServiceActor (any ReaderSession) async throws(ServiceError) -> T
     ) async throws(ServiceError) -> T {
         try await withReader(identity, for: record, uid: uid, body, failedToOpen: { $0 })
     }
@@ -119,7 +119,7 @@ final class ReaderGate {
 /// and the turn in the queue, given back together.
 @ServiceActor
 struct ReaderHold {
-    let session: any EnrollSession
+    let session: any ReaderSession
     fileprivate let queue: SensorQueue
 
     /// Gives back the device, then the turn.

@@ -7,7 +7,8 @@ import LocalAuthShared
 // service's is libfprint's (LibfprintReaderSession.swift), the unit tests'
 // are fakes.
 
-/// One reader, opened for one operation until `release`.
+/// One reader, opened for one operation until `release` (ReaderGate.begin):
+/// a verify's scans, an enrollment, a chip's maintenance.
 @ServiceActor
 protocol ReaderSession: AnyObject {
     var identity: Readers.Identity { get }
@@ -21,6 +22,19 @@ protocol ReaderSession: AnyObject {
     func failure(_ error: GLibError) -> ReaderFailure
     /// The operation is over: the reader may close.
     func release()
+
+    // An enrollment's and a chip's maintenance, beyond a verify's scans.
+    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
+    func enroll(
+        _ finger: FingerName, username: String, cancellable: Cancellable,
+        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
+    ) async throws(GLibError) -> any PrintTemplate
+    /// Frees `print`'s slot on the reader's chip (a print the chip no longer holds is no error).
+    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
+    /// The prints the reader's chip holds, whoever enrolled them (none on a
+    /// reader without one), as libfprint gives them (an administrator's view
+    /// compares them with the enrolled records: `Readers.same`).
+    func chipPrints() async throws(GLibError) -> [GObjectRef]
 }
 
 /// libfprint's errors, as fprintd's statuses tell them apart (fprintd 1.94's
@@ -70,20 +84,3 @@ struct EnrolledPrint {
 
 /// The reader's own form of a print (see EnrolledPrint.template).
 protocol PrintTemplate: AnyObject {}
-
-/// A reader held for an enrollment: the scans of a verify, and what an
-/// enrollment does beyond them.
-@ServiceActor
-protocol EnrollSession: ReaderSession {
-    /// Enrolls `finger` for `username`; `progress` sees each stage and retry.
-    func enroll(
-        _ finger: FingerName, username: String, cancellable: Cancellable,
-        progress: @escaping @ServiceActor (Int, RetryKind?) -> Void
-    ) async throws(GLibError) -> any PrintTemplate
-    /// Frees `print`'s slot on the reader's chip (a print the chip no longer holds is no error).
-    func deleteFromChip(_ print: any PrintTemplate) async throws(GLibError)
-    /// The prints the reader's chip holds, whoever enrolled them (none on a
-    /// reader without one), as libfprint gives them (an administrator's view
-    /// compares them with the enrolled records: `Readers.same`).
-    func chipPrints() async throws(GLibError) -> [GObjectRef]
-}

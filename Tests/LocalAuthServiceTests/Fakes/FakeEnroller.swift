@@ -29,7 +29,7 @@ final class FakeEnrollerSeams: EnrollerSeams, ReaderOpener {
     /// Why opening gives no reader.
     var openError = ServiceErrors.la(.systemCancel, "the fake gives no reader")
     /// Opening never gives a reader.
-    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession {
         used.append("open")
         throw openError
     }

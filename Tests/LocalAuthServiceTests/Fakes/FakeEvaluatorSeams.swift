@@ -14,7 +14,7 @@ final class FakeTemplate: PrintTemplate {}
 /// `script`; with none left it waits until the test adds one or the
 /// evaluation cancels it (then it fails as libfprint does: cancelled).
 @ServiceActor
-final class FakeReader: EvaluationReaders, ReaderOpener, EnrollSession {
+final class FakeReader: EvaluationReaders, ReaderOpener, ReaderSession {
     enum Step {
         case match(Int?)
         case noMatch
@@ -63,7 +63,7 @@ final class FakeReader: EvaluationReaders, ReaderOpener, EnrollSession {
 
     func isWarm(_ reader: Readers.Identity) -> Bool { warm }
 
-    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession {
         if let interruption = opening.interruption() { throw interruption.error }
         if let openError { throw openError }
         opens += 1

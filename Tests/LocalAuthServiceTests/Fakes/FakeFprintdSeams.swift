@@ -26,7 +26,7 @@ final class FakeFprintdReader: FprintdReader {
 
 /// The rig's FakeReader held for one operation; enrollment follows `steps`.
 @ServiceActor
-final class FakeFprintdSession: EnrollSession {
+final class FakeFprintdSession: ReaderSession {
     enum EnrollStep {
         case stage(Int)
         case retry(RetryKind)
@@ -130,7 +130,7 @@ final class FakeFprintdSeams: FprintdSeams, ReaderOpener {
     /// The rig's queue, opening this fake's sessions (enrollments, deletes on the chip).
     lazy var gate = ReaderGate(queue: rig.queue, opener: self, clock: rig.clock)
 
-    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any EnrollSession {
+    func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession {
         _ = try await rig.reader.open(reader, opening)
         return FakeFprintdSession(reader: rig.reader, seams: self)
     }

@@ -27,7 +27,7 @@ protocol EnrollerSeams: ReaderLookup {
 
 /// The enrolled prints the Enroller reads, writes and deletes (PrintStore).
 @ServiceActor
-protocol EnrollerPrints: AnyObject {
+protocol EnrollerPrints {
     /// The prints of `uid` offered on `reader` (both sources).
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint]
     /// Every print of `uid`, each source and reader.

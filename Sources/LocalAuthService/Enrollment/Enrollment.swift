@@ -116,9 +116,7 @@ final class Enrollment {
                 guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
                 return request.reader
             },
-            opening: ReaderOpening(
-                until: request.openBy, cancellable: call.cancellable, interruption: { call.biometricInterruption },
-                busy: { progress(.readerBusy) }),
+            opening: ReaderOpening(for: call, until: request.openBy, busy: { progress(.readerBusy) }),
             notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }

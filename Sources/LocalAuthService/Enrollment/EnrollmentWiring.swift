@@ -7,18 +7,11 @@ import LocalAuthShared
 // components they are; a print saved or deleted is an event (ServiceEvents).
 
 @ServiceActor
-final class ServiceEnrollerSeams: EnrollerSeams, ReaderLookupWiring {
+struct ServiceEnrollerSeams: EnrollerSeams, ReaderLookupWiring {
     let readerChoice: ReaderChoice
-    private let readers: Readers
+    let readers: Readers
     let gate: ReaderGate
-    private let bus: BusConnection
-
-    init(readerChoice: ReaderChoice, readers: Readers, gate: ReaderGate, bus: BusConnection) {
-        self.readerChoice = readerChoice
-        self.readers = readers
-        self.gate = gate
-        self.bus = bus
-    }
+    let bus: BusConnection
 
     var chipReaders: [Readers.Identity] { readers.usableReaders.filter { storesPrints($0) } }
     func storesPrints(_ reader: Readers.Identity) -> Bool { readers.usable(reader)?.storesPrints == true }
@@ -39,14 +32,9 @@ final class ServiceEnrollerSeams: EnrollerSeams, ReaderLookupWiring {
 /// tells the Environment that its user's state changed (LAEnvironment's
 /// subscribers of that uid hear it when the call ends).
 @ServiceActor
-final class ServiceEnrollerPrints: EnrollerPrints {
-    private let prints: PrintStore
-    private let events: ServiceEvents
-
-    init(prints: PrintStore, events: ServiceEvents) {
-        self.prints = prints
-        self.events = events
-    }
+struct ServiceEnrollerPrints: EnrollerPrints {
+    let prints: PrintStore
+    let events: ServiceEvents
 
     func prints(of uid: UInt32, for reader: Readers.Identity) -> [PrintStore.StoredPrint] {
         prints.prints(of: uid, for: reader)

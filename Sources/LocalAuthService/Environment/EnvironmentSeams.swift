@@ -7,7 +7,7 @@ import LocalAuthShared
 /// ones (EnvironmentWiring.swift); the unit tests give fakes. Sleep's own
 /// seams are SleepSeams (Readers/SleepCycle.swift).
 @ServiceActor
-protocol EnvironmentSeams: AnyObject {
+protocol EnvironmentSeams {
     // The readers (Readers, ReaderChoice) and the lid (Logind).
     var readersPresent: Bool { get }
     var hasBuiltInReader: Bool { get }

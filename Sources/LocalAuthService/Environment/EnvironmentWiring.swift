@@ -6,30 +6,16 @@ import LocalAuthShared
 // adapter is given the components it uses, not the service.
 
 @ServiceActor
-final class ServiceEnvironmentSeams: EnvironmentSeams {
-    private let readers: Readers
-    private let logind: Logind
-    private let readerChoice: ReaderChoice
-    private let prints: PrintStore
-    private let queue: SensorQueue
-    private let evaluator: Evaluator
-    private let callers: Callers
-    private let bus: BusConnection
+struct ServiceEnvironmentSeams: EnvironmentSeams {
+    let readers: Readers
+    let logind: Logind
+    let readerChoice: ReaderChoice
+    let prints: PrintStore
+    let queue: SensorQueue
+    let evaluator: Evaluator
+    let callers: Callers
+    let bus: BusConnection
     private let passwordSet = PasswordSetCache()
-
-    init(
-        readers: Readers, logind: Logind, readerChoice: ReaderChoice, prints: PrintStore, queue: SensorQueue,
-        evaluator: Evaluator, callers: Callers, bus: BusConnection
-    ) {
-        self.readers = readers
-        self.logind = logind
-        self.readerChoice = readerChoice
-        self.prints = prints
-        self.queue = queue
-        self.evaluator = evaluator
-        self.callers = callers
-        self.bus = bus
-    }
 
     var readersPresent: Bool { readers.isPresent }
     var hasBuiltInReader: Bool { !readers.builtIn.isEmpty }
@@ -57,20 +43,12 @@ final class ServiceEnvironmentSeams: EnvironmentSeams {
 /// operation ends, every reader closes) and logind's inhibitor. Made before
 /// the reader choice and the Environment: what they must hear is an event.
 @ServiceActor
-final class ServiceSleepSeams: SleepSeams {
-    private let queue: SensorQueue
-    private let registry: CallRegistry
-    private let readers: Readers
-    private let logind: Logind
-    private let events: ServiceEvents
-
-    init(queue: SensorQueue, registry: CallRegistry, readers: Readers, logind: Logind, events: ServiceEvents) {
-        self.queue = queue
-        self.registry = registry
-        self.readers = readers
-        self.logind = logind
-        self.events = events
-    }
+struct ServiceSleepSeams: SleepSeams {
+    let queue: SensorQueue
+    let registry: CallRegistry
+    let readers: Readers
+    let logind: Logind
+    let events: ServiceEvents
 
     func endReaderWork() {
         // Every operation holding or waiting for a reader, whatever call it

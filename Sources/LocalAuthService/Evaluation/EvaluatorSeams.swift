@@ -16,7 +16,7 @@ protocol EvaluationReaders: ReaderLookup {
 
 /// The enrolled prints.
 @ServiceActor
-protocol EvaluationPrints: AnyObject {
+protocol EvaluationPrints {
     /// The prints `reader` is offered for `uid` (PrintStore.prints(of:for:)).
     func prints(of uid: UInt32, on reader: Readers.Identity) -> [EnrolledPrint]
     /// Whether `prints(of:on:)` would give any (the preflight's question, asked without building them).
@@ -25,7 +25,7 @@ protocol EvaluationPrints: AnyObject {
 
 /// Who is at the reader, and the account's password rules.
 @ServiceActor
-protocol EvaluationEnvironment: AnyObject {
+protocol EvaluationEnvironment {
     /// Whether the caller's session is at the reader (Callers/Presence.swift).
     func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
     /// Counts the changes of the session in front that logind signalled (a
@@ -47,7 +47,7 @@ protocol EvaluationEnvironment: AnyObject {
 
 /// Policy 2's account password, asked by the caller's polkit agent.
 @ServiceActor
-protocol OwnerPassword: AnyObject {
+protocol OwnerPassword {
     /// polkit's verdict on org.example.LocalAuth.authenticate-owner for `sender`.
     func check(
         sender: String, details: [String: String], timeout: Double,
@@ -58,7 +58,7 @@ protocol OwnerPassword: AnyObject {
 /// Who hears how an evaluation goes: the caller (EvaluationStatus) and the
 /// system sheet of its session (PromptAgents.swift).
 @ServiceActor
-protocol EvaluationObservers: AnyObject {
+protocol EvaluationObservers {
     func evaluationStarted(_ evaluation: Evaluation, record: CallRecord, policy: PolicyValue) async
     func evaluationEnded(_ evaluation: Evaluation, error: ServiceError?)
     /// The EvaluationStatus signal to the caller, and the sheet's status line.

@@ -7,33 +7,18 @@ import LocalAuthShared
 
 /// Readers, prints, presence, passwords, polkit and the prompt, as the components have them.
 @ServiceActor
-final class ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
+struct ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, EvaluationPrints, EvaluationEnvironment, OwnerPassword,
     EvaluationObservers
 {
-    private let readers: Readers
+    let readers: Readers
     let readerChoice: ReaderChoice
-    private let prints: PrintStore
-    private let callers: Callers
-    private let passwords: PasswordStore
-    private let events: ServiceEvents
-    private let authorizer: Authorizer
-    private let promptAgents: PromptAgents
-    private let bus: BusConnection
-
-    init(
-        readers: Readers, readerChoice: ReaderChoice, prints: PrintStore, callers: Callers,
-        passwords: PasswordStore, events: ServiceEvents, authorizer: Authorizer, promptAgents: PromptAgents, bus: BusConnection
-    ) {
-        self.readers = readers
-        self.readerChoice = readerChoice
-        self.prints = prints
-        self.callers = callers
-        self.passwords = passwords
-        self.events = events
-        self.authorizer = authorizer
-        self.promptAgents = promptAgents
-        self.bus = bus
-    }
+    let prints: PrintStore
+    let callers: Callers
+    let passwords: PasswordStore
+    let events: ServiceEvents
+    let authorizer: Authorizer
+    let promptAgents: PromptAgents
+    let bus: BusConnection
 
     // MARK: EvaluationReaders
 

@@ -38,6 +38,14 @@ extension ReaderCall {
     func readerReady() async {}
 }
 
+extension ReaderOpening {
+    /// How a verify's or an enrollment's call opens its reader: cancelled
+    /// with the call, and the reason it ended early winning over the reader's error.
+    @ServiceActor init(for call: any ReaderCall, until deadline: ContinuousClock.Instant?, busy: @escaping @ServiceActor () -> Void) {
+        self.init(until: deadline, cancellable: call.cancellable, interruption: { call.biometricInterruption }, busy: busy)
+    }
+}
+
 extension Verifier {
     /// What one verify is asked to do.
     struct Request {
@@ -155,9 +163,7 @@ extension Verifier {
                 }
                 return identity
             },
-            opening: ReaderOpening(
-                until: request.openBy, cancellable: call.cancellable, interruption: { call.biometricInterruption },
-                busy: { progress(.readerBusy) }),
+            opening: ReaderOpening(for: call, until: request.openBy, busy: { progress(.readerBusy) }),
             notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }

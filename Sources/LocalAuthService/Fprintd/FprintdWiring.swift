@@ -8,36 +8,18 @@ import LocalAuthShared
 
 /// The readers, prints, lockout, presence and bus, as the service has them.
 @ServiceActor
-final class ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
+struct ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
     let readers: Readers
+    let gate: ReaderGate
     let prints: PrintStore
     let readerChoice: ReaderChoice
-    let gate: ReaderGate
     let verifier: Verifier
-    private let environment: Environment
-    private let callers: Callers
+    let environment: Environment
+    let callers: Callers
     let duplicateChecks: DuplicateCheckBudget
     let enrollment: Enrollment
-    private let bus: BusConnection
-    private let loginSecrets: LoginSecrets
-
-    init(
-        readers: Readers, gate: ReaderGate, prints: PrintStore, readerChoice: ReaderChoice, verifier: Verifier,
-        environment: Environment, callers: Callers, duplicateChecks: DuplicateCheckBudget, enrollment: Enrollment,
-        bus: BusConnection, loginSecrets: LoginSecrets
-    ) {
-        self.enrollment = enrollment
-        self.loginSecrets = loginSecrets
-        self.duplicateChecks = duplicateChecks
-        self.readers = readers
-        self.gate = gate
-        self.prints = prints
-        self.readerChoice = readerChoice
-        self.verifier = verifier
-        self.environment = environment
-        self.callers = callers
-        self.bus = bus
-    }
+    let bus: BusConnection
+    let loginSecrets: LoginSecrets
 
     /// pam_fprintd's match, seen here: a nonce-less ticket for its process (LoginSecret/, docs/KEYRING.md).
     func matchSeen(uid: UInt32, sender: String) {

@@ -6,7 +6,7 @@ typealias ResealKey = P256.PrivateKey
 /// What the login-secret component needs from the rest of the service
 /// (served by LoginSecretWiring.swift, by fakes in the unit tests).
 @ServiceActor
-protocol LoginSecretKeys: AnyObject {
+protocol LoginSecretKeys {
     /// The machine's key protector now (the rights' one: the TPM's sealed
     /// machine key, else the software machine key), opened off the loop.
     func protector() async throws(ServiceError) -> any KeyProtector
@@ -18,7 +18,7 @@ protocol LoginSecretKeys: AnyObject {
 }
 
 @ServiceActor
-protocol LoginSecretAccounts: AnyObject {
+protocol LoginSecretAccounts {
     /// The uid of an account name, nil if there is none.
     func uid(of name: String) -> UInt32?
 }

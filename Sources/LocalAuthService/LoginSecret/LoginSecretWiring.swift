@@ -8,7 +8,7 @@ import LocalAuthSystem
 // rights always share one machine key.
 
 @ServiceActor
-final class ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
+struct ServiceLoginSecretWiring: LoginSecretKeys, LoginSecretAccounts {
     private let rights: RightsService
     let store: LoginSecretStore
     let softwareChosen: Bool

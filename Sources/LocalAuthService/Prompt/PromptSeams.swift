@@ -5,7 +5,7 @@ import LocalAuthShared
 /// callers and their logind sessions, and the agents over the bus. The
 /// service gives the real ones (PromptWiring.swift); the unit tests give fakes.
 @ServiceActor
-protocol PromptSeams: AnyObject {
+protocol PromptSeams {
     /// The logind session that stands for the connection (Callers.session).
     func session(of caller: CallerRecord) async -> LoginSession
     /// The record of a connection that has called, if it is still known.

@@ -4,14 +4,9 @@ import LocalAuthShared
 // Wiring only: the callers and the bus as the Prompt component's seams.
 
 @ServiceActor
-final class ServicePromptSeams: PromptSeams {
-    private let callers: Callers
-    private let bus: BusConnection
-
-    init(callers: Callers, bus: BusConnection) {
-        self.callers = callers
-        self.bus = bus
-    }
+struct ServicePromptSeams: PromptSeams {
+    let callers: Callers
+    let bus: BusConnection
 
     func session(of caller: CallerRecord) async -> LoginSession { await callers.session(caller) }
     func knownCaller(_ sender: String) -> CallerRecord? { callers.known(sender) }

@@ -10,14 +10,9 @@ import LocalAuthShared
 /// within a D-Bus reply timeout), retrying while another program holds the
 /// device (`Readers.acquire`), with the errors a caller gets when it cannot.
 @ServiceActor
-final class LibfprintOpener: ReaderOpener {
-    private let readers: Readers
-    private let scanTimeout: Double
-
-    init(readers: Readers, scanTimeout: Double) {
-        self.readers = readers
-        self.scanTimeout = scanTimeout
-    }
+struct LibfprintOpener: ReaderOpener {
+    let readers: Readers
+    let scanTimeout: Double
 
     func open(_ identity: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession {
         let deadline = opening.until ?? ContinuousClock.now + .milliseconds(Int(scanTimeout * 1000))

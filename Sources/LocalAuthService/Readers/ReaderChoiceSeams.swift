@@ -6,7 +6,7 @@ import LocalAuthShared
 /// bus. The service gives the real ones (ReaderChoiceWiring.swift); the unit
 /// tests give fakes.
 @ServiceActor
-protocol ReaderChoiceSeams: AnyObject {
+protocol ReaderChoiceSeams {
     /// The readers libfprint offers that can be used, in enumeration order.
     var usableReaders: [Readers.Identity] { get }
     /// Those of them that are built in (under the lid).

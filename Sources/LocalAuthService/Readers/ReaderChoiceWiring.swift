@@ -5,27 +5,14 @@ import LocalAuthShared
 // callers and the bus as the reader choice's seams, given as components.
 
 @ServiceActor
-final class ServiceReaderChoiceSeams: ReaderChoiceSeams {
-    private let readers: Readers
-    private let sleepCycle: SleepCoordinator
-    private let logind: Logind
-    private let prints: PrintStore
-    private let callers: Callers
-    private let events: ServiceEvents
-    private let bus: BusConnection
-
-    init(
-        readers: Readers, sleepCycle: SleepCoordinator, logind: Logind, prints: PrintStore, callers: Callers,
-        events: ServiceEvents, bus: BusConnection
-    ) {
-        self.readers = readers
-        self.sleepCycle = sleepCycle
-        self.logind = logind
-        self.prints = prints
-        self.callers = callers
-        self.events = events
-        self.bus = bus
-    }
+struct ServiceReaderChoiceSeams: ReaderChoiceSeams {
+    let readers: Readers
+    let sleepCycle: SleepCoordinator
+    let logind: Logind
+    let prints: PrintStore
+    let callers: Callers
+    let events: ServiceEvents
+    let bus: BusConnection
 
     var usableReaders: [Readers.Identity] { readers.usableReaders }
     var builtInReaders: Set<Readers.Identity> { readers.builtIn }

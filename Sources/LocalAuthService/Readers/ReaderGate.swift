@@ -16,7 +16,7 @@ struct ReaderOpening {
 /// Opens a reader for one operation: libfprint's (LibfprintOpener) in the
 /// service, a fake in the unit tests. Throws the caller's error when it cannot.
 @ServiceActor
-protocol ReaderOpener: AnyObject {
+protocol ReaderOpener {
     func open(_ reader: Readers.Identity, _ opening: ReaderOpening) async throws(ServiceError) -> any ReaderSession
 }
 

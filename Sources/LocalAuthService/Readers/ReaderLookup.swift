@@ -6,7 +6,7 @@ import LocalAuthShared
 /// (`FprintdSeams`) inherit, instead of each declaring it. `ReaderChoice`
 /// adopts it; the unit tests' fakes answer it themselves.
 @ServiceActor
-protocol ReaderLookup: AnyObject {
+protocol ReaderLookup {
     /// The reader that serves `uid` now (ReaderChoice.reader(for:)), or nil.
     func reader(for uid: UInt32) -> Readers.Identity?
     /// Why no reader serves a user now: none, asleep, the lid closed.

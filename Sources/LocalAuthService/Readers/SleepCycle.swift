@@ -78,7 +78,7 @@ struct SleepCycle: Equatable {
 /// What the sleep cycle acts on: the readers and logind. The service gives
 /// the real ones; the unit tests give fakes.
 @ServiceActor
-protocol SleepSeams: AnyObject {
+protocol SleepSeams {
     func endReaderWork()
     /// Returns once no operation runs on any reader and every reader is closed.
     func closeReaders() async

@@ -8,7 +8,7 @@ import LocalAuthShared
 
 /// The evaluation a right requires (AuthorizeRight, CanAuthorizeRight).
 @ServiceActor
-protocol RightsEvaluation: AnyObject {
+protocol RightsEvaluation {
     /// Returns once the person is verified with `policy`, or throws why not.
     func evaluate(
         _ request: Request, policy: PolicyValue, reason: String,
@@ -29,19 +29,19 @@ enum EnrolledSetNow: Equatable {
 
 /// The current enrolled set of a uid (a `biometryCurrentSet` right is bound to it).
 @ServiceActor
-protocol RightsEnrolledSets: AnyObject {
+protocol RightsEnrolledSets {
     func enrolledSet(of uid: UInt32) -> EnrolledSetNow
 }
 
 /// Which app a caller is (Callers/AppIdentity.swift): a proven sandbox, a host program, or refused.
 @ServiceActor
-protocol RightsCallerApps: AnyObject {
+protocol RightsCallerApps {
     func app(of caller: CallerRecord) -> AppIdentity
 }
 
 /// The account database.
 @ServiceActor
-protocol RightsAccounts: AnyObject {
+protocol RightsAccounts {
     /// The account name of `uid` now; nil if it has none.
     func accountName(of uid: UInt32) -> String?
     /// Whether the account has a password (the fallback of policy 2).

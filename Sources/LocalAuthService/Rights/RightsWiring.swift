@@ -7,18 +7,11 @@ import LocalAuthShared
 
 /// The seams as the running service serves them.
 @ServiceActor
-final class ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCallerApps, RightsAccounts {
-    private let evaluator: Evaluator
-    private let readerChoice: ReaderChoice
-    private let prints: PrintStore
-    private let callers: Callers
-
-    init(evaluator: Evaluator, readerChoice: ReaderChoice, prints: PrintStore, callers: Callers) {
-        self.evaluator = evaluator
-        self.readerChoice = readerChoice
-        self.prints = prints
-        self.callers = callers
-    }
+struct ServiceRightsWiring: RightsEvaluation, RightsEnrolledSets, RightsCallerApps, RightsAccounts {
+    let evaluator: Evaluator
+    let readerChoice: ReaderChoice
+    let prints: PrintStore
+    let callers: Callers
 
     var seams: RightsSeams {
         RightsSeams(evaluation: self, enrolledSets: self, callerApps: self, accounts: self, clock: EventLoopClock())

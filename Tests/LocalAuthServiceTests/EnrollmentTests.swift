@@ -41,8 +41,8 @@ final class EnrollmentTests: XCTestCase {
             seams = FakeFprintdSeams(rig: evaluation)
         }
 
-        func request(storesPrints: Bool = true, candidates: (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = nil) -> Enrollment.Request {
-            Enrollment.Request(
+        func request(storesPrints: Bool = true, candidates: (gallery: [EnrolledPrint], own: Set<[UInt8]>)? = nil) -> Enrollment.Job {
+            Enrollment.Job(
                 uid: 1000, username: "alice", finger: .rightIndex, reader: evaluation.reader.identity,
                 storesPrints: storesPrints, queueWait: 60, fingerWait: 30,
                 duplicateCandidates: { candidates }, asker: 1000,
@@ -53,7 +53,7 @@ final class EnrollmentTests: XCTestCase {
         }
 
         /// Runs one enrollment; nil: a print was kept. `event` sees each event too.
-        func run(_ request: Enrollment.Request, event: @escaping @ServiceActor (Enrollment.Event) -> Void = { _ in }) async -> Enrollment.Failure? {
+        func run(_ request: Enrollment.Job, event: @escaping @ServiceActor (Enrollment.Event) -> Void = { _ in }) async -> Enrollment.Failure? {
             do throws(Enrollment.Failure) {
                 try await seams.enrollment.run(request, for: call) { [self] in
                     events.append($0)
@@ -149,7 +149,7 @@ final class EnrollmentTests: XCTestCase {
         let fixture = try Fixture()
         fixture.seams.enrollSteps = [.stage(1), .wait]
         var request = fixture.request()
-        request = Enrollment.Request(
+        request = Enrollment.Job(
             uid: request.uid, username: request.username, finger: request.finger, reader: request.reader,
             storesPrints: false, queueWait: 60, fingerWait: 0.05, asker: 1000, save: request.save)
         let failure = await fixture.run(request)

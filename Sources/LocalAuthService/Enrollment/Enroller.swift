@@ -108,11 +108,11 @@ final class Enroller {
     /// An Enroll's request to the one enroll operation.
     private func request(
         _ finger: FingerName, replace: Bool, uid: UInt32, asker: UInt32, reader: Readers.Identity, storesPrints: Bool
-    ) -> Enrollment.Request {
+    ) -> Enrollment.Job {
         let ours = { [prints] in
             prints.allPrints(of: uid).filter { $0.finger == finger && prints.isOurs($0) && $0.reader == reader }
         }
-        return Enrollment.Request(
+        return Enrollment.Job(
             uid: uid, username: Users.name(of: uid) ?? String(uid), finger: finger, reader: reader,
             storesPrints: storesPrints, queueWait: ServiceLimits.readerQueueWait, fingerWait: scanTimeout,
             // A match-on-chip reader: replacing frees the old print's slot first.

@@ -8,13 +8,13 @@ import LocalAuthShared
 // enrolled already for anyone (its oracle bounded by the DuplicateCheckBudget),
 // each wait for a finger, the enroll's scans, the rule that nothing is kept
 // for a call that ended, and the chip slot of a print that is not kept. The
-// front-ends only translate: their arguments into an `Enrollment.Request` (with
+// front-ends only translate: their arguments into an `Enrollment.Job` (with
 // what their contract does first, and where their prints are saved),
 // `Enrollment.Event` into their status signals, and the end into their answer.
 
 extension Enrollment {
     /// What one enrollment is asked to do.
-    struct Request {
+    struct Job {
         /// Whose finger, and their name (libfprint writes it into the print).
         let uid: UInt32
         let username: String
@@ -96,16 +96,16 @@ final class Enrollment {
         self.stages = stages
     }
 
-    /// Runs one enrollment to its end: the print, saved by `request.save`, or why not.
+    /// Runs one enrollment to its end: the print, saved by `job.save`, or why not.
     func run(
-        _ request: Enrollment.Request, for call: any ReaderCall,
+        _ job: Enrollment.Job, for call: any ReaderCall,
         progress: @escaping @ServiceActor (Enrollment.Event) -> Void
     ) async throws(Enrollment.Failure) {
-        call.ticket.reader = request.reader
+        call.ticket.reader = job.reader
         // The turn (the queue's time limit), then the reader opened; both
         // given back when the enrollment ends (ReaderGate.begin).
         let hold = try await gate.begin(
-            for: call.ticket, within: request.queueWait,
+            for: call.ticket, within: job.queueWait,
             timedOut: { [queue = gate.queue] in
                 call.stopBiometrics(.queueTimedOut)
                 queue.withdraw(call.ticket)
@@ -113,16 +113,16 @@ final class Enrollment {
             checks: { () throws(Enrollment.Failure) -> Readers.Identity in
                 guard !call.cancellable.isCancelled, !call.hasEnded else { throw .interrupted }
                 // While the caller waited, the reader may have gone.
-                guard readers.isReachable(request.reader) else { throw .refused(ServiceErrors.noReader) }
-                return request.reader
+                guard readers.isReachable(job.reader) else { throw .refused(ServiceErrors.noReader) }
+                return job.reader
             },
-            opening: ReaderOpening(for: call, until: request.openBy, busy: { progress(.readerBusy) }),
+            opening: ReaderOpening(for: call, until: job.openBy, busy: { progress(.readerBusy) }),
             notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }
         let session = hold.session
         do {
-            try await request.first(session)
+            try await job.first(session)
         } catch {
             throw .refused(error)
         }
@@ -134,13 +134,13 @@ final class Enrollment {
         var fingerWait: (any ServiceTimer)?
         func waitForFinger() {
             fingerWait?.cancel()
-            fingerWait = clock.after(request.fingerWait) { call.stopBiometrics(.timedOut) }
+            fingerWait = clock.after(job.fingerWait) { call.stopBiometrics(.timedOut) }
         }
         defer { fingerWait?.cancel() }
         waitForFinger()
-        progress(.readerReady(stages: stages(request.reader)))
+        progress(.readerReady(stages: stages(job.reader)))
         try await refuseDuplicate(
-            request, on: session, call: call,
+            job, on: session, call: call,
             progress: { event in
                 waitForFinger()
                 progress(event)
@@ -148,39 +148,39 @@ final class Enrollment {
         let print: any PrintTemplate
         do {
             print = try await session.enroll(
-                request.finger, username: request.username, cancellable: call.cancellable
+                job.finger, username: job.username, cancellable: call.cancellable
             ) { stage, retry in
                 waitForFinger()
                 progress(retry.map { .retry($0, stage: stage) } ?? .stagePassed(stage))
             }
         } catch {
-            throw failure(error, request, on: session, call: call)
+            throw failure(error, job, on: session, call: call)
         }
         fingerWait?.cancel()
         // The caller left (or Release, SIGTERM) while the last stage
         // completed: nothing is kept for a call that has ended.
         guard !call.cancellable.isCancelled, !call.hasEnded else {
-            await freeSlot(of: print, request, on: session)
+            await freeSlot(of: print, job, on: session)
             throw .interrupted
         }
         do {
-            try request.save(print)
+            try job.save(print)
         } catch {
             // A print that no file owns must not keep a slot on the chip.
-            await freeSlot(of: print, request, on: session)
+            await freeSlot(of: print, job, on: session)
             throw .notSaved(error)
         }
     }
 
     /// What libfprint's `error` ends the enrollment with.
     private func failure(
-        _ error: GLibError, _ request: Enrollment.Request, on session: any ReaderSession, call: any ReaderCall
+        _ error: GLibError, _ job: Enrollment.Job, on session: any ReaderSession, call: any ReaderCall
     ) -> Enrollment.Failure {
         let failure = session.failure(error)
         if failure == .cancelled, call.cancellable.isCancelled { return .interrupted }
         if failure == .duplicate {
             // The chip's own check: it does not say whose print.
-            duplicateChecks.matchedAnotherAccount(asker: request.asker)
+            duplicateChecks.matchedAnotherAccount(asker: job.asker)
             return .duplicate
         }
         return .readerFailed(error, failure, unusable: session.unusable(error))
@@ -191,10 +191,10 @@ final class Enrollment {
     /// account's print is a guess that came true: it counts as a failed match
     /// of the asker's own (DuplicateCheckBudget).
     private func refuseDuplicate(
-        _ request: Enrollment.Request, on session: any ReaderSession, call: any ReaderCall,
+        _ job: Enrollment.Job, on session: any ReaderSession, call: any ReaderCall,
         progress: @ServiceActor (Enrollment.Event) -> Void
     ) async throws(Enrollment.Failure) {
-        guard let candidates = request.duplicateCandidates() else { return }
+        guard let candidates = job.duplicateCandidates() else { return }
         while true {
             let outcome: ScanOutcome
             do {
@@ -202,13 +202,13 @@ final class Enrollment {
             } catch {
                 // The chip holds no such print: a new finger.
                 if session.failure(error) == .notFound { return progress(.duplicateCheckPassed) }
-                throw failure(error, request, on: session, call: call)
+                throw failure(error, job, on: session, call: call)
             }
             switch outcome {
             case .match(let index):
-                Log.notice("enrollment refused: the finger is already enrolled on \(request.reader)")
+                Log.notice("enrollment refused: the finger is already enrolled on \(job.reader)")
                 let own = index.map { candidates.gallery.indices.contains($0) && candidates.own.contains(candidates.gallery[$0].stamp) }
-                if own != true { duplicateChecks.matchedAnotherAccount(asker: request.asker) }
+                if own != true { duplicateChecks.matchedAnotherAccount(asker: job.asker) }
                 throw .duplicate
             case .retry(let kind):
                 progress(.retry(kind, stage: 0))
@@ -218,12 +218,12 @@ final class Enrollment {
         }
     }
 
-    private func freeSlot(of print: any PrintTemplate, _ request: Enrollment.Request, on session: any ReaderSession) async {
-        guard request.storesPrints else { return }
+    private func freeSlot(of print: any PrintTemplate, _ job: Enrollment.Job, on session: any ReaderSession) async {
+        guard job.storesPrints else { return }
         do {
             try await session.deleteFromChip(print)
         } catch {
-            Log.warning("a print not kept stays on the chip of \(request.reader): \(error.message)")
+            Log.warning("a print not kept stays on the chip of \(job.reader): \(error.message)")
         }
     }
 }

@@ -9,7 +9,7 @@ import LocalAuthShared
 extension Evaluator {
     /// Waits for the reader (at most `readerQueueWait`), opens it, then scans.
     func fingerprint(_ evaluation: Evaluation) async throws(ServiceError) -> Way {
-        let request = Verifier.Request(
+        let request = Verifier.Job(
             uid: evaluation.uid, caller: evaluation.caller, attempts: configuration.attemptsPerEvaluation,
             queueWait: ServiceLimits.readerQueueWait, fingerWait: .fromTurn(configuration.scanTimeout))
         let result: Verifier.Verdict

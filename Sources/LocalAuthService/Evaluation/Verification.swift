@@ -8,7 +8,7 @@ import LocalAuthShared
 // the reader (opened through the one gate), the checks before every scan,
 // the lockout count, the verify-only reader's rotation and the
 // reader-fairness rule. The front-ends only translate: their arguments into
-// a `Verifier.Request`, `Verifier.Event` into their status signals, and the
+// a `Verifier.Job`, `Verifier.Event` into their status signals, and the
 // `Verifier.Verdict` or `Verifier.Failure` into their answer (an LAError, or
 // fprintd's final VerifyStatus).
 
@@ -48,7 +48,7 @@ extension ReaderOpening {
 
 extension Verifier {
     /// What one verify is asked to do.
-    struct Request {
+    struct Job {
         /// Whose prints a scan is compared with.
         let uid: UInt32
         /// The connection the verify is for: it must be at the reader (its
@@ -122,13 +122,13 @@ extension Verifier {
 
 extension Verifier {
     /// Runs one verify to its end: the queue turn, the reader, then scans
-    /// until a match, `request.attempts` judged no-matches, the lockout, or
+    /// until a match, `job.attempts` judged no-matches, the lockout, or
     /// an interruption. Every judged scan counts in the one lockout.
     func verify(
-        _ request: Verifier.Request, for call: any ReaderCall,
+        _ job: Verifier.Job, for call: any ReaderCall,
         progress: @escaping @ServiceActor (Verifier.Event) -> Void
     ) async throws(Verifier.Failure) -> Verifier.Verdict {
-        let uid = request.uid
+        let uid = job.uid
         do {
             try refuseWhileCooling(uid)
         } catch {
@@ -137,9 +137,9 @@ extension Verifier {
         // In flight from here, queued or scanning: a switch of the session in
         // front ends it if its caller is no longer there (`frontChanged`).
         let flight = ObjectIdentifier(call)
-        inFlight[flight] = Verifier.InFlight(call: call, caller: request.caller)
+        inFlight[flight] = Verifier.InFlight(call: call, caller: job.caller)
         defer { inFlight[flight] = nil }
-        call.ticket.reader = request.reader ?? readers.reader(for: uid)
+        call.ticket.reader = job.reader ?? readers.reader(for: uid)
         var fingerWait: (any ServiceTimer)?
         func waitForFinger(_ seconds: Double) {
             fingerWait?.cancel()
@@ -153,23 +153,23 @@ extension Verifier {
         // The turn (the queue's time limit), then the reader opened; both
         // given back when the verify ends (ReaderGate.begin).
         let hold = try await gate.begin(
-            for: call.ticket, within: request.queueWait, timedOut: { call.stopBiometrics(.queueTimedOut) },
+            for: call.ticket, within: job.queueWait, timedOut: { call.stopBiometrics(.queueTimedOut) },
             checks: { () throws(Verifier.Failure) -> Readers.Identity in
                 // It may have ended while it waited.
                 guard !call.cancellable.isCancelled else { throw .interrupted }
-                if case .fromTurn(let seconds) = request.fingerWait { waitForFinger(seconds) }
-                guard let identity = request.reader ?? readers.reader(for: uid) else {
+                if case .fromTurn(let seconds) = job.fingerWait { waitForFinger(seconds) }
+                guard let identity = job.reader ?? readers.reader(for: uid) else {
                     throw .refused(readers.noReaderError)
                 }
                 return identity
             },
-            opening: ReaderOpening(for: call, until: request.openBy, busy: { progress(.readerBusy) }),
+            opening: ReaderOpening(for: call, until: job.openBy, busy: { progress(.readerBusy) }),
             notOpened: { .notOpened($0) })
         guard let hold else { throw .interrupted }
         defer { hold.end() }
         let session = hold.session
         guard !call.cancellable.isCancelled else { throw .interrupted }
-        if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
+        if case .eachScan(let seconds) = job.fingerWait { waitForFinger(seconds) }
         progress(.readerReady)
         await call.readerReady()
         guard !call.cancellable.isCancelled else { throw .interrupted }
@@ -184,11 +184,11 @@ extension Verifier {
             // read, not when the call came in: a call admitted while its
             // caller was in front gets no scan once another session is.
             let frontBefore = environment.frontChanges
-            try await checkAtTheReader(request, call)
+            try await checkAtTheReader(job, call)
             let usable: [EnrolledPrint]
             let gallery: [EnrolledPrint]
             do {
-                (usable, gallery) = try nextGallery(request, on: session.identity)
+                (usable, gallery) = try nextGallery(job, on: session.identity)
             } catch {
                 throw .refused(error)
             }
@@ -206,7 +206,7 @@ extension Verifier {
             // switched back) was someone else's touch. It is thrown away,
             // never a match and never a failure of this user's.
             if case .retry = outcome {} else {
-                try await checkStillInFront(request, call, outcome: outcome, frontBefore: frontBefore)
+                try await checkStillInFront(job, call, outcome: outcome, frontBefore: frontBefore)
             }
             switch outcome {
             case .match(let index):
@@ -224,23 +224,23 @@ extension Verifier {
                     throw .notRecorded
                 }
                 Log.notice(
-                    "failed fingerprint match for uid \(uid) on \(session.identity)\(request.via) "
+                    "failed fingerprint match for uid \(uid) on \(session.identity)\(job.via) "
                         + "(\(failedMatches(of: uid)) of \(LockoutStore.limit) in a row)")
                 if lockedOut { Log.warning("biometry locked out for uid \(uid) after \(LockoutStore.limit) failed matches") }
-                switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut, attemptsPerEvaluation: request.attempts) {
+                switch Self.afterNoMatch(failures: failures, lockedOut: lockedOut, attemptsPerEvaluation: job.attempts) {
                 case .lockedOut, .failed: return .noMatch(lockedOut: lockedOut)
                 case .scanAgain: progress(.noMatchScanAgain)
                 }
             case .retry(let kind):
-                if case .eachScan(let seconds) = request.fingerWait { waitForFinger(seconds) }
+                if case .eachScan(let seconds) = job.fingerWait { waitForFinger(seconds) }
                 progress(.retry(kind))
             }
         }
     }
 
-    /// The prints the next scan of `request` compares with on the held
+    /// The prints the next scan of `job` compares with on the held
     /// reader, or why no scan may be taken now: the reader still the
-    /// request's (reachable; for an evaluation, still the one serving the
+    /// job's (reachable; for an evaluation, still the one serving the
     /// user), the lockout, the password required, the prints as they are now.
     /// A reader that can only verify compares a scan with one print: the
     /// finger that matched last time (the one the person usually uses)
@@ -250,10 +250,10 @@ extension Verifier {
     /// reached (docs/SECURITY.md, "A verify-only reader"). A scan to repeat
     /// tries the same print. Returns the usable prints and the gallery.
     func nextGallery(
-        _ request: Verifier.Request, on held: Readers.Identity
+        _ job: Verifier.Job, on held: Readers.Identity
     ) throws(ServiceError) -> (usable: [EnrolledPrint], gallery: [EnrolledPrint]) {
-        let uid = request.uid
-        if request.reader == nil {
+        let uid = job.uid
+        if job.reader == nil {
             // The user's prints are all on the reader that serves them: the one held.
             guard readers.reader(for: uid) == held else { throw readers.noReaderError }
         } else {
@@ -264,7 +264,7 @@ extension Verifier {
         }
         if let needed = environment.passwordNeeded(uid) { throw needed }
         var usable = prints.prints(of: uid, on: held)
-        if let finger = request.finger {
+        if let finger = job.finger {
             usable = usable.filter { $0.finger == finger }
             guard !usable.isEmpty else {
                 throw ServiceErrors.la(.biometryNotEnrolled, "the finger \(finger.rawValue) is not enrolled")
@@ -306,12 +306,12 @@ extension Verifier {
         }
     }
 
-    /// Throws NotAtTheReader unless the request's caller is at the reader now.
-    fileprivate func checkAtTheReader(_ request: Verifier.Request, _ call: any ReaderCall) async throws(Verifier.Failure) {
-        let presence = await environment.presence(of: request.caller)
+    /// Throws NotAtTheReader unless the job's caller is at the reader now.
+    fileprivate func checkAtTheReader(_ job: Verifier.Job, _ call: any ReaderCall) async throws(Verifier.Failure) {
+        let presence = await environment.presence(of: job.caller)
         guard !call.cancellable.isCancelled else { throw .interrupted }
         guard let refusal = EnvironmentRules.refusal(presence) else { return }
-        Log.notice("no scan for uid \(request.uid)\(request.via): the caller \(request.caller.sender) is not at the reader "
+        Log.notice("no scan for uid \(job.uid)\(job.via): the caller \(job.caller.sender) is not at the reader "
                    + "(\(refusal.message))")
         throw .refused(Interruption.notAtTheReader.error)
     }
@@ -320,18 +320,18 @@ extension Verifier {
     /// the session in front since before the scan began; else the scan is
     /// thrown away (logged) and the verify ends with NotAtTheReader.
     fileprivate func checkStillInFront(
-        _ request: Verifier.Request, _ call: any ReaderCall, outcome: ScanOutcome, frontBefore: UInt64
+        _ job: Verifier.Job, _ call: any ReaderCall, outcome: ScanOutcome, frontBefore: UInt64
     ) async throws(Verifier.Failure) {
         // The presence is read from logind after the scan: any change logind
         // signalled before answering has been counted by then.
-        let presence = await environment.presence(of: request.caller)
+        let presence = await environment.presence(of: job.caller)
         let refusal = EnvironmentRules.refusal(presence)
         let switched = environment.frontChanges != frontBefore
         guard refusal != nil || switched else { return }
         let why = refusal?.message ?? "the session in front changed during the scan"
         Log.warning(
-            "a scan read for uid \(request.uid)\(request.via) (\(outcome == .noMatch ? "no match" : "a match")) "
-                + "was thrown away: the caller \(request.caller.sender) was not in front when the finger was read (\(why))")
+            "a scan read for uid \(job.uid)\(job.via) (\(outcome == .noMatch ? "no match" : "a match")) "
+                + "was thrown away: the caller \(job.caller.sender) was not in front when the finger was read (\(why))")
         throw .refused(Interruption.notAtTheReader.error)
     }
 }

@@ -91,8 +91,8 @@ extension FprintdDevice {
     /// any), one judged scan, Start's time limits, each wait for a finger
     /// bounded by `--scan-timeout` and restarted by a scan to repeat; the
     /// claimer's connection must be at the reader at every scan.
-    func verifyRequest(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> Verifier.Request {
-        Verifier.Request(
+    func verifyRequest(uid: UInt32, finger: FingerName?, caller: CallerRecord) -> Verifier.Job {
+        Verifier.Job(
             uid: uid, caller: caller, reader: identity, finger: finger, attempts: 1, queueWait: FprintdOperation.startWait,
             openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait), fingerWait: .eachScan(scanTimeout),
             via: " through fprintd's interface")
@@ -161,7 +161,7 @@ extension FprintdDevice {
 
     /// Runs the verify and says how it went in fprintd's statuses: retries
     /// ("verify-retry-scan"…) as they come, then one final status.
-    private func runVerify(_ operation: FprintdOperation, _ request: Verifier.Request, sender: String) async {
+    private func runVerify(_ operation: FprintdOperation, _ request: Verifier.Job, sender: String) async {
         func status(_ result: FprintdBus.VerifyResult) {
             emit(FprintdBus.Signal.verifyStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }
@@ -252,8 +252,8 @@ extension FprintdDevice {
     }
 
     /// An EnrollStart's request to the one enroll operation, in fprintd's ways.
-    private func enrollRequest(_ finger: FingerName, claim: Claim, asker: UInt32) -> Enrollment.Request {
-        Enrollment.Request(
+    private func enrollRequest(_ finger: FingerName, claim: Claim, asker: UInt32) -> Enrollment.Job {
+        Enrollment.Job(
             uid: claim.uid, username: claim.username, finger: finger, reader: identity, storesPrints: reader.storesPrints,
             queueWait: FprintdOperation.startWait, openBy: ContinuousClock.now + .seconds(FprintdOperation.startWait),
             fingerWait: scanTimeout,
@@ -284,7 +284,7 @@ extension FprintdDevice {
     /// Runs the enrollment and says how it went in fprintd's statuses: each
     /// stage and retry as it comes (the last stage is told by the final
     /// status), then one final status.
-    private func runEnroll(_ operation: FprintdOperation, _ request: Enrollment.Request, sender: String) async {
+    private func runEnroll(_ operation: FprintdOperation, _ request: Enrollment.Job, sender: String) async {
         func status(_ result: FprintdBus.EnrollResult) {
             emit(FprintdBus.Signal.enrollStatus, [.string(result.rawValue), .boolean(result.done)], to: sender)
         }

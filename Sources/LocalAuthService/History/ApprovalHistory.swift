@@ -60,7 +60,7 @@ final class ApprovalHistory {
     /// fprintd's hook: a VerifyStart's verify ended, judged by the reader
     /// (`result`) or not (`failure`; `timedOut`: fprintd's own timeout).
     func fprintdVerified(
-        _ request: Verifier.Request, on reader: Readers.Identity, result: Verifier.Verdict?, failure: Verifier.Failure?,
+        _ request: Verifier.Job, on reader: Readers.Identity, result: Verifier.Verdict?, failure: Verifier.Failure?,
         interruption: Interruption?, timedOut: Bool
     ) {
         var entry = HistoryEntry(

@@ -52,15 +52,15 @@ public struct Configuration: Sendable {
 
     /// Parses one `--require-password-after` value ("boot", "48h", "30m", "2d", seconds).
     public mutating func requirePassword(after text: String) -> Bool {
-        var requirement = EnvironmentRules.PasswordRequirement(sinceBoot: requirePasswordAfterBoot,
+        var requirement = PasswordRequirement(sinceBoot: requirePasswordAfterBoot,
                                                                within: requirePasswordWithin)
-        guard EnvironmentRules.parseRequirement(text, into: &requirement) else { return false }
+        guard PasswordRequirement.parse(text, into: &requirement) else { return false }
         requirePasswordAfterBoot = requirement.sinceBoot
         requirePasswordWithin = requirement.within
         return true
     }
 
-    var passwordRequirement: EnvironmentRules.PasswordRequirement {
+    var passwordRequirement: PasswordRequirement {
         .init(sinceBoot: requirePasswordAfterBoot, within: requirePasswordWithin)
     }
 

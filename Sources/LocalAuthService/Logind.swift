@@ -230,7 +230,7 @@ final class Logind {
     /// Without logind nobody can say where a caller sits: callers count as
     /// local (docs/SECURITY.md), said once in the log; but once logind was
     /// seen, it is away (restarting): nobody is at the reader meanwhile.
-    func presenceWithoutLogind() -> EnvironmentRules.Presence {
+    func presenceWithoutLogind() -> Presence {
         if seen { return .logindAway }
         noLogind()
         return .unknown

@@ -28,7 +28,7 @@ final class EnvironmentComponentTests: XCTestCase {
 
     /// A fresh component with fresh fakes (each test's first line).
     @ServiceActor
-    private func makeEnvironment(passwordRequirement: EnvironmentRules.PasswordRequirement = .init()) {
+    private func makeEnvironment(passwordRequirement: PasswordRequirement = .init()) {
         seams = FakeEnvironmentSeams()
         sleep = FakeSleepSeams()
         environment = Environment(

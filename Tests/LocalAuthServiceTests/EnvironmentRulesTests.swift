@@ -16,8 +16,8 @@ final class EnvironmentRulesTests: XCTestCase {
     }
 
     func testTheKernelsRemovableAttributePlacesAReaderAndOverridesWin() {
-        func place(_ removable: String?, builtIn: [String] = [], external: [String] = []) -> Rules.Placement {
-            Rules.placement(driver: "synaptics", deviceID: "1", builtInOverrides: builtIn.compactMap(ReaderSelector.init),
+        func place(_ removable: String?, builtIn: [String] = [], external: [String] = []) -> ReaderPlacement {
+            ReaderPlacement.of(driver: "synaptics", deviceID: "1", builtInOverrides: builtIn.compactMap(ReaderSelector.init),
                             externalOverrides: external.compactMap(ReaderSelector.init), removable: removable)
         }
         XCTAssertEqual(place("fixed\n"), .builtIn)
@@ -27,17 +27,17 @@ final class EnvironmentRulesTests: XCTestCase {
         XCTAssertEqual(place("fixed", external: ["synaptics"]), .external)
         XCTAssertEqual(place("removable", builtIn: ["synaptics/1"]), .builtIn)
         XCTAssertEqual(place("removable", builtIn: ["synaptics/2"]), .external, "another device id is not overridden")
-        XCTAssertEqual(Rules.sysfsName(platformID: "usb:01:03:02"), "1-3.2")
-        XCTAssertEqual(Rules.sysfsName(platformID: "usb:0a:0c"), "10-12")
-        XCTAssertNil(Rules.sysfsName(platformID: "usb:01"))
-        XCTAssertNil(Rules.sysfsName(platformID: "/sys/devices/x"))
-        XCTAssertNil(Rules.sysfsName(platformID: "usb:zz:01"))
+        XCTAssertEqual(ReaderPlacement.sysfsName(platformID: "usb:01:03:02"), "1-3.2")
+        XCTAssertEqual(ReaderPlacement.sysfsName(platformID: "usb:0a:0c"), "10-12")
+        XCTAssertNil(ReaderPlacement.sysfsName(platformID: "usb:01"))
+        XCTAssertNil(ReaderPlacement.sysfsName(platformID: "/sys/devices/x"))
+        XCTAssertNil(ReaderPlacement.sysfsName(platformID: "usb:zz:01"))
     }
 
     func testAClosedLidLeavesOnlyExternalReaders() {
-        XCTAssertEqual(Rules.reachable([inside, outside], builtIn: [inside], lidClosed: false), [inside, outside])
-        XCTAssertEqual(Rules.reachable([inside, outside], builtIn: [inside], lidClosed: true), [outside])
-        XCTAssertEqual(Rules.reachable([inside], builtIn: [inside], lidClosed: true), [])
+        XCTAssertEqual(ReaderPlacement.reachable([inside, outside], builtIn: [inside], lidClosed: false), [inside, outside])
+        XCTAssertEqual(ReaderPlacement.reachable([inside, outside], builtIn: [inside], lidClosed: true), [outside])
+        XCTAssertEqual(ReaderPlacement.reachable([inside], builtIn: [inside], lidClosed: true), [])
         // With no reader left, policy 1 fails at once and policy 2 asks the password alone.
         let none = ServiceErrors.la(.biometryNotAvailable, "the lid is closed")
         XCTAssertEqual(EvaluationPlan.decide(policy: .deviceOwnerAuthentication, biometrics: none, enrolledSet: [],
@@ -46,45 +46,45 @@ final class EnvironmentRulesTests: XCTestCase {
     }
 
     func testOnlyTheActiveLocalSessionOnASeatIsOfferedBiometrics() {
-        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "active"), .local)
-        XCTAssertEqual(Rules.presence(remote: true, seat: "seat0", active: true, state: "active"), .remote)
-        XCTAssertEqual(Rules.presence(remote: false, seat: "", active: true, state: "active"), .noSeat)
+        XCTAssertEqual(Presence.of(remote: false, seat: "seat0", active: true, state: "active"), .local)
+        XCTAssertEqual(Presence.of(remote: true, seat: "seat0", active: true, state: "active"), .remote)
+        XCTAssertEqual(Presence.of(remote: false, seat: "", active: true, state: "active"), .noSeat)
         // Switched away from (another user is in front), or logged out and lingering.
-        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: false, state: "online"), .inactive)
-        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "closing"), .inactive)
-        XCTAssertEqual(Rules.presence(remote: false, seat: "seat0", active: true, state: "online"), .inactive)
-        XCTAssertEqual(suffix(Rules.refusal(.inactive)), "NotAtTheReader")
-        XCTAssertNil(Rules.refusal(.local))
-        XCTAssertNil(Rules.refusal(.unknown), "no logind on the bus: callers count as local")
-        XCTAssertEqual(suffix(Rules.refusal(.remote)), "NotAtTheReader")
-        XCTAssertEqual(suffix(Rules.refusal(.noSeat)), "NotAtTheReader")
+        XCTAssertEqual(Presence.of(remote: false, seat: "seat0", active: false, state: "online"), .inactive)
+        XCTAssertEqual(Presence.of(remote: false, seat: "seat0", active: true, state: "closing"), .inactive)
+        XCTAssertEqual(Presence.of(remote: false, seat: "seat0", active: true, state: "online"), .inactive)
+        XCTAssertEqual(suffix(Presence.refusal(.inactive)), "NotAtTheReader")
+        XCTAssertNil(Presence.refusal(.local))
+        XCTAssertNil(Presence.refusal(.unknown), "no logind on the bus: callers count as local")
+        XCTAssertEqual(suffix(Presence.refusal(.remote)), "NotAtTheReader")
+        XCTAssertEqual(suffix(Presence.refusal(.noSeat)), "NotAtTheReader")
     }
 
     func testRequirePasswordAfterParses() {
-        var requirement = Rules.PasswordRequirement()
+        var requirement = PasswordRequirement()
         XCTAssertFalse(requirement.isActive)
-        XCTAssertTrue(Rules.parseRequirement("boot", into: &requirement))
-        XCTAssertTrue(Rules.parseRequirement("48h", into: &requirement))
-        XCTAssertEqual(requirement, Rules.PasswordRequirement(sinceBoot: true, within: 172_800))
+        XCTAssertTrue(PasswordRequirement.parse("boot", into: &requirement))
+        XCTAssertTrue(PasswordRequirement.parse("48h", into: &requirement))
+        XCTAssertEqual(requirement, PasswordRequirement(sinceBoot: true, within: 172_800))
         for (text, seconds) in [("90", 90.0), ("30m", 1800), ("2d", 172_800), ("15s", 15)] {
-            var parsed = Rules.PasswordRequirement()
-            XCTAssertTrue(Rules.parseRequirement(text, into: &parsed), text)
+            var parsed = PasswordRequirement()
+            XCTAssertTrue(PasswordRequirement.parse(text, into: &parsed), text)
             XCTAssertEqual(parsed.within, seconds, text)
         }
         for bad in ["", "h", "-1h", "0", "soon", "1w", "nan"] {
-            var parsed = Rules.PasswordRequirement()
-            XCTAssertFalse(Rules.parseRequirement(bad, into: &parsed), bad)
+            var parsed = PasswordRequirement()
+            XCTAssertFalse(PasswordRequirement.parse(bad, into: &parsed), bad)
         }
         var configuration = Configuration(stateDirectory: "/tmp/x")
         XCTAssertTrue(configuration.requirePassword(after: "boot"))
         XCTAssertTrue(configuration.requirePassword(after: "1h"))
-        XCTAssertEqual(configuration.passwordRequirement, Rules.PasswordRequirement(sinceBoot: true, within: 3600))
+        XCTAssertEqual(configuration.passwordRequirement, PasswordRequirement(sinceBoot: true, within: 3600))
     }
 
     func testBiometricsWaitForThePasswordSinceBootAndWithinThePeriod() {
-        let boot = Rules.PasswordRequirement(sinceBoot: true)
-        let day = Rules.PasswordRequirement(within: 86_400)
-        let both = Rules.PasswordRequirement(sinceBoot: true, within: 86_400)
+        let boot = PasswordRequirement(sinceBoot: true)
+        let day = PasswordRequirement(within: 86_400)
+        let both = PasswordRequirement(sinceBoot: true, within: 86_400)
         let now: Int64 = 1_000_000
         let given = Rules.Stored.record(.init(bootID: "b1", time: now - 60))
         // Off: never.
@@ -114,10 +114,10 @@ final class EnvironmentRulesTests: XCTestCase {
     func testTheDomainStateIsPerAppAndFollowsTheEnrolledSet() {
         let set1 = Digest.sha256(Array("set 1".utf8))
         let set2 = Digest.sha256(Array("set 2".utf8))
-        let a1 = Rules.appStateHash(enrolledSetHash: set1, app: "keepassxc")
-        XCTAssertEqual(a1, Rules.appStateHash(enrolledSetHash: set1, app: "keepassxc"), "stable")
-        XCTAssertNotEqual(a1, Rules.appStateHash(enrolledSetHash: set1, app: "firefox"), "differs per app")
-        XCTAssertNotEqual(a1, Rules.appStateHash(enrolledSetHash: set2, app: "keepassxc"), "changes with the set")
+        let a1 = ReaderChoice.appStateHash(enrolledSetHash: set1, app: "keepassxc")
+        XCTAssertEqual(a1, ReaderChoice.appStateHash(enrolledSetHash: set1, app: "keepassxc"), "stable")
+        XCTAssertNotEqual(a1, ReaderChoice.appStateHash(enrolledSetHash: set1, app: "firefox"), "differs per app")
+        XCTAssertNotEqual(a1, ReaderChoice.appStateHash(enrolledSetHash: set2, app: "keepassxc"), "changes with the set")
         XCTAssertNotEqual(a1, set1, "the enrolled set's own hash is never shown")
         XCTAssertEqual(a1.count, 32)
     }

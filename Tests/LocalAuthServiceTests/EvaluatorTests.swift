@@ -366,7 +366,7 @@ final class EvaluatorTests: XCTestCase {
         let rig = try EvaluatorRig()
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [.match(0)]
-        for presence in [EnvironmentRules.Presence.remote, .inactive, .noSeat] {
+        for presence in [Presence.remote, .inactive, .noSeat] {
             rig.environment.presence = presence
             let error = await rig.evaluate().value
             XCTAssertEqual(error?.code.rawValue, LocalAuthServiceError.notAtTheReader, "\(presence)")

@@ -66,7 +66,7 @@ enum LoginScreen {
     /// still judged by its greeter); `.inactive` for a console login on a VT
     /// not in front (someone else is at the screen); `.noSeat` for
     /// everything else.
-    static func presence(_ facts: Facts) -> EnvironmentRules.Presence {
+    static func presence(_ facts: Facts) -> Presence {
         guard facts.uid == 0 else { return .noSeat }
         let vt = facts.controllingTTY.flatMap(virtualConsole(ttyNr:))
         if let vt, let front = facts.foregroundVT, front == "tty\(vt)" { return .local }
@@ -77,7 +77,7 @@ enum LoginScreen {
     /// seat0's greeter is in front, and the caller runs in the service that started it.
     static func atTheGreeter(_ facts: Facts) -> Bool {
         guard let session = facts.activeSession, session.sessionClass == "greeter",
-            EnvironmentRules.presence(
+            Presence.of(
                 remote: session.remote, seat: "seat0", active: session.active,
                 state: session.state) == .local,
             let launcher = session.launcherCgroup, let cgroup = facts.cgroup,

@@ -46,7 +46,7 @@ extension Callers {
     static let seat0: ObjectPath = "/org/freedesktop/login1/seat/seat0"
 
     /// Can this caller be the person at the reader, now?
-    func presence(_ record: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(_ record: CallerRecord) async -> Presence {
         let (presence, _) = await judge(record)
         if presence != .local, presence != .unknown {
             Log.info("caller \(record.sender) (uid \(record.uid)) is not at the reader: \(presence)")
@@ -69,11 +69,11 @@ extension Callers {
 
     /// The answer without waiting, when there is one: no logind to ask.
     /// Every call checks presence; without logind a preflight pays nothing.
-    func knownPresence(_ record: CallerRecord) -> EnvironmentRules.Presence? {
+    func knownPresence(_ record: CallerRecord) -> Presence? {
         logind.isPresent ? nil : logind.presenceWithoutLogind()
     }
 
-    private func judge(_ record: CallerRecord) async -> (EnvironmentRules.Presence, ObjectPath?) {
+    private func judge(_ record: CallerRecord) async -> (Presence, ObjectPath?) {
         guard logind.isPresent else { return (logind.presenceWithoutLogind(), nil) }
         let sessionPath: ObjectPath
         switch await place(record) {
@@ -88,7 +88,7 @@ extension Callers {
         var seat = ""
         if case .structure(let fields)? = values["Seat"], let id = fields.first?.string { seat = id }
         // Missing properties fail closed: remote, inactive.
-        let presence = EnvironmentRules.presence(remote: values["Remote"]?.bool ?? true, seat: seat,
+        let presence = Presence.of(remote: values["Remote"]?.bool ?? true, seat: seat,
                                                  active: values["Active"]?.bool ?? false,
                                                  state: values["State"]?.string ?? "")
         return (presence, sessionPath)
@@ -123,7 +123,7 @@ extension Callers {
     /// reader only as a login program at the console or the login screen in
     /// front (LoginScreen.swift, docs/SECURITY.md "Login before a session").
     /// Read at every call: the VT in front and seat0's active session change.
-    private func sessionless(_ record: CallerRecord) async -> EnvironmentRules.Presence {
+    private func sessionless(_ record: CallerRecord) async -> Presence {
         guard record.uid == 0, let pid = record.livePID else { return .noSeat }
         var facts = LoginScreen.Facts(uid: record.uid, controllingTTY: ProcessFacts.controllingTTY(pid: pid),
                                       foregroundVT: ProcessFacts.foregroundVT(), cgroup: ProcessFacts.cgroupPath(pid: pid))
@@ -206,5 +206,20 @@ extension Callers {
                                               member: "GetAll", arguments: [.string(interface)], timeout: 5)
         else { return nil }
         return reply.first?.stringKeyedDictionary
+    }
+}
+
+extension Presence {
+    /// Why biometrics are not offered to such a caller; nil: they may be.
+    static func refusal(_ presence: Presence) -> ServiceError? {
+        let why: String
+        switch presence {
+        case .local, .unknown: return nil
+        case .remote: why = "the caller's session is remote: nobody there can touch the fingerprint reader"
+        case .noSeat: why = "the caller has no session on a seat: nobody there can touch the fingerprint reader"
+        case .inactive: why = "the caller's session is not the active one on its seat: someone else is at the reader"
+        case .logindAway: why = "logind, which says who is at the reader, has left the bus (restarting?): nobody is until it is back"
+        }
+        return ServiceError(.notAtTheReader, why)
     }
 }

@@ -18,7 +18,7 @@ struct EnvironmentSubscriber {
     let uid: UInt32
     let app: String
     let caller: CallerRecord
-    var presence: EnvironmentRules.Presence
+    var presence: Presence
     var last: [String: DBusValue]
 }
 
@@ -27,7 +27,7 @@ final class Environment {
     private let seams: any EnvironmentSeams
     /// When each user last gave the password, and the rule (`--require-password-after`).
     let passwords: PasswordStore
-    private var passwordRequirement: EnvironmentRules.PasswordRequirement { passwords.requirement }
+    private var passwordRequirement: PasswordRequirement { passwords.requirement }
     /// Suspend and resume, one ordered state machine (Readers/SleepCycle.swift),
     /// made before the reader choice, which reads whether readers are offered.
     let sleepCycle: SleepCoordinator
@@ -73,7 +73,7 @@ final class Environment {
     /// Whether the caller can be the person at the reader now
     /// (Callers/Presence.swift). Without logind it is known at once, so a
     /// preflight pays no async round there (BENCHMARKS.md).
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(of caller: CallerRecord) async -> Presence {
         if let known = seams.knownPresence(of: caller) { return known }
         return await seams.presence(of: caller)
     }
@@ -104,7 +104,7 @@ final class Environment {
     // MARK: LAEnvironment
 
     /// The caller's LAEnvironment state (keys: LocalAuthBus.EnvironmentKey).
-    func state(uid: UInt32, app: String, presence: EnvironmentRules.Presence) -> [String: DBusValue] {
+    func state(uid: UInt32, app: String, presence: Presence) -> [String: DBusValue] {
         userState(uid).state(app: app, presence: presence)
     }
 
@@ -120,15 +120,15 @@ final class Environment {
         let hasUsablePrints: Bool
         let passwordSet: Bool
 
-        func state(app: String, presence: EnvironmentRules.Presence) -> [String: DBusValue] {
+        func state(app: String, presence: Presence) -> [String: DBusValue] {
             typealias Key = LocalAuthBus.EnvironmentKey
             return [
                 Key.biometryType: .uint32(biometryType.rawValue),
                 Key.biometryEnrolled: .boolean(enrolled),
                 Key.biometryLockedOut: .boolean(lockedOut),
-                Key.biometryStateHash: .bytes(enrolledSetHash.map { EnvironmentRules.appStateHash(enrolledSetHash: $0, app: app) } ?? []),
+                Key.biometryStateHash: .bytes(enrolledSetHash.map { ReaderChoice.appStateHash(enrolledSetHash: $0, app: app) } ?? []),
                 Key.builtInSensorInaccessible: .boolean(inaccessible),
-                Key.biometryUsable: .boolean(EnvironmentRules.refusal(presence) == nil && hasUsablePrints),
+                Key.biometryUsable: .boolean(Presence.refusal(presence) == nil && hasUsablePrints),
                 Key.passwordSet: .boolean(passwordSet),
             ]
         }
@@ -200,7 +200,7 @@ final class Environment {
         let generation = presenceGeneration
         let judging = subscribers.map { ($0.key, $0.value.caller) }
         Task { @ServiceActor [weak self] in
-            var judged: [(String, EnvironmentRules.Presence)] = []
+            var judged: [(String, Presence)] = []
             for (sender, caller) in judging {
                 guard let self else { return }
                 judged.append((sender, await self.seams.presence(of: caller)))

@@ -31,9 +31,9 @@ protocol EnvironmentSeams {
     // The caller (Callers/).
     func appKey(of caller: CallerRecord) -> String
     /// The caller's presence if it is known without asking logind.
-    func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence?
+    func knownPresence(of caller: CallerRecord) -> Presence?
     /// The caller's presence, asking logind now.
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
+    func presence(of caller: CallerRecord) async -> Presence
 
     // The service and the bus.
     /// EnvironmentChanged(state), unicast to `sender`.

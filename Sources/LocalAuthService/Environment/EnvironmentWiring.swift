@@ -29,8 +29,8 @@ struct ServiceEnvironmentSeams: EnvironmentSeams {
     func hasPassword(_ uid: UInt32) -> Bool { passwordSet.hasPassword(uid) }
     func accountsChanged() -> Bool { passwordSet.changedSinceLastAsked() }
     func appKey(of caller: CallerRecord) -> String { callers.identity(caller).stateKey }
-    func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence? { callers.knownPresence(caller) }
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { await callers.presence(caller) }
+    func knownPresence(of caller: CallerRecord) -> Presence? { callers.knownPresence(caller) }
+    func presence(of caller: CallerRecord) async -> Presence { await callers.presence(caller) }
     func emitEnvironmentChanged(_ state: [String: DBusValue], to sender: String) {
         try? bus.emit(
             path: ObjectPath(stringLiteral: LocalAuthBus.objectPath), interface: LocalAuthBus.interface,

@@ -15,9 +15,9 @@ final class PasswordStore {
     private let directory: String
     private var cache: [UInt32: EnvironmentRules.Stored] = [:]
     /// `--require-password-after`.
-    let requirement: EnvironmentRules.PasswordRequirement
+    let requirement: PasswordRequirement
 
-    init(stateDirectory: String, requirement: EnvironmentRules.PasswordRequirement = .init()) {
+    init(stateDirectory: String, requirement: PasswordRequirement = .init()) {
         directory = stateDirectory + "/password-given"
         self.requirement = requirement
     }

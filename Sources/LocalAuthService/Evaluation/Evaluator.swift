@@ -74,11 +74,11 @@ final class Evaluator {
     private static let notEnrolled = ServiceErrors.la(.biometryNotEnrolled, "no fingerprints are enrolled for this user")
 
     /// Why biometrics cannot be used by this caller now, or nil: a remote or
-    /// seatless session first (EnvironmentRules.refusal), then the reader,
+    /// seatless session first (Presence.refusal), then the reader,
     /// lockout and prints (`checkBiometricsUsable`).
     func biometricsRefusal(_ request: Request) async -> ServiceError? {
         let presence = await verifier.environment.presence(of: request.caller)
-        if let refusal = EnvironmentRules.refusal(presence) { return refusal }
+        if let refusal = Presence.refusal(presence) { return refusal }
         do {
             try checkBiometricsUsable(for: request.uid)
             return nil
@@ -130,7 +130,7 @@ final class Evaluator {
         var enrolledSet: [[UInt8]] = []
         do throws(ServiceError) {
             if let refused = request.record.contextRefusal { throw refused }  // ContextPolicy/
-            if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
+            if let refusal = Presence.refusal(presence) { throw refusal }
             enrolledSet = Verifier.enrolledSet(try usablePrints(for: uid))
             try verifier.refuseWhileCooling(uid)
             biometrics = nil

@@ -27,7 +27,7 @@ protocol EvaluationPrints {
 @ServiceActor
 protocol EvaluationEnvironment {
     /// Whether the caller's session is at the reader (Callers/Presence.swift).
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
+    func presence(of caller: CallerRecord) async -> Presence
     /// Counts the changes of the session in front that logind signalled (a
     /// session's `Active`, logind leaving or coming back): a scan read
     /// across one is thrown away.

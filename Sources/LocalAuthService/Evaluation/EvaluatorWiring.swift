@@ -36,7 +36,7 @@ struct ServiceEvaluatorWiring: EvaluationReaders, ReaderLookupWiring, Evaluation
 
     // MARK: EvaluationEnvironment
 
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(of caller: CallerRecord) async -> Presence {
         if let known = callers.knownPresence(caller) { return known }
         return await callers.presence(caller)
     }

@@ -33,7 +33,7 @@ extension Evaluator {
         }
         let presence = await verifier.environment.presence(of: request.caller)
         try request.record.checkNotEnded()
-        if let refusal = EnvironmentRules.refusal(presence) { throw refusal }
+        if let refusal = Presence.refusal(presence) { throw refusal }
         try checkBiometricsUsable(for: uid)
         try verifier.refuseWhileCooling(uid)
 

@@ -297,7 +297,7 @@ extension Verifier {
         // ended by the first is not judged again.
         for (flight, verify) in inFlight where verify.call.biometricInterruption == nil {
             let presence = await environment.presence(of: verify.caller)
-            guard let refusal = EnvironmentRules.refusal(presence), inFlight[flight] != nil,
+            guard let refusal = Presence.refusal(presence), inFlight[flight] != nil,
                   verify.call.biometricInterruption == nil else { continue }
             Log.notice(
                 "uid \(verify.caller.uid)'s call from \(verify.caller.sender) is no longer at the reader "
@@ -310,7 +310,7 @@ extension Verifier {
     fileprivate func checkAtTheReader(_ job: Verifier.Job, _ call: any ReaderCall) async throws(Verifier.Failure) {
         let presence = await environment.presence(of: job.caller)
         guard !call.cancellable.isCancelled else { throw .interrupted }
-        guard let refusal = EnvironmentRules.refusal(presence) else { return }
+        guard let refusal = Presence.refusal(presence) else { return }
         Log.notice("no scan for uid \(job.uid)\(job.via): the caller \(job.caller.sender) is not at the reader "
                    + "(\(refusal.message))")
         throw .refused(Interruption.notAtTheReader.error)
@@ -325,7 +325,7 @@ extension Verifier {
         // The presence is read from logind after the scan: any change logind
         // signalled before answering has been counted by then.
         let presence = await environment.presence(of: job.caller)
-        let refusal = EnvironmentRules.refusal(presence)
+        let refusal = Presence.refusal(presence)
         let switched = environment.frontChanges != frontBefore
         guard refusal != nil || switched else { return }
         let why = refusal?.message ?? "the session in front changed during the scan"

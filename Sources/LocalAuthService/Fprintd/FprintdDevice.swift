@@ -198,7 +198,7 @@ final class FprintdDevice {
     private func takeOverIdleClaim(for request: Request) async throws(ServiceError) {
         guard request.uid == 0, claimIsIdleOfAnotherUID, let held = claim else { return }
         let presence = await seams.presence(of: request.caller)
-        if let refusal = EnvironmentRules.refusal(presence) {
+        if let refusal = Presence.refusal(presence) {
             throw ServiceError(.busy, "Device was already claimed (\(refusal.message))")
         }
         // Still that claim, still idle, after the await.
@@ -214,7 +214,7 @@ final class FprintdDevice {
     func frontChanged() async {
         guard let held = claim, !held.opening else { return }
         let presence = await seams.presence(of: held.claimer)
-        guard let refusal = EnvironmentRules.refusal(presence), claim?.sender == held.sender else { return }
+        guard let refusal = Presence.refusal(presence), claim?.sender == held.sender else { return }
         if let operation, !operation.isFinished {
             await operation.finished()
             return await frontChanged()

@@ -19,7 +19,7 @@ extension FprintdDevice {
     /// (Callers/Presence.swift: the active local session, or the user's display session).
     func refusal(_ caller: CallerRecord, uid: UInt32, reader: Readers.Identity) async -> ServiceError? {
         let presence = await seams.presence(of: caller)
-        if let refusal = EnvironmentRules.refusal(presence) {
+        if let refusal = Presence.refusal(presence) {
             return ServiceError(.permissionDenied, "\(FprintdRefusal.notAtTheReader): \(refusal.message)")
         }
         guard seams.isReachable(reader) else {

@@ -60,7 +60,7 @@ protocol FprintdSeams: ReaderLookup {
     func remove(_ print: EnrolledPrint) throws
 
     // The rules shared with LocalAuth.
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence
+    func presence(of caller: CallerRecord) async -> Presence
     func passwordNeeded(_ uid: UInt32) -> ServiceError?
     /// The one verify operation and the lockout every client shares
     /// (Evaluation/Verifier.swift): a Device is its other front-end.

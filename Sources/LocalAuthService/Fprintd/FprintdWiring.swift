@@ -75,7 +75,7 @@ struct ServiceFprintdWiring: FprintdSeams, ReaderLookupWiring {
 
     // MARK: Rules and who hears
 
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(of caller: CallerRecord) async -> Presence {
         if let known = callers.knownPresence(caller) { return known }
         return await callers.presence(caller)
     }

@@ -26,7 +26,7 @@ final class ReaderChoice {
     /// sleeps; while the lid is closed, only external ones.
     var reachableReaders: [Readers.Identity] {
         guard !seams.asleep else { return [] }
-        return EnvironmentRules.reachable(seams.usableReaders, builtIn: seams.builtInReaders, lidClosed: seams.lidClosed)
+        return ReaderPlacement.reachable(seams.usableReaders, builtIn: seams.builtInReaders, lidClosed: seams.lidClosed)
     }
 
     /// The reader that serves `uid`: the configured one (`--reader`), else the
@@ -102,7 +102,7 @@ final class ReaderChoice {
         guard let reader = reader(for: caller.uid) else { throw noReaderError }
         return [
             .bytes(
-                EnvironmentRules.appStateHash(
+                Self.appStateHash(
                     enrolledSetHash: enrolledSetHash(uid: caller.uid, reader: reader),
                     app: app))
         ]
@@ -118,5 +118,15 @@ final class ReaderChoice {
             material += Digest.sha256(stored.stamp) + Digest.sha256(stored.bytes)
         }
         return Digest.sha256(material)
+    }
+}
+
+extension ReaderChoice {
+    /// Apple's stateHash differs per app: ours is the user's enrolled-set hash
+    /// keyed with the app (the executable the service sees), so two apps
+    /// cannot compare hashes to follow a person, and each changes exactly
+    /// when the enrolled set does. Pure (EnvironmentRulesTests).
+    nonisolated static func appStateHash(enrolledSetHash: [UInt8], app: String) -> [UInt8] {
+        Digest.sha256(Array("localauth-app-domain-state 1\n\(app)\n".utf8) + enrolledSetHash)
     }
 }

@@ -40,8 +40,8 @@ final class Readers {
         let storesPrints: Bool
         /// The reader itself refuses a finger it holds already.
         let checksDuplicates: Bool
-        /// Built in (under the lid) or external (EnvironmentRules.placement).
-        var placement: EnvironmentRules.Placement = .builtIn
+        /// Built in (under the lid) or external (ReaderPlacement.of).
+        var placement: ReaderPlacement = .builtIn
         fileprivate(set) var removed = false
         /// Whether the device is open, or on its way.
         enum DeviceState { case closed, opening, open, closing }
@@ -229,20 +229,20 @@ final class Readers {
     /// kernel's `removable` attribute of its USB port, else built in.
     private static func placement(of device: UnsafeMutablePointer<FpDevice>, _ identity: Identity,
                                   builtIn: [ReaderSelector], external: [ReaderSelector])
-        -> (placement: EnvironmentRules.Placement, why: String) {
+        -> (placement: ReaderPlacement, why: String) {
         var removable: String?
         var why = "no USB port: counted as built in"
         if let raw = cfprint_usb_platform_id(device) {
             let platformID = String(cString: raw)
             g_free(raw)
-            if let name = EnvironmentRules.sysfsName(platformID: platformID) {
+            if let name = ReaderPlacement.sysfsName(platformID: platformID) {
                 removable = Posix.readFile("/sys/bus/usb/devices/\(name)/removable").map { String(decoding: $0, as: UTF8.self) }
                 why = "USB \(name), removable: \(removable?.trimmed ?? "unreadable")"
             } else {
                 why = "USB \(platformID): port unknown, counted as built in"
             }
         }
-        let placement = EnvironmentRules.placement(driver: identity.driver, deviceID: identity.deviceID,
+        let placement = ReaderPlacement.of(driver: identity.driver, deviceID: identity.deviceID,
                                                    builtInOverrides: builtIn, externalOverrides: external,
                                                    removable: removable)
         if builtIn.contains(where: { $0.matches(identity.driver, identity.deviceID) })

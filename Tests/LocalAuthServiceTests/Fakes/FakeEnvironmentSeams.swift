@@ -17,9 +17,9 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     var interruptedBuiltIn = 0
     /// Presence by sender; `knownPresence` answers from it at once unless
     /// `presenceNeedsLogind`, when `presence(of:)` waits for `answerPresence`.
-    var presences: [String: EnvironmentRules.Presence] = [:]
+    var presences: [String: Presence] = [:]
     var presenceNeedsLogind = false
-    private var askedPresence: [(sender: String, answer: CheckedContinuation<EnvironmentRules.Presence, Never>)] = []
+    private var askedPresence: [(sender: String, answer: CheckedContinuation<Presence, Never>)] = []
     /// EnvironmentChanged signals sent: to whom, with what.
     private(set) var emitted: [(sender: String, state: [String: DBusValue])] = []
 
@@ -35,10 +35,10 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     func hasPassword(_ uid: UInt32) -> Bool { passwordSet?.hasPassword(uid) ?? true }
     func accountsChanged() -> Bool { passwordSet?.changedSinceLastAsked() ?? false }
     func appKey(of caller: CallerRecord) -> String { "app-of-\(caller.sender)" }
-    func knownPresence(of caller: CallerRecord) -> EnvironmentRules.Presence? {
+    func knownPresence(of caller: CallerRecord) -> Presence? {
         presenceNeedsLogind ? nil : presences[caller.sender] ?? .local
     }
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(of caller: CallerRecord) async -> Presence {
         guard presenceNeedsLogind else { return presences[caller.sender] ?? .local }
         return await withCheckedContinuation { askedPresence.append((caller.sender, $0)) }
     }
@@ -54,7 +54,7 @@ final class FakeEnvironmentSeams: EnvironmentSeams {
     var pendingPresenceQuestions: Int { askedPresence.count }
 
     /// Answers the `index`th presence question still waiting (0: the oldest).
-    func answerPresence(_ index: Int, _ presence: EnvironmentRules.Presence) {
+    func answerPresence(_ index: Int, _ presence: Presence) {
         askedPresence.remove(at: index).answer.resume(returning: presence)
     }
 

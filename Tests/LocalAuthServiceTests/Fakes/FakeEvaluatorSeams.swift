@@ -147,9 +147,9 @@ final class FakePrints: EvaluationPrints {
 /// The caller's presence and the account's password rules.
 @ServiceActor
 final class FakeEnvironment: EvaluationEnvironment {
-    var presence: EnvironmentRules.Presence = .local
+    var presence: Presence = .local
     /// A connection's own presence, where it differs from `presence`.
-    var presences: [String: EnvironmentRules.Presence] = [:]
+    var presences: [String: Presence] = [:]
     /// What logind would count: a test bumps it for a switch of the session in front.
     var frontChanges: UInt64 = 0
     var hasPassword = true
@@ -157,7 +157,7 @@ final class FakeEnvironment: EvaluationEnvironment {
     private(set) var passwordsGiven: [UInt32] = []
     private(set) var presenceAsked = 0
 
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence {
+    func presence(of caller: CallerRecord) async -> Presence {
         presenceAsked += 1
         return presences[caller.sender] ?? presence
     }

@@ -104,7 +104,7 @@ final class FakeFprintdSeams: FprintdSeams, ReaderOpener {
     /// Whether a claim keeps the reader open now.
     var held: Bool { holdsTaken > holdsReleased }
     var asleep = false
-    var presence: EnvironmentRules.Presence = .local
+    var presence: Presence = .local
     var passwordNeededError: ServiceError?
     /// Each user's prints on the reader: the rig's, which the verify reads.
     var stored: [UInt32: [EnrolledPrint]] {
@@ -173,7 +173,7 @@ final class FakeFprintdSeams: FprintdSeams, ReaderOpener {
                 location: "\(uid)/\(finger.rawValue)"))
     }
 
-    func presence(of caller: CallerRecord) async -> EnvironmentRules.Presence { presence }
+    func presence(of caller: CallerRecord) async -> Presence { presence }
     func passwordNeeded(_ uid: UInt32) -> ServiceError? { passwordNeededError }
     var verifier: Verifier { rig.verifier }
     func userChanged(_ uid: UInt32) { changedUsers.append(uid) }

@@ -86,10 +86,11 @@ final class SleepCycleTests: XCTestCase {
     /// before their scans; their operations end through the reader queue).
     func testTheTablesSayWhichCallsScan() {
         let scanning = Set(LocalAuthContract.methods.filter { $0.value.scans }.keys)
-        XCTAssertEqual(
-            scanning,
-            [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll, LocalAuthBus.Method.enrollWithOptions,
-             LocalAuthBus.Method.verifyUser, LocalAuthRightsBus.Method.authorizeRight])
+        let expected: Set<String> = [
+            LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll, LocalAuthBus.Method.enrollWithOptions,
+            LocalAuthBus.Method.verifyUser, LocalAuthRightsBus.Method.authorizeRight,
+        ]
+        XCTAssertEqual(scanning, expected)
         XCTAssertEqual(FprintdDevice.contract.methods.filter { $0.value.scans }.keys.sorted(), [])
         XCTAssertEqual(FprintdServer.contract.methods.filter { $0.value.scans }.keys.sorted(), [])
     }

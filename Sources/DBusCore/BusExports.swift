@@ -19,8 +19,10 @@ extension BusConnection {
     /// `oversized` (a contract's own error name), or else with
     /// org.freedesktop.DBus.Error.LimitsExceeded; either way the message is
     /// released at once. Every object states its bound: there is no default.
-    public func export(_ path: ObjectPath, maximumBodyBytes: Int,
-                       oversized: (@Sendable (IncomingCall) -> Void)? = nil, handler: @escaping MethodHandler) {
+    public func export(
+        _ path: ObjectPath, maximumBodyBytes: Int,
+        oversized: (@Sendable (IncomingCall) -> Void)? = nil, handler: @escaping MethodHandler
+    ) {
         let export = Export(maximumBodyBytes: maximumBodyBytes, oversized: oversized, handler: handler)
         state.withLock { $0.objects[path.rawValue] = export }
     }
@@ -44,8 +46,10 @@ extension BusConnection {
             let size = message.approximateBodySize
             guard size <= export.maximumBodyBytes else {
                 if let oversized = export.oversized { return oversized(call) }
-                return call.fail(DBusError(.limitsExceeded,
-                                           "the call's arguments are larger than \(export.maximumBodyBytes) bytes"))
+                return call.fail(
+                    DBusError(
+                        .limitsExceeded,
+                        "the call's arguments are larger than \(export.maximumBodyBytes) bytes"))
             }
             export.handler(call)
             return
@@ -55,7 +59,8 @@ extension BusConnection {
         let children = Set(exported.compactMap { ObjectPath.child(of: path, toward: $0) }).sorted()
         if !children.isEmpty {
             if message.interface == nil || message.interface == "org.freedesktop.DBus.Introspectable",
-               message.member == "Introspect" {
+                message.member == "Introspect"
+            {
                 call.reply([.string(Introspection.node(children: children))])
             } else {
                 call.fail(DBusError(.unknownMethod, "no method \(message.member ?? "") at \(path)"))

@@ -6,14 +6,17 @@ extension BusConnection {
     /// Blocks for two round trips; never call it on the loop's own thread.
     public func followOwnerBlocking(of name: String) throws(DBusError) {
         guard startFollowing(name) else { return }
-        _ = try callBlocking(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                             member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        _ = try callBlocking(
+            destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+            member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
         let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
         let owner: String?
         do {
-            owner = try callBlocking(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                                     member: "GetNameOwner", arguments: [.string(name)]).first?.string
-        } catch where error.name == .nameHasNoOwner {
+            owner = try callBlocking(
+                destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                member: "GetNameOwner", arguments: [.string(name)]
+            ).first?.string
+        } catch  where error.name == .nameHasNoOwner {
             owner = nil
         }
         applyOwner(owner, of: name, ifNoChangeSince: seen)
@@ -22,14 +25,17 @@ extension BusConnection {
     /// The async form of `followOwnerBlocking(of:)`.
     public func followOwner(of name: String, isolation: isolated (any Actor)? = #isolation) async throws(DBusError) {
         guard startFollowing(name) else { return }
-        _ = try await call(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                           member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        _ = try await call(
+            destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+            member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
         let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
         let owner: String?
         do {
-            owner = try await call(destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                                   member: "GetNameOwner", arguments: [.string(name)]).first?.string
-        } catch where error.name == .nameHasNoOwner {
+            owner = try await call(
+                destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
+                member: "GetNameOwner", arguments: [.string(name)]
+            ).first?.string
+        } catch  where error.name == .nameHasNoOwner {
             owner = nil
         }
         applyOwner(owner, of: name, ifNoChangeSince: seen)
@@ -64,7 +70,8 @@ extension BusConnection {
     /// NameOwnerChanged from the bus driver for a followed name: the new owner.
     func noteOwnerChange(_ message: Message) {
         guard message.sender == Self.busDriver, message.interface == Self.busDriver,
-              message.member == "NameOwnerChanged" else { return }
+            message.member == "NameOwnerChanged"
+        else { return }
         let arguments = message.arguments
         guard arguments.count == 3, let name = arguments[0].string, let newOwner = arguments[2].string else { return }
         state.withLock { state in

@@ -12,10 +12,14 @@ extension BusConnection {
     }
 
     /// Emits a signal; with `destination`, only that connection receives it.
-    public func emit(path: ObjectPath, interface: String, member: String, arguments: [DBusValue],
-                     destination: String? = nil) throws(DBusError) {
-        send(try Message.signal(path: path, interface: interface, member: member,
-                                arguments: arguments, destination: destination))
+    public func emit(
+        path: ObjectPath, interface: String, member: String, arguments: [DBusValue],
+        destination: String? = nil
+    ) throws(DBusError) {
+        send(
+            try Message.signal(
+                path: path, interface: interface, member: member,
+                arguments: arguments, destination: destination))
     }
 
     /// Calls a method and returns its reply's values, or throws its error.
@@ -28,17 +32,22 @@ extension BusConnection {
     /// task resumes after the reply: see `EventLoop`.) This is what Swift
     /// 6.2's `nonisolated(nonsending)` says, spelled so that Swift 6.0
     /// (Debian 13's) compiles it too.
-    public func call(destination: String, path: ObjectPath, interface: String, member: String,
-                     arguments: [DBusValue] = [], timeout: Double? = nil,
-                     isolation: isolated (any Actor)? = #isolation) async throws(DBusError) -> [DBusValue] {
-        let message = try Message.methodCall(destination: destination, path: path, interface: interface,
-                                             member: member, arguments: arguments)
+    public func call(
+        destination: String, path: ObjectPath, interface: String, member: String,
+        arguments: [DBusValue] = [], timeout: Double? = nil,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(DBusError) -> [DBusValue] {
+        let message = try Message.methodCall(
+            destination: destination, path: path, interface: interface,
+            member: member, arguments: arguments)
         return try await call(message, timeout: timeout).result()
     }
 
     /// Sends a method call and returns the reply message (which may be an error reply).
-    public func call(_ message: Message, timeout: Double? = nil,
-                     isolation: isolated (any Actor)? = #isolation) async throws(DBusError) -> Message {
+    public func call(
+        _ message: Message, timeout: Double? = nil,
+        isolation: isolated (any Actor)? = #isolation
+    ) async throws(DBusError) -> Message {
         let result: Result<Message, DBusError> = await withCheckedContinuation { continuation in
             let start: @Sendable () -> Void = {
                 self.sendWithReply(message, timeout: timeout) { continuation.resume(returning: $0) }
@@ -50,11 +59,14 @@ extension BusConnection {
 
     /// The synchronous form of `call`, for synchronous APIs such as
     /// `canEvaluatePolicy`. Never call it on the loop's own thread.
-    public func callBlocking(destination: String, path: ObjectPath, interface: String, member: String,
-                             arguments: [DBusValue] = [], timeout: Double? = nil) throws(DBusError) -> [DBusValue] {
+    public func callBlocking(
+        destination: String, path: ObjectPath, interface: String, member: String,
+        arguments: [DBusValue] = [], timeout: Double? = nil
+    ) throws(DBusError) -> [DBusValue] {
         precondition(!loop.isCurrent, "a blocking call on the event loop's thread would deadlock")
-        let message = try Message.methodCall(destination: destination, path: path, interface: interface,
-                                             member: member, arguments: arguments)
+        let message = try Message.methodCall(
+            destination: destination, path: path, interface: interface,
+            member: member, arguments: arguments)
         let outcome = BlockingOutcome()
         loop.post {
             self.sendWithReply(message, timeout: timeout) { result in
@@ -67,8 +79,10 @@ extension BusConnection {
     }
 
     /// On the loop's thread: sends and arranges for `completion` to run there with the reply.
-    private func sendWithReply(_ message: Message, timeout: Double?,
-                               completion: @escaping @Sendable (Result<Message, DBusError>) -> Void) {
+    private func sendWithReply(
+        _ message: Message, timeout: Double?,
+        completion: @escaping @Sendable (Result<Message, DBusError>) -> Void
+    ) {
         let milliseconds: Int32
         switch timeout {
         case nil: milliseconds = CDBUS_TIMEOUT_USE_DEFAULT
@@ -77,8 +91,8 @@ extension BusConnection {
         }
         var pending: OpaquePointer? = nil
         guard isConnected,
-              dbus_connection_send_with_reply(raw.pointer, message.raw, &pending, milliseconds) != 0,
-              let pending
+            dbus_connection_send_with_reply(raw.pointer, message.raw, &pending, milliseconds) != 0,
+            let pending
         else {
             completion(.failure(DBusError(.disconnected, "not connected to the bus")))
             return
@@ -87,9 +101,11 @@ extension BusConnection {
         let notify: @convention(c) (OpaquePointer?, UnsafeMutableRawPointer?) -> Void = { pending, userData in
             Unmanaged<PendingBox>.fromOpaque(userData!).takeUnretainedValue().finish(pending!)
         }
-        dbus_pending_call_set_notify(pending, notify, Unmanaged.passRetained(box).toOpaque(), { userData in
-            Unmanaged<PendingBox>.fromOpaque(userData!).release()
-        })
+        dbus_pending_call_set_notify(
+            pending, notify, Unmanaged.passRetained(box).toOpaque(),
+            { userData in
+                Unmanaged<PendingBox>.fromOpaque(userData!).release()
+            })
         // A reply that completed before the notify function was set (possible
         // when another thread read the socket) is handled here instead.
         if dbus_pending_call_get_completed(pending) != 0 { box.finish(pending) }

@@ -18,10 +18,12 @@ extension BusConnection {
     /// bus to route them here. Unicast signals addressed to us need no match rule;
     /// pass `addMatchRule: false` for those.
     @discardableResult
-    public func subscribe(sender: String?, interface: String, member: String?, path: String? = nil,
-                          extraMatch: String = "", addMatchRule: Bool = true,
-                          isolation: isolated (any Actor)? = #isolation,
-                          handler: @escaping SignalHandler) async throws(DBusError) -> UInt64 {
+    public func subscribe(
+        sender: String?, interface: String, member: String?, path: String? = nil,
+        extraMatch: String = "", addMatchRule: Bool = true,
+        isolation: isolated (any Actor)? = #isolation,
+        handler: @escaping SignalHandler
+    ) async throws(DBusError) -> UInt64 {
         let id = register(Subscription(sender: sender, interface: interface, member: member, path: path, handler: handler))
         guard addMatchRule else { return id }
         var rule = "type='signal',interface='\(interface)'"
@@ -29,8 +31,9 @@ extension BusConnection {
         if let member { rule += ",member='\(member)'" }
         if let path { rule += ",path='\(path)'" }
         rule += extraMatch
-        _ = try await call(destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
-                           interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)])
+        _ = try await call(
+            destination: "org.freedesktop.DBus", path: "/org/freedesktop/DBus",
+            interface: "org.freedesktop.DBus", member: "AddMatch", arguments: [.string(rule)])
         return id
     }
 
@@ -42,8 +45,10 @@ extension BusConnection {
     /// current owner, which needs `followOwner(of:)` first; until the owner is
     /// known, nothing matches.
     @discardableResult
-    public func subscribeUnicast(sender: String, interface: String, member: String?,
-                                 handler: @escaping SignalHandler) -> UInt64 {
+    public func subscribeUnicast(
+        sender: String, interface: String, member: String?,
+        handler: @escaping SignalHandler
+    ) -> UInt64 {
         register(Subscription(sender: sender, interface: interface, member: member, path: nil, handler: handler))
     }
 

@@ -114,4 +114,13 @@ final class ContractErrorTableTests: XCTestCase {
         for (kind, name) in expected { XCTAssertEqual(ErrorTable.fprintd.name(of: kind), name.rawValue, "\(kind)") }
         XCTAssertEqual(ErrorTable.fprintd.name(of: .limitExceeded), "org.freedesktop.DBus.Error.LimitsExceeded")
     }
+
+    /// In logs an error reads by its kind, in no contract's words (`ServiceError.code`).
+    func testLogsNameTheKindNotAContractsError() {
+        XCTAssertEqual("\(ServiceError(.la(.systemCancel), "asleep"))", "LAError.systemCancel: asleep")
+        XCTAssertEqual("\(ServiceError(.permissionDenied, "no"))", "permissionDenied: no")
+        let names = ServiceError.Kind.allCases.map(\.name)
+        XCTAssertEqual(Set(names).count, names.count, "each kind its own name")
+        XCTAssertFalse(names.contains { $0.contains(".Error.") || $0.contains("org.") }, "\(names)")
+    }
 }

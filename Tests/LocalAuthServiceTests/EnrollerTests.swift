@@ -25,14 +25,14 @@ final class EnrollerTests: XCTestCase {
             seams: seams, prints: prints, enrollment: enrollment, scanTimeout: 30, duplicateChecks: duplicateChecks)
         let alice = CallerRecord(sender: ":1.10", uid: 1000, process: nil, securityLabel: nil)
 
-        func record() -> CallRecord { CallRecord(sender: alice.sender, requestID: nil) }
+        func record() -> CallRecord { CallRecord(sender: alice.sender, requestID: nil, errors: .localAuth) }
 
         /// The error name `body` ends with (nil: it succeeded).
         func outcome(_ body: () async throws(ServiceError) -> Void) async -> String? {
             do throws(ServiceError) {
                 try await body()
                 return nil
-            } catch { return error.code.rawValue }
+            } catch { return error.localAuthName }
         }
 
         func enroll(_ finger: FingerName, replace: Bool? = nil) async -> String? {

@@ -44,7 +44,7 @@ final class EnvironmentComponentTests: XCTestCase {
 
     @ServiceActor @discardableResult
     private func subscribe(_ sender: String, uid: UInt32) async throws(ServiceError) -> [String: DBusValue] {
-        let reply = try await environment.subscribe(caller: caller(sender, uid: uid), record: CallRecord(sender: sender, requestID: nil))
+        let reply = try await environment.subscribe(caller: caller(sender, uid: uid), record: CallRecord(sender: sender, requestID: nil, errors: .localAuth))
         return reply.first?.stringKeyedDictionary ?? [:]
     }
 
@@ -53,7 +53,7 @@ final class EnvironmentComponentTests: XCTestCase {
         do throws(ServiceError) {
             try await body()
             return nil
-        } catch { return error.code.rawValue }
+        } catch { return error.localAuthName }
     }
 
     // MARK: Who hears EnvironmentChanged

@@ -57,7 +57,7 @@ final class EvaluatorTests: XCTestCase {
 
         // Three attempts: three prints tried, three misses, each counted.
         let first = await rig.evaluate().value
-        XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(first?.localAuthName, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
         // The next evaluation goes on with the 4th and reaches the 5th: four misses in all, under the limit of 5.
         let second = await rig.evaluate().value
@@ -85,11 +85,11 @@ final class EvaluatorTests: XCTestCase {
         rig.reader.script = [.retry(.tooShort)]
         rig.reader.verifyOnlyPerson = .rightRing  // the 7th: six prints come before it
         let first = await rig.evaluate().value
-        XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(first?.localAuthName, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.galleries.map(\.first), [.leftThumb, .leftThumb, .leftIndex, .leftMiddle])
         // Five misses in a row lock biometry: the limit of a verify-only reader.
         let second = await rig.evaluate().value
-        XCTAssertEqual(second?.code.rawValue, Code.biometryLockout.dbusName)
+        XCTAssertEqual(second?.localAuthName, Code.biometryLockout.dbusName)
         XCTAssertTrue(rig.verifier.isLockedOut(rig.uid))
         // The password lifts the lockout; the rotation goes on to the prints not tried yet.
         rig.evaluator.ownerPasswordAccepted(rig.uid)
@@ -104,7 +104,7 @@ final class EvaluatorTests: XCTestCase {
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [.noMatch, .noMatch, .noMatch, .match(0)]
         let error = await rig.evaluate().value
-        XCTAssertEqual(error?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(error?.localAuthName, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.scans, 3, "attemptsPerEvaluation scans, no more")
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
         XCTAssertEqual(rig.lockoutFile, "3\n", "each failure is written")
@@ -119,18 +119,18 @@ final class EvaluatorTests: XCTestCase {
         rig.prints.enroll(.rightIndex, for: rig.uid)
         rig.reader.script = [.noMatch, .noMatch, .noMatch]
         let first = await rig.evaluate().value
-        XCTAssertEqual(first?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(first?.localAuthName, Code.authenticationFailed.dbusName)
 
         // Two more reach LockoutStore.limit (5) within the next evaluation's attempts.
         rig.reader.script = [.noMatch, .noMatch, .noMatch]
         let second = await rig.evaluate().value
-        XCTAssertEqual(second?.code.rawValue, Code.biometryLockout.dbusName)
+        XCTAssertEqual(second?.localAuthName, Code.biometryLockout.dbusName)
         XCTAssertEqual(rig.reader.scans, 5)
         XCTAssertTrue(rig.verifier.isLockedOut(rig.uid))
 
         await rig.assertPreflight(.deviceOwnerAuthenticationWithBiometrics, fails: .biometryLockout)
         let third = await rig.evaluate().value
-        XCTAssertEqual(third?.code.rawValue, Code.biometryLockout.dbusName)
+        XCTAssertEqual(third?.localAuthName, Code.biometryLockout.dbusName)
         XCTAssertEqual(rig.reader.opens, 2, "a locked-out user never reaches the reader")
         // Policy 2 still offers the password.
         await rig.assertPreflight(.deviceOwnerAuthentication, fails: nil)
@@ -145,7 +145,7 @@ final class EvaluatorTests: XCTestCase {
             .noMatch, .noMatch, .noMatch,
         ]
         let error = await rig.evaluate().value
-        XCTAssertEqual(error?.code.rawValue, Code.authenticationFailed.dbusName)
+        XCTAssertEqual(error?.localAuthName, Code.authenticationFailed.dbusName)
         XCTAssertEqual(rig.reader.scans, 8, "five retries do not use up three attempts")
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3, "only the judged scans count")
         XCTAssertEqual(
@@ -199,7 +199,7 @@ final class EvaluatorTests: XCTestCase {
             if arguments.count == 1 { XCTAssertEqual(try CancelArguments(arguments).requestID, "r") }
             rig.evaluator.end("r", of: rig.sender, interruption)
             let error = await pending.value
-            XCTAssertEqual(error?.code.rawValue, expected.dbusName, "\(arguments)")
+            XCTAssertEqual(error?.localAuthName, expected.dbusName, "\(arguments)")
             XCTAssertEqual(rig.reader.cancelledScans, index + 1, "the scan itself was cancelled")
             XCTAssertFalse(rig.reader.isOpen, "the reader is released")
             XCTAssertTrue(rig.queueIsFree)
@@ -317,7 +317,7 @@ final class EvaluatorTests: XCTestCase {
         try await rig.waitUntil { rig.reader.releases == 1 && rig.password.waiting }
         rig.password.verdict = .dismissed
         let error = await pending.value
-        XCTAssertEqual(error?.code.rawValue, Code.userCancel.dbusName, "the password's verdict, not the finger's")
+        XCTAssertEqual(error?.localAuthName, Code.userCancel.dbusName, "the password's verdict, not the finger's")
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 3)
     }
 
@@ -355,7 +355,7 @@ final class EvaluatorTests: XCTestCase {
         rig.prints.enroll(.rightIndex, for: rig.uid, stamp: 2)
         rig.reader.script = [.noMatch, .noMatch, .noMatch]
         let after = await rig.evaluate(reuse: 60).value
-        XCTAssertEqual(after?.code.rawValue, Code.authenticationFailed.dbusName, "a new scan, which fails")
+        XCTAssertEqual(after?.localAuthName, Code.authenticationFailed.dbusName, "a new scan, which fails")
         XCTAssertEqual(rig.reader.opens, 2)
     }
 
@@ -369,7 +369,7 @@ final class EvaluatorTests: XCTestCase {
         for presence in [Presence.remote, .inactive, .noSeat] {
             rig.environment.presence = presence
             let error = await rig.evaluate().value
-            XCTAssertEqual(error?.code.rawValue, LocalAuthServiceError.notAtTheReader, "\(presence)")
+            XCTAssertEqual(error?.localAuthName, LocalAuthServiceError.notAtTheReader, "\(presence)")
             await rig.assertPreflight(
                 .deviceOwnerAuthenticationWithBiometrics, fails: nil,
                 name: LocalAuthServiceError.notAtTheReader)
@@ -427,6 +427,6 @@ func XCTAssertThrowsDBusError(
         try await body()
         XCTFail("no error; expected \(name)", line: line)
     } catch {
-        XCTAssertEqual(error.code.rawValue, name, line: line)
+        XCTAssertEqual(error.localAuthName, name, line: line)
     }
 }

@@ -20,6 +20,17 @@ final class LayeringTests: XCTestCase {
         "CallerRecord": "the connection's record, made by Callers/ for the router"
     ]
 
+    /// The namespaces of each contract's wire words (its interface, member,
+    /// error and polkit names): org.example.LocalAuth's are declared in
+    /// LocalAuthShared (another module, which the type walk below does not
+    /// read), fprintd's in Fprintd/. The floor names none of them: a
+    /// contract's words reach the router through its `BusContract` (its
+    /// `ErrorTable`, its rows' `Authorization` and `MethodSpec.scans`).
+    static let contractNamespaces = [
+        "LocalAuthBus", "LocalAuthRightsBus", "LocalAuthPrompt", "LocalAuthLoginSecretBus", "LocalAuthServiceError",
+        "LocalAuthRightsError", "LocalAuthHistory", "FprintdBus", "FprintdRefusal",
+    ]
+
     struct Source {
         let path: String
         let folder: String
@@ -109,6 +120,32 @@ final class LayeringTests: XCTestCase {
             from: { $0 == Self.floor }, to: { Self.isComponent($0) || Self.contracts.contains($0) },
             allowing: Set(Self.floorMayName.keys))
         XCTAssert(ties.isEmpty, "Bus/ is the floor (docs/DESIGN.md, \"Layers\"); it names:\n" + ties.joined(separator: "\n"))
+    }
+
+    func testTheBusNamesNoContractsWords() throws {
+        // Each namespace is still declared where the list says: a rename must not leave the test blind.
+        var root = URL(fileURLWithPath: #filePath)
+        for _ in 0..<3 { root.deleteLastPathComponent() }
+        var declared = ""
+        for folder in ["Sources/LocalAuthShared", "Sources/LocalAuthService/Fprintd"] {
+            let path = root.appendingPathComponent(folder).path
+            for file in try FileManager.default.contentsOfDirectory(atPath: path) where file.hasSuffix(".swift") {
+                declared += Self.strip(try String(contentsOfFile: path + "/" + file, encoding: .utf8))
+            }
+        }
+        for name in Self.contractNamespaces {
+            XCTAssertFalse(Self.matches(#"\benum\s+"# + name + #"\b"#, in: declared, group: 0).isEmpty, "\(name) is declared nowhere")
+        }
+        var found: [String] = []
+        for source in try Self.sources() where source.folder == Self.floor {
+            for name in Self.contractNamespaces where !Self.matches(#"(?<![.\w])"# + name + #"\b"#, in: source.code, group: 0).isEmpty {
+                found.append("\(source.path): \(name)")
+            }
+        }
+        XCTAssert(
+            found.isEmpty,
+            "Bus/ is the floor (docs/DESIGN.md, \"Layers\"); it names a contract's words (move them to the contract's folder):\n"
+                + found.joined(separator: "\n"))
     }
 
     func testNoComponentNamesAContract() throws {

@@ -33,7 +33,7 @@ final class PresenceAtScanTests: XCTestCase {
         rig.environment.presence = .inactive
         rig.reader.script = [.match(0)]
         let error = await pending.value
-        XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader)
+        XCTAssertEqual(error?.localAuthName, Self.notAtTheReader)
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 1, "a match thrown away lifts no lockout count")
         XCTAssertEqual(rig.observers.endings.count, 1)
         XCTAssertFalse(rig.reader.isOpen, "the reader is given back")
@@ -59,7 +59,7 @@ final class PresenceAtScanTests: XCTestCase {
             rig.environment.frontChanges += 2  // away and back, as logind signals it
             rig.reader.script = [step]
             let error = await pending.value
-            XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader, "\(step)")
+            XCTAssertEqual(error?.localAuthName, Self.notAtTheReader, "\(step)")
         }
         XCTAssertEqual(rig.verifier.failedMatches(of: rig.uid), 0, "someone else's no-match is not this user's failure")
 
@@ -82,7 +82,7 @@ final class PresenceAtScanTests: XCTestCase {
         rig.environment.presence = .inactive
         rig.reader.script = [.retry(.tooShort)]
         let error = await pending.value
-        XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader)
+        XCTAssertEqual(error?.localAuthName, Self.notAtTheReader)
         XCTAssertEqual(rig.reader.scans, 1, "the scan to repeat was not taken again")
         XCTAssertFalse(rig.reader.isOpen)
     }
@@ -110,8 +110,8 @@ final class PresenceAtScanTests: XCTestCase {
         await rig.verifier.frontChanged()
         let first = await scanning.value
         let second = await queued.value
-        XCTAssertEqual(first?.code.rawValue, Self.notAtTheReader)
-        XCTAssertEqual(second?.code.rawValue, Self.notAtTheReader)
+        XCTAssertEqual(first?.localAuthName, Self.notAtTheReader)
+        XCTAssertEqual(second?.localAuthName, Self.notAtTheReader)
         XCTAssertEqual(rig.reader.cancelledScans, 1, "the scan in progress was cancelled")
 
         // The caller still in front has the reader now, and its touch counts.
@@ -164,7 +164,7 @@ final class PresenceAtScanTests: XCTestCase {
         rig.environment.frontChanges += 1
         rig.reader.script = [.match(0)]  // her touch, before the switch's signal was handled
         let error = await pending.value
-        XCTAssertEqual(error?.code.rawValue, Self.notAtTheReader)
+        XCTAssertEqual(error?.localAuthName, Self.notAtTheReader)
         XCTAssertEqual(rig.reader.scans, 1)
     }
 }

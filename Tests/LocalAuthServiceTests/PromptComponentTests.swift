@@ -34,7 +34,7 @@ final class PromptComponentTests: XCTestCase {
             try await agents.register(
                 RegisterPromptAgentArguments([.objectPath(path)]),
                 caller: caller(sender, uid: uid, session: session),
-                record: CallRecord(sender: sender, requestID: nil))
+                record: CallRecord(sender: sender, requestID: nil, errors: .localAuth))
         }
 
         /// An evaluation of `uid` by a caller in `session`, started: its sheet offered.
@@ -43,7 +43,7 @@ final class PromptComponentTests: XCTestCase {
             let evaluation = Evaluation(
                 requestID: "r-\(sender)", caller: connection, uid: uid, queue: queue,
                 prompt: .init(reason: "unlock the vault", fallbackTitle: nil, cancelTitle: nil))
-            let record = CallRecord(sender: sender, requestID: evaluation.requestID)
+            let record = CallRecord(sender: sender, requestID: evaluation.requestID, errors: .localAuth)
             await agents.evaluationStarted(evaluation, record: record, policy: .deviceOwnerAuthenticationWithBiometrics)
             return (evaluation, record)
         }
@@ -54,7 +54,7 @@ final class PromptComponentTests: XCTestCase {
                 try agents.answer(PromptAnswerArguments([.string(id), .string(answer)]), caller: caller)
                 return nil
             } catch {
-                return error.code.rawValue
+                return error.localAuthName
             }
         }
     }
@@ -64,7 +64,7 @@ final class PromptComponentTests: XCTestCase {
         do throws(ServiceError) {
             try await body()
             return nil
-        } catch { return error.code.rawValue }
+        } catch { return error.localAuthName }
     }
 
     // MARK: Whose sheets

@@ -168,9 +168,9 @@ final class SecurityRulesTests: XCTestCase {
     private static func checkCallsAreLimitedPerConnectionPerUserAndNotForRoot() throws {
         let registry = CallRegistry()
         for index in 0..<ServiceLimits.callsPerConnection {
-            try registry.register(CallRecord(sender: ":1.5", requestID: "r\(index)"))
+            try registry.register(CallRecord(sender: ":1.5", requestID: "r\(index)", errors: .localAuth))
         }
-        XCTAssertThrowsError(try registry.register(CallRecord(sender: ":1.5", requestID: nil))) {
+        XCTAssertThrowsError(try registry.register(CallRecord(sender: ":1.5", requestID: nil, errors: .localAuth))) {
             XCTAssertEqual(($0 as? ServiceError)?.kind, .limitExceeded)
         }
         // One uid over several connections.
@@ -178,7 +178,7 @@ final class SecurityRulesTests: XCTestCase {
         var refused = 0
         for connection in 0..<3 {
             for _ in 0..<ServiceLimits.callsPerConnection {
-                let record = CallRecord(sender: ":2.\(connection)", requestID: nil)
+                let record = CallRecord(sender: ":2.\(connection)", requestID: nil, errors: .localAuth)
                 try registry.register(record)
                 do {
                     try registry.admit(record, uid: 1000)
@@ -193,7 +193,7 @@ final class SecurityRulesTests: XCTestCase {
         XCTAssertEqual(refused, 3 * ServiceLimits.callsPerConnection - ServiceLimits.callsPerUser)
         // Root is not limited per user (only per connection and in total).
         for connection in 0..<4 {
-            let record = CallRecord(sender: ":3.\(connection)", requestID: nil)
+            let record = CallRecord(sender: ":3.\(connection)", requestID: nil, errors: .localAuth)
             try registry.register(record)
             XCTAssertNoThrow(try registry.admit(record, uid: 0))
         }
@@ -204,7 +204,7 @@ final class SecurityRulesTests: XCTestCase {
     @ServiceActor
     private static func checkACallEndedBeforeItsEvaluationExistsInterruptsTheEvaluation() throws {
         let registry = CallRegistry()
-        let record = CallRecord(sender: ":1.9", requestID: "early")
+        let record = CallRecord(sender: ":1.9", requestID: "early", errors: .localAuth)
         try registry.register(record)
         registry.end(requestID: "early", of: ":1.8", .appCancelled)
         XCTAssertNil(record.interruption, "another caller cannot end it")

@@ -78,6 +78,37 @@ final class SleepCycleTests: XCTestCase {
         XCTAssertTrue(seams.inhibitorHeld)
     }
 
+    // MARK: The calls sleep ends through their records
+
+    /// The rows whose answer waits for a scan, said by the tables
+    /// (`MethodSpec.scans`): the five of org.example.LocalAuth that the
+    /// registry once listed by name, and none of fprintd's (its Starts answer
+    /// before their scans; their operations end through the reader queue).
+    func testTheTablesSayWhichCallsScan() {
+        let scanning = Set(LocalAuthContract.methods.filter { $0.value.scans }.keys)
+        let expected: Set<String> = [
+            LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll, LocalAuthBus.Method.enrollWithOptions,
+            LocalAuthBus.Method.verifyUser, LocalAuthRightsBus.Method.authorizeRight,
+        ]
+        XCTAssertEqual(scanning, expected)
+        XCTAssertEqual(FprintdDevice.contract.methods.filter { $0.value.scans }.keys.sorted(), [])
+        XCTAssertEqual(FprintdServer.contract.methods.filter { $0.value.scans }.keys.sorted(), [])
+    }
+
+    func testSleepEndsTheCallsThatScanAndNoOther() async { await Self.checkSleepEndsTheCallsThatScanAndNoOther() }
+
+    @ServiceActor
+    private static func checkSleepEndsTheCallsThatScanAndNoOther() {
+        let registry = CallRegistry()
+        let scanning = CallRecord(sender: ":1.1", requestID: nil, errors: .localAuth, scans: true)
+        let other = CallRecord(sender: ":1.1", requestID: nil, errors: .fprintd)
+        XCTAssertNoThrow(try registry.register(scanning))
+        XCTAssertNoThrow(try registry.register(other))
+        registry.interruptReaderWork(.systemSleeping)
+        XCTAssertThrowsError(try scanning.checkNotEnded()) { XCTAssertEqual(($0 as? ServiceError)?.kind, .la(.systemCancel)) }
+        XCTAssertNoThrow(try other.checkNotEnded(), "a call that scans nothing ends by its own path")
+    }
+
     // MARK: The reader queue at sleep and under the lid
 
     @ServiceActor

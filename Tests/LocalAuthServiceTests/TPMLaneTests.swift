@@ -68,7 +68,7 @@ final class TPMLaneTests: XCTestCase {
             _ = try await state.openStorage()
             XCTFail("a store opened without its TPM")
         } catch {
-            XCTAssertEqual(error.code.rawValue, LocalAuthServiceError.storageFailed, error.message)
+            XCTAssertEqual(error.localAuthName, LocalAuthServiceError.storageFailed, error.message)
         }
         XCTAssertFalse(state.tpm.busy)
     }

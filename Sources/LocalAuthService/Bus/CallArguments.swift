@@ -1,7 +1,7 @@
 import DBusCore
 import LocalAuthShared
 
-/// The arguments of one method of org.example.LocalAuth, decoded from the
+/// The arguments of one method of a contract, decoded from the
 /// call's body once, at arrival, and validated in full (options included)
 /// before anything else happens: before the caller is looked up, before
 /// polkit is asked, before the call is registered. A handler receives them
@@ -10,8 +10,9 @@ protocol CallArguments: Sendable {
     /// Decodes and validates; a bad argument is a named error (InvalidArgs)
     /// and nothing has happened yet.
     init(_ arguments: [DBusValue]) throws(ServiceError)
-    /// A `user` option naming whose prints the call is about: a user other
-    /// than the caller needs org.example.LocalAuth.manage (Authorization.swift).
+    /// The user the call names as whose prints it is about: a user other
+    /// than the caller needs the row's `Authorization.anotherUser`
+    /// (org.example.LocalAuth's `manage`, fprintd's `setusername`).
     var namedUser: String? { get }
     /// The `request-id` the call carries (EvaluatePolicy, VerifyUser,
     /// AuthorizeRight): a Cancel sent right after the call finds it even

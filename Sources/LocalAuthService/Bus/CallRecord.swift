@@ -45,10 +45,17 @@ final class CallRecord {
     /// work it waits for never ends (a reader that ignores cancellation).
     let call: (any WireCall)?
 
-    init(sender: String, requestID: String?, errors: ErrorTable = .localAuth, call: (any WireCall)? = nil) {
+    /// Its row's `MethodSpec.scans`: its answer waits for a finger, so sleep
+    /// ends it (`CallRegistry.interruptReaderWork`).
+    let scans: Bool
+
+    /// `errors`: the contract's table (`BusContract.errors`); the router
+    /// passes its row's `scans` (a record made elsewhere scans nothing).
+    init(sender: String, requestID: String?, errors: ErrorTable, scans: Bool = false, call: (any WireCall)? = nil) {
         self.sender = sender
         self.requestID = requestID
         self.errors = errors
+        self.scans = scans
         self.call = call
     }
 
@@ -167,16 +174,13 @@ final class CallRegistry {
         return abandoned
     }
 
-    /// The system goes to sleep: every call that may scan ends (those
-    /// holding or waiting for the reader end through `SensorQueue` too).
+    /// The system goes to sleep: every call whose answer waits for a scan
+    /// (its row's `MethodSpec.scans`) ends, wherever it waits: polkit, the
+    /// reader queue, the scan. (Those holding or waiting for the reader end
+    /// through `SensorQueue` too; fprintd's operations through it alone.)
     func interruptReaderWork(_ reason: Interruption) {
-        let members: Set<String> = [LocalAuthBus.Method.evaluatePolicy, LocalAuthBus.Method.enroll,
-                                    LocalAuthBus.Method.enrollWithOptions, LocalAuthBus.Method.verifyUser,
-                                    LocalAuthRightsBus.Method.authorizeRight]
         for connection in connections.values {
-            for call in connection.calls where call.call.map({ members.contains($0.member) }) ?? false {
-                call.interrupt(reason)
-            }
+            for call in connection.calls where call.scans { call.interrupt(reason) }
         }
     }
 

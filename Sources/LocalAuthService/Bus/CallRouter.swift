@@ -101,7 +101,8 @@ final class CallRouter {
             }
             // Registered now, before anything awaits: from here on a vanish,
             // Cancel or SIGTERM ends it wherever it waits.
-            let record = CallRecord(sender: call.sender, requestID: arguments.callRequestID, errors: contract.errors, call: call)
+            let record = CallRecord(
+                sender: call.sender, requestID: arguments.callRequestID, errors: contract.errors, scans: spec.scans, call: call)
             do throws(ServiceError) {
                 try registry.register(record)
             } catch {

@@ -51,15 +51,9 @@ struct Authorization: Sendable {
         case also(String)
     }
 
-    /// No polkit at all (fprintd's Manager).
+    /// No polkit at all (fprintd's Manager). A contract's own rules are
+    /// beside its table (org.example.LocalAuth's: LocalAuth/LocalAuthRows.swift).
     static let none = Authorization(actions: [], interactive: false, anotherUser: .instead(""))
-
-    /// org.example.LocalAuth's rule: the row's action, or `manage` for another user's prints.
-    static func localAuth(_ action: PolkitAction?, interactive: Bool) -> Authorization {
-        Authorization(
-            actions: action.map { [$0.rawValue] } ?? [], interactive: interactive,
-            anotherUser: .instead(PolkitAction.manage.rawValue))
-    }
 }
 
 /// One row of a contract's method table: the signature, polkit, the
@@ -70,6 +64,12 @@ struct MethodSpec<Target: AnyObject & Sendable>: Sendable {
     let authorization: Authorization
     /// The largest body the router accepts before decoding it.
     let maximumBodyBytes: Int
+    /// Its answer waits for a finger on the reader (an evaluation, an
+    /// enrollment, a right's authorization): sleep ends the call itself
+    /// (`CallRegistry.interruptReaderWork`), wherever it waits, not only its
+    /// place in the reader queue. fprintd's Starts answer before their scans:
+    /// their operations end through the reader queue alone.
+    let scans: Bool
     /// Decodes and validates the arguments in full, at arrival (Bus/CallArguments.swift).
     let decode: @Sendable ([DBusValue]) throws(ServiceError) -> any CallArguments
     /// Checked before polkit is asked and again after (fprintd's claim: its order is fprintd's).
@@ -79,13 +79,14 @@ struct MethodSpec<Target: AnyObject & Sendable>: Sendable {
 
     /// A row whose handler takes its arguments typed.
     init<Arguments: CallArguments>(
-        signature: String, authorization: Authorization, _ arguments: Arguments.Type,
+        signature: String, authorization: Authorization, scans: Bool = false, _ arguments: Arguments.Type,
         maximumBodyBytes: Int = ServiceLimits.maximumBodyBytes,
         admits: (@ServiceActor @Sendable (Target, Request) throws(ServiceError) -> Void)? = nil,
         handler: @escaping @ServiceActor @Sendable (Target, Call<Arguments>) async throws(ServiceError) -> [DBusValue]
     ) {
         self.signature = signature
         self.authorization = authorization
+        self.scans = scans
         self.maximumBodyBytes = maximumBodyBytes
         self.admits = admits
         decode = { values throws(ServiceError) in try Arguments(values) }
@@ -93,17 +94,6 @@ struct MethodSpec<Target: AnyObject & Sendable>: Sendable {
             // `decoded` was made by this row's own `decode`: always `Arguments`.
             try await handler(target, Call(request: request, arguments: decoded as! Arguments))
         }
-    }
-
-    /// An org.example.LocalAuth row: its action (nil: none), or `manage` for another user's prints.
-    init<Arguments: CallArguments>(
-        signature: String, action: PolkitAction?, interactive: Bool, _ arguments: Arguments.Type,
-        maximumBodyBytes: Int = ServiceLimits.maximumBodyBytes,
-        handler: @escaping @ServiceActor @Sendable (Target, Call<Arguments>) async throws(ServiceError) -> [DBusValue]
-    ) {
-        self.init(
-            signature: signature, authorization: .localAuth(action, interactive: interactive), arguments,
-            maximumBodyBytes: maximumBodyBytes, handler: handler)
     }
 }
 

@@ -5,7 +5,8 @@ import LocalAuthShared
 /// the caller. Components decide on `kind` (never on a name or a message);
 /// only the router turns one into the wire's `DBusError`, through the error
 /// table of the contract the call came through (`ErrorTable`: one per
-/// contract, `.localAuth` below, `.fprintd` in Fprintd/FprintdContract.swift).
+/// contract, `.localAuth` in LocalAuth/LocalAuthErrors.swift, `.fprintd` in
+/// Fprintd/FprintdContract.swift).
 /// `ContractErrorTableTests` checks both against their XML.
 struct ServiceError: DomainError {
     enum Kind: Hashable, Sendable, CaseIterable {
@@ -17,12 +18,12 @@ struct ServiceError: DomainError {
         /// Something below the contract failed (no random bytes, the bus did
         /// not answer).
         case failed
-        // The service's own errors (LocalAuthServiceError).
+        // The service's own errors (each contract names them in its table).
         case permissionDenied, alreadyEnrolled, notEnrolled, busy, readOnly, storageFailed, limitExceeded
         case readerCoolingDown, notAtTheReader, unprovenSandbox, readerInUse, duplicatePrint, readerStorageFull
         /// The system sheet: another agent already serves this session.
         case promptAgentExists
-        // The rights methods' errors (LocalAuthRightsError).
+        // The rights methods' errors.
         case rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding
         /// A call names a user who does not exist (looked up only after polkit said yes).
         case noSuchUser
@@ -81,6 +82,12 @@ struct ServiceError: DomainError {
             }
         }
 
+        /// Its name in logs: the LAError code's, or the kind's own.
+        var name: String {
+            if case .la(let code) = self { return "LAError.\(code)" }
+            return "\(self.case)"
+        }
+
         /// The kinds of one `Case`: every value of its associated value.
         static func kinds(of kindCase: Case) -> [Kind] {
             switch kindCase {
@@ -123,9 +130,16 @@ struct ServiceError: DomainError {
         self.message = message
     }
 
-    /// `DomainError`'s code, for logs: the kind's name in org.example.LocalAuth.
-    /// A caller gets `dbusError(_:)`, in the words of the contract it called.
-    var code: DBusError.Name { DBusError.Name(rawValue: ErrorTable.localAuth.name(of: kind)) }
+    /// `DomainError`'s code, for logs: the kind's own name, in no contract's
+    /// words ("LAError.systemCancel", "permissionDenied"). A caller gets
+    /// `dbusError(_:)`, in the words of the contract it called.
+    var code: Code { Code(rawValue: kind.name) }
+
+    /// A kind's name in logs (`code`).
+    struct Code: ErrorCode {
+        let rawValue: String
+        init(rawValue: String) { self.rawValue = rawValue }
+    }
 
     /// The error as a caller of `contract` receives it.
     func dbusError(_ contract: ErrorTable) -> DBusError { DBusError(DBusError.Name(rawValue: contract.name(of: kind)), message) }
@@ -151,36 +165,6 @@ struct ErrorTable: Sendable {
     let name: @Sendable (ServiceError.Kind) -> String
 
     func name(of kind: ServiceError.Kind) -> String { name(kind) }
-
-    /// org.example.LocalAuth's names (dbus/org.example.LocalAuth.xml).
-    static let localAuth = ErrorTable { kind in
-        switch kind {
-        case .la(let code): code.dbusName
-        case .invalidArgs, .noSuchUser: DBusError.Name.invalidArgs.rawValue
-        // fprintd's claims and Stops have no counterpart in this contract.
-        case .failed, .notClaimed, .nothingInProgress: DBusError.Name.failed.rawValue
-        case .permissionDenied: LocalAuthServiceError.permissionDenied
-        case .alreadyEnrolled: LocalAuthServiceError.alreadyEnrolled
-        case .notEnrolled: LocalAuthServiceError.notEnrolled
-        case .busy: LocalAuthServiceError.busy
-        case .readOnly: LocalAuthServiceError.readOnly
-        case .storageFailed, .readerPrintNotDeleted: LocalAuthServiceError.storageFailed
-        case .limitExceeded: LocalAuthServiceError.limitExceeded
-        case .readerCoolingDown: LocalAuthServiceError.readerCoolingDown
-        case .notAtTheReader: LocalAuthServiceError.notAtTheReader
-        case .unprovenSandbox: LocalAuthServiceError.unprovenSandbox
-        case .readerInUse: LocalAuthServiceError.readerInUse
-        case .duplicatePrint: LocalAuthServiceError.duplicatePrint
-        case .readerStorageFull: LocalAuthServiceError.readerStorageFull
-        case .promptAgentExists: LocalAuthPrompt.agentExistsError
-        case .rightNotFound: LocalAuthRightsError.rightNotFound
-        case .rightInvalidated: LocalAuthRightsError.rightInvalidated
-        case .notAuthorized: LocalAuthRightsError.notAuthorized
-        case .noSecret: LocalAuthRightsError.noSecret
-        case .accountChanged: LocalAuthRightsError.accountChanged
-        case .tpmNotResponding: LocalAuthRightsError.tpmNotResponding
-        }
-    }
 }
 
 /// The contract's errors, made the same way everywhere.

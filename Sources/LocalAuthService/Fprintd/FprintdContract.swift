@@ -202,6 +202,11 @@ extension FprintdDevice {
         "DeleteEnrolledFinger": row("s", [.enroll], .claimed, FingerNameArgument.self) { device, call throws(ServiceError) in
             try await device.deleteEnrolledFinger(call)
         },
+        // The Starts answer once the reader is open, before any scan: no row
+        // here `scans` (MethodSpec). Sleep ends their operations through the
+        // reader queue (FprintdOperation's ticket) and their claims through
+        // `FprintdDevice.sleepBegan`, and a Start still waiting says so in
+        // fprintd's words (FprintdOperations.swift, `startError`).
         "VerifyStart": row("s", [.verify], .claimed, FingerNameArgument.self) { device, call throws(ServiceError) in
             try await device.verifyStart(call)
         },

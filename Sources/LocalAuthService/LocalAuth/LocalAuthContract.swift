@@ -38,7 +38,7 @@ enum LocalAuthContract {
                     return try await object.evaluator.canEvaluatePolicy(call.request, call.arguments)
                 }),
             LocalAuthBus.Method.evaluatePolicy: MethodSpec(
-                signature: "usa{sv}", action: .evaluate, interactive: false, EvaluatePolicyArguments.self,
+                signature: "usa{sv}", action: .evaluate, interactive: false, scans: true, EvaluatePolicyArguments.self,
                 handler: { object, call throws(ServiceError) in
                     ContextPolicy.markApps(call.request, method: LocalAuthBus.Method.evaluatePolicy)  // docs/POLICY.md
                     return try await object.evaluator.evaluatePolicy(call.request, call.arguments)
@@ -53,7 +53,7 @@ enum LocalAuthContract {
                 signature: "s", action: .manage, interactive: true, ResetLockoutArguments.self,
                 handler: { object, call throws(ServiceError) in try object.evaluator.resetLockout(call.request, call.arguments) }),
             LocalAuthBus.Method.verifyUser: MethodSpec(
-                signature: "sa{sv}", action: .verifyUser, interactive: false, VerifyUserArguments.self,
+                signature: "sa{sv}", action: .verifyUser, interactive: false, scans: true, VerifyUserArguments.self,
                 handler: { object, call throws(ServiceError) in
                     try ContextPolicy.admitVerifyUser(call.request, user: call.arguments.user, pamService: call.arguments.pamService)  // docs/POLICY.md
                     let uid = try await object.evaluator.verifyUser(call.request, call.arguments)
@@ -65,13 +65,13 @@ enum LocalAuthContract {
                 signature: "", action: nil, interactive: false, NoArguments.self,
                 handler: { object, call throws(ServiceError) in try object.readerChoice.domainState(of: call.caller) }),
             LocalAuthBus.Method.enroll: MethodSpec(
-                signature: "s", action: .enroll, interactive: true, EnrollArguments.self,
+                signature: "s", action: .enroll, interactive: true, scans: true, EnrollArguments.self,
                 handler: { object, call throws(ServiceError) in
                     try await object.enroller.enroll(call.arguments, caller: call.caller, record: call.record)
                     return []
                 }),
             LocalAuthBus.Method.enrollWithOptions: MethodSpec(
-                signature: "sa{sv}", action: .enroll, interactive: true, EnrollWithOptionsArguments.self,
+                signature: "sa{sv}", action: .enroll, interactive: true, scans: true, EnrollWithOptionsArguments.self,
                 handler: { object, call throws(ServiceError) in
                     try await object.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record)
                     return []

@@ -29,7 +29,7 @@ extension LocalAuthContract {
             signature: "sa{sv}", action: nil, interactive: false, CanAuthorizeRightArguments.self,
             handler: { object, call throws(ServiceError) in try await object.rights.canAuthorizeRight(call.request, call.arguments) }),
         LocalAuthRightsBus.Method.authorizeRight: MethodSpec(
-            signature: "ssa{sv}", action: .rightsUse, interactive: false, AuthorizeRightArguments.self,
+            signature: "ssa{sv}", action: .rightsUse, interactive: false, scans: true, AuthorizeRightArguments.self,
             handler: { object, call throws(ServiceError) in
                 ContextPolicy.markAppSecrets(call.request)  // docs/POLICY.md
                 return try await object.rights.authorizeRight(call.request, call.arguments)

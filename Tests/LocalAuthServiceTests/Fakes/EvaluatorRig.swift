@@ -50,7 +50,7 @@ final class EvaluatorRig {
     /// A call registered as the service registers one, for Cancel to find.
     func caller(requestID: String, uid: UInt32? = nil, sender: String? = nil) -> Request {
         let sender = sender ?? self.sender
-        let record = CallRecord(sender: sender, requestID: requestID)
+        let record = CallRecord(sender: sender, requestID: requestID, errors: .localAuth)
         try? registry.register(record)
         return Request(
             caller: CallerRecord(
@@ -92,7 +92,7 @@ final class EvaluatorRig {
             try await evaluator.canEvaluate(policy, caller)
             XCTAssertNil(code ?? name.map { _ in .authenticationFailed }, "preflight passed", line: line)
         } catch {
-            XCTAssertEqual(error.code.rawValue, name ?? code?.dbusName, line: line)
+            XCTAssertEqual(error.localAuthName, name ?? code?.dbusName, line: line)
         }
     }
 

@@ -32,7 +32,7 @@ final class LoginSecretRig: LoginSecretKeys, LoginSecretAccounts {
         let pinned = process.map { CallerRecord.Process(pid: $0.pid, pidfd: -1, startTime: $0.startTime) }
         return Request(
             caller: CallerRecord(sender: sender, uid: uid, process: pinned, securityLabel: nil),
-            record: CallRecord(sender: sender, requestID: nil))
+            record: CallRecord(sender: sender, requestID: nil, errors: .localAuth))
     }
 
     init() throws {

@@ -73,7 +73,7 @@ final class RightsRig {
         BodyCall(
             call: Request(
                 caller: CallerRecord(sender: sender, uid: uid, process: nil, securityLabel: nil),
-                record: CallRecord(sender: sender, requestID: nil)),
+                record: CallRecord(sender: sender, requestID: nil, errors: .localAuth)),
             arguments: arguments)
     }
 
@@ -132,7 +132,7 @@ final class RightsRig {
             try await body()
             XCTFail("expected \(name); it succeeded", file: file, line: line)
         } catch let error as ServiceError {
-            XCTAssertEqual(error.code.rawValue, name, error.message, file: file, line: line)
+            XCTAssertEqual(error.localAuthName, name, error.message, file: file, line: line)
         } catch {
             XCTFail("expected \(name); got \(error)", file: file, line: line)
         }

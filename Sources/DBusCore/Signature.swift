@@ -5,7 +5,8 @@ internal import CDBus
 /// what is valid in its `init?(rawValue:)`; a literal, and the text shown
 /// for one, work the same for all of them.
 public protocol ValidatedDBusString: RawRepresentable, Hashable, Sendable, CustomStringConvertible,
-    ExpressibleByStringLiteral where RawValue == String, StringLiteralType == String {}
+    ExpressibleByStringLiteral
+where RawValue == String, StringLiteralType == String {}
 
 extension ValidatedDBusString {
     /// For literals in code: a malformed literal is a programming error.

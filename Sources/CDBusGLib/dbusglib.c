@@ -13,11 +13,7 @@ typedef struct {
 
 static dbus_int32_t attachment_slot = -1;
 
-// ---- watches: one GSource per enabled DBusWatch -------------------------
-
-typedef struct {
-    GSource *source;
-} WatchData;
+// ---- watches and timeouts: one GSource per enabled one -------------------
 
 static gboolean watch_ready(gint fd, GIOCondition condition, gpointer user_data) {
     (void)fd;
@@ -31,94 +27,66 @@ static gboolean watch_ready(gint fd, GIOCondition condition, gpointer user_data)
     return G_SOURCE_CONTINUE;
 }
 
-static void watch_stop(DBusWatch *watch) {
-    WatchData *data = dbus_watch_get_data(watch);
-    if (data && data->source) {
-        g_source_destroy(data->source);
-        g_source_unref(data->source);
-        data->source = NULL;
-    }
-}
-
-static void watch_start(DBusWatch *watch, GMainContext *context) {
-    WatchData *data = dbus_watch_get_data(watch);
-    if (!data || data->source || !dbus_watch_get_enabled(watch)) return;
+// The GSource that serves an enabled watch: its fd, for what libdbus wants.
+static GSource *watch_source_new(DBusWatch *watch) {
     unsigned int flags = dbus_watch_get_flags(watch);
     GIOCondition condition = G_IO_ERR | G_IO_HUP;
     if (flags & DBUS_WATCH_READABLE) condition |= G_IO_IN;
     if (flags & DBUS_WATCH_WRITABLE) condition |= G_IO_OUT;
     GSource *source = g_unix_fd_source_new(dbus_watch_get_unix_fd(watch), condition);
     g_source_set_callback(source, (GSourceFunc)(void (*)(void))watch_ready, watch, NULL);
-    g_source_attach(source, context);
-    data->source = source;
+    return source;
 }
-
-static void watch_data_free(void *memory) {
-    WatchData *data = memory;
-    if (data->source) {
-        g_source_destroy(data->source);
-        g_source_unref(data->source);
-    }
-    g_free(data);
-}
-
-static dbus_bool_t add_watch(DBusWatch *watch, void *user_data) {
-    Attachment *attachment = user_data;
-    dbus_watch_set_data(watch, g_new0(WatchData, 1), watch_data_free);
-    watch_start(watch, attachment->context);
-    return TRUE;
-}
-
-static void remove_watch(DBusWatch *watch, void *user_data) {
-    (void)user_data;
-    watch_stop(watch);
-}
-
-static void toggle_watch(DBusWatch *watch, void *user_data) {
-    Attachment *attachment = user_data;
-    watch_stop(watch);
-    watch_start(watch, attachment->context);
-}
-
-// ---- timeouts: one GSource per enabled DBusTimeout -----------------------
 
 static gboolean timeout_fired(gpointer user_data) {
     dbus_timeout_handle((DBusTimeout *)user_data);
     return G_SOURCE_CONTINUE;
 }
 
-static void timeout_stop(DBusTimeout *timeout) {
-    GSource *source = dbus_timeout_get_data(timeout);
-    if (source) {
-        g_source_destroy(source);
-        dbus_timeout_set_data(timeout, NULL, NULL);   // frees via g_source_unref
-    }
-}
-
-static void timeout_start(DBusTimeout *timeout, GMainContext *context) {
-    if (!dbus_timeout_get_enabled(timeout) || dbus_timeout_get_data(timeout)) return;
+// The GSource that serves an enabled timeout: its interval, again and again.
+static GSource *timeout_source_new(DBusTimeout *timeout) {
     GSource *source = g_timeout_source_new((guint)dbus_timeout_get_interval(timeout));
     g_source_set_callback(source, timeout_fired, timeout, NULL);
-    g_source_attach(source, context);
-    dbus_timeout_set_data(timeout, source, (DBusFreeFunction)g_source_unref);
+    return source;
 }
 
-static dbus_bool_t add_timeout(DBusTimeout *timeout, void *user_data) {
-    Attachment *attachment = user_data;
-    timeout_start(timeout, attachment->context);
-    return TRUE;
-}
+// libdbus treats watches and timeouts alike: it adds one (enabled or not),
+// toggles it (enabled or disabled; a timeout's interval may have changed
+// too) and removes it before it frees it. For both, the object's data is
+// the GSource that serves it while it is enabled, released with
+// g_source_unref when the data is replaced. This is that bookkeeping, once:
+// kind_start, kind_stop and the three callbacks for
+// dbus_connection_set_kind_functions, over libdbus's dbus_kind_get_enabled,
+// dbus_kind_get_data and dbus_kind_set_data and our kind_source_new.
+#define SOURCE_PER_ENABLED(kind, Type)                                          \
+    static void kind##_start(Type *object, GMainContext *context) {             \
+        if (!dbus_##kind##_get_enabled(object) || dbus_##kind##_get_data(object)) \
+            return;                                                             \
+        GSource *source = kind##_source_new(object);                            \
+        g_source_attach(source, context);                                       \
+        dbus_##kind##_set_data(object, source, (DBusFreeFunction)g_source_unref); \
+    }                                                                           \
+    static void kind##_stop(Type *object) {                                     \
+        GSource *source = dbus_##kind##_get_data(object);                       \
+        if (!source) return;                                                    \
+        g_source_destroy(source);                                               \
+        dbus_##kind##_set_data(object, NULL, NULL); /* unrefs the source */     \
+    }                                                                           \
+    static dbus_bool_t add_##kind(Type *object, void *user_data) {              \
+        kind##_start(object, ((Attachment *)user_data)->context);               \
+        return TRUE;                                                            \
+    }                                                                           \
+    static void remove_##kind(Type *object, void *user_data) {                  \
+        (void)user_data;                                                        \
+        kind##_stop(object);                                                    \
+    }                                                                           \
+    static void toggle_##kind(Type *object, void *user_data) {                  \
+        kind##_stop(object);                                                    \
+        kind##_start(object, ((Attachment *)user_data)->context);               \
+    }
 
-static void remove_timeout(DBusTimeout *timeout, void *user_data) {
-    (void)user_data;
-    timeout_stop(timeout);
-}
-
-static void toggle_timeout(DBusTimeout *timeout, void *user_data) {
-    Attachment *attachment = user_data;
-    timeout_stop(timeout);
-    timeout_start(timeout, attachment->context);
-}
+SOURCE_PER_ENABLED(watch, DBusWatch)
+SOURCE_PER_ENABLED(timeout, DBusTimeout)
 
 // ---- dispatching: drain incoming messages from an idle source ----------
 

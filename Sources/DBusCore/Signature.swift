@@ -1,7 +1,25 @@
 internal import CDBus
 
+/// A string with a D-Bus grammar of its own (a signature, an object path),
+/// validated on creation: a value of such a type is valid. Each type says
+/// what is valid in its `init?(rawValue:)`; a literal, and the text shown
+/// for one, work the same for all of them.
+public protocol ValidatedDBusString: RawRepresentable, Hashable, Sendable, CustomStringConvertible,
+    ExpressibleByStringLiteral
+where RawValue == String, StringLiteralType == String {}
+
+extension ValidatedDBusString {
+    /// For literals in code: a malformed literal is a programming error.
+    public init(stringLiteral value: String) {
+        guard let valid = Self(rawValue: value) else { preconditionFailure("invalid D-Bus \(Self.self) literal \(value)") }
+        self = valid
+    }
+
+    public var description: String { rawValue }
+}
+
 /// A D-Bus type signature such as `s`, `a{sv}` or `(ub)`, validated on creation.
-public struct Signature: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct Signature: ValidatedDBusString {
     public let rawValue: String
 
     /// Fails for anything libdbus would refuse as a signature.
@@ -10,15 +28,7 @@ public struct Signature: RawRepresentable, Hashable, Sendable, CustomStringConve
         self.rawValue = rawValue
     }
 
-    /// For literals in code: a malformed literal is a programming error.
-    public init(stringLiteral value: String) {
-        precondition(Signature.isValid(value), "invalid D-Bus signature literal \(value)")
-        self.rawValue = value
-    }
-
     init(unchecked value: String) { rawValue = value }
-
-    public var description: String { rawValue }
 
     static func isValid(_ text: String) -> Bool {
         if text.isEmpty { return true }
@@ -37,20 +47,14 @@ public struct Signature: RawRepresentable, Hashable, Sendable, CustomStringConve
 }
 
 /// A D-Bus object path such as `/org/example/LocalAuth`, validated on creation.
-public struct ObjectPath: RawRepresentable, Hashable, Sendable, CustomStringConvertible, ExpressibleByStringLiteral {
+public struct ObjectPath: ValidatedDBusString {
     public let rawValue: String
 
+    /// Fails for anything outside the object path grammar.
     public init?(rawValue: String) {
         guard ObjectPath.isValid(rawValue) else { return nil }
         self.rawValue = rawValue
     }
-
-    public init(stringLiteral value: String) {
-        precondition(ObjectPath.isValid(value), "invalid D-Bus object path literal \(value)")
-        self.rawValue = value
-    }
-
-    public var description: String { rawValue }
 
     /// The object path grammar of the D-Bus specification.
     static func isValid(_ path: String) -> Bool {

@@ -1,20 +1,22 @@
-/// One row per LAError code the service sends: Apple's raw value and the
-/// D-Bus error name. This one table is the mapping both ways; nothing else
-/// spells these names. (The library's `LAError.Code` restates Apple's enum,
-/// since it is Apple's public API; LAErrorTests checks that every row here
-/// arrives as the same case there.)
-public enum LocalAuthErrorCode: Int, Sendable, CaseIterable {
-    case authenticationFailed = -1
-    case userCancel = -2
-    case userFallback = -3
-    case systemCancel = -4
-    case passcodeNotSet = -5
-    case biometryNotAvailable = -6
-    case biometryNotEnrolled = -7
-    case biometryLockout = -8
-    case appCancel = -9
-    case invalidContext = -10
-    case notInteractive = -1004
+/// The LAError codes the service sends, one case each, named as Apple names
+/// the code, and their D-Bus error names: this one table is the mapping both
+/// ways; nothing else spells these names. The wire carries names only: Apple's
+/// numbers (the contract's XML quotes them) are stated once, in the client
+/// library's `LAError.Code` (Apple's public API), whose
+/// `init(_: LocalAuthErrorCode)` is an exhaustive switch, so a case added
+/// here does not build until the library maps it.
+public enum LocalAuthErrorCode: Sendable, CaseIterable {
+    case authenticationFailed
+    case userCancel
+    case userFallback
+    case systemCancel
+    case passcodeNotSet
+    case biometryNotAvailable
+    case biometryNotEnrolled
+    case biometryLockout
+    case appCancel
+    case invalidContext
+    case notInteractive
 
     /// The last component of the D-Bus error name.
     public var dbusSuffix: String {

@@ -13,8 +13,6 @@ public enum LocalAuthLoginSecretBus {
         public static let getPasswordWrap = "GetLoginSecretPasswordWrap"
         public static let changePassword = "ChangeLoginSecretPassword"
         public static let reseal = "ResealLoginSecret"
-
-        public static let all = [enable, disable, status, release, getPasswordWrap, changePassword, reseal]
     }
 
     /// Keys of the methods' `a{sv}` options and answers.

@@ -15,9 +15,6 @@ public enum LocalAuthRightsBus {
         public static let sign = "Sign"
         public static let decrypt = "Decrypt"
         public static let exchangeKeys = "ExchangeKeys"
-
-        public static let all = [saveRight, removeRight, removeAllRights, listRights, getPublicKey, canAuthorizeRight,
-                                 authorizeRight, deauthorize, loadSecret, sign, decrypt, exchangeKeys]
     }
 
     /// Keys of the rights methods' `a{sv}` options.
@@ -74,8 +71,6 @@ public enum LocalAuthRightsError {
     /// A TPM command did not answer within `RightsServiceLimits.tpmCommandSeconds`,
     /// or an earlier one still has not: the TPM is stuck; nothing was changed.
     public static let tpmNotResponding = LocalAuthBus.errorPrefix + "TPMNotResponding"
-
-    public static let all = [rightNotFound, rightInvalidated, notAuthorized, noSecret, accountChanged, tpmNotResponding]
 }
 
 /// What rights cost a caller, beyond `ServiceLimits` (docs/RIGHTS.md, "Limits").

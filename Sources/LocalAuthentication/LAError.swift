@@ -119,23 +119,44 @@ extension LAError.Code {
     }
 }
 
+extension LAError.Code {
+    /// The code the service means by one of its LAError names
+    /// (`LocalAuthErrorCode`, the wire's table): the case of the same name.
+    /// Exhaustive, so a code added to the wire does not build until it maps.
+    init(_ wire: LocalAuthErrorCode) {
+        switch wire {
+        case .authenticationFailed: self = .authenticationFailed
+        case .userCancel: self = .userCancel
+        case .userFallback: self = .userFallback
+        case .systemCancel: self = .systemCancel
+        case .passcodeNotSet: self = .passcodeNotSet
+        case .biometryNotAvailable: self = .biometryNotAvailable
+        case .biometryNotEnrolled: self = .biometryNotEnrolled
+        case .biometryLockout: self = .biometryLockout
+        case .appCancel: self = .appCancel
+        case .invalidContext: self = .invalidContext
+        case .notInteractive: self = .notInteractive
+        }
+    }
+}
+
 // The kLAError* constants of Apple's C headers (Int32), for code that compares
-// `Int32(error.code) == kLAErrorBiometryLockout`.
-public let kLAErrorAuthenticationFailed: Int32 = -1
-public let kLAErrorUserCancel: Int32 = -2
-public let kLAErrorUserFallback: Int32 = -3
-public let kLAErrorSystemCancel: Int32 = -4
-public let kLAErrorPasscodeNotSet: Int32 = -5
-public let kLAErrorBiometryNotAvailable: Int32 = -6
-public let kLAErrorBiometryNotEnrolled: Int32 = -7
-public let kLAErrorBiometryLockout: Int32 = -8
-public let kLAErrorAppCancel: Int32 = -9
-public let kLAErrorInvalidContext: Int32 = -10
-public let kLAErrorWatchNotAvailable: Int32 = -11
-public let kLAErrorBiometryNotPaired: Int32 = -12
-public let kLAErrorBiometryDisconnected: Int32 = -13
-public let kLAErrorInvalidDimensions: Int32 = -14
-public let kLAErrorNotInteractive: Int32 = -1004
-public let kLAErrorTouchIDNotAvailable: Int32 = -6
-public let kLAErrorTouchIDNotEnrolled: Int32 = -7
-public let kLAErrorTouchIDLockout: Int32 = -8
+// `Int32(error.code) == kLAErrorBiometryLockout`: the codes above, as numbers.
+public let kLAErrorAuthenticationFailed = Int32(LAError.Code.authenticationFailed.rawValue)
+public let kLAErrorUserCancel = Int32(LAError.Code.userCancel.rawValue)
+public let kLAErrorUserFallback = Int32(LAError.Code.userFallback.rawValue)
+public let kLAErrorSystemCancel = Int32(LAError.Code.systemCancel.rawValue)
+public let kLAErrorPasscodeNotSet = Int32(LAError.Code.passcodeNotSet.rawValue)
+public let kLAErrorBiometryNotAvailable = Int32(LAError.Code.biometryNotAvailable.rawValue)
+public let kLAErrorBiometryNotEnrolled = Int32(LAError.Code.biometryNotEnrolled.rawValue)
+public let kLAErrorBiometryLockout = Int32(LAError.Code.biometryLockout.rawValue)
+public let kLAErrorAppCancel = Int32(LAError.Code.appCancel.rawValue)
+public let kLAErrorInvalidContext = Int32(LAError.Code.invalidContext.rawValue)
+public let kLAErrorWatchNotAvailable = Int32(LAError.Code.watchNotAvailable.rawValue)
+public let kLAErrorBiometryNotPaired = Int32(LAError.Code.biometryNotPaired.rawValue)
+public let kLAErrorBiometryDisconnected = Int32(LAError.Code.biometryDisconnected.rawValue)
+public let kLAErrorInvalidDimensions = Int32(LAError.Code.invalidDimensions.rawValue)
+public let kLAErrorNotInteractive = Int32(LAError.Code.notInteractive.rawValue)
+public let kLAErrorTouchIDNotAvailable = Int32(LAError.Code.biometryNotAvailable.rawValue)
+public let kLAErrorTouchIDNotEnrolled = Int32(LAError.Code.biometryNotEnrolled.rawValue)
+public let kLAErrorTouchIDLockout = Int32(LAError.Code.biometryLockout.rawValue)

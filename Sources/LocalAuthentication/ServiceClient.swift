@@ -146,8 +146,8 @@ final class ServiceClient: Sendable {
 extension LAError {
     /// The LAError for an error from the service or the bus.
     init(_ error: DBusError) {
-        if let code = LocalAuthErrorCode(dbusName: error.name.rawValue), let laCode = LAError.Code(rawValue: code.rawValue) {
-            self.init(laCode, message: error.message, dbusErrorName: error.name.rawValue)
+        if let code = LocalAuthErrorCode(dbusName: error.name.rawValue) {
+            self.init(LAError.Code(code), message: error.message, dbusErrorName: error.name.rawValue)
             return
         }
         let code: LAError.Code

@@ -1,4 +1,5 @@
-import LocalAuthentication
+import DBusCore
+@testable import LocalAuthentication
 import LocalAuthShared
 import XCTest
 
@@ -71,14 +72,15 @@ final class LAErrorTests: XCTestCase {
         XCTAssertEqual(context.localizedFallbackTitle, "")
     }
 
-    /// The wire's table (LocalAuthErrorCode) is the one source of the D-Bus
-    /// names; LAError.Code restates Apple's enum because it is Apple's API.
-    /// Every code the service can send must arrive as the same LAError case.
+    /// The wire's table (LocalAuthErrorCode) names the codes the service
+    /// sends; LAError.Code is Apple's enum and holds Apple's numbers. Every
+    /// code on the wire must arrive as the LAError case of the same name.
     func testEveryCodeOnTheWireIsTheSameLAErrorCase() {
         for wire in LocalAuthErrorCode.allCases {
-            let code = LAError.Code(rawValue: wire.rawValue)
-            XCTAssertNotNil(code, "\(wire) has no LAError.Code")
-            XCTAssertEqual(code.map { String(describing: $0) }, String(describing: wire), "\(wire.rawValue)")
+            XCTAssertEqual(String(describing: LAError.Code(wire)), String(describing: wire))
+            let error = LAError(DBusError(DBusError.Name(rawValue: wire.dbusName), "from the service"))
+            XCTAssertEqual(error.code, LAError.Code(wire), wire.dbusName)
+            XCTAssertEqual(error.dbusErrorName, wire.dbusName)
         }
     }
 }

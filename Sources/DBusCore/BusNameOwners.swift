@@ -6,39 +6,35 @@ extension BusConnection {
     /// Blocks for two round trips; never call it on the loop's own thread.
     public func followOwnerBlocking(of name: String) throws(DBusError) {
         guard startFollowing(name) else { return }
-        _ = try callBlocking(
-            destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-            member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        _ = try callBlocking(Self.busDriverCall("AddMatch", Self.ownerMatchRule(name))).result()
         let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
-        let owner: String?
-        do {
-            owner = try callBlocking(
-                destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                member: "GetNameOwner", arguments: [.string(name)]
-            ).first?.string
-        } catch  where error.name == .nameHasNoOwner {
-            owner = nil
-        }
+        let owner = try Self.owner(in: callBlocking(Self.busDriverCall("GetNameOwner", name)))
         applyOwner(owner, of: name, ifNoChangeSince: seen)
     }
 
     /// The async form of `followOwnerBlocking(of:)`.
     public func followOwner(of name: String, isolation: isolated (any Actor)? = #isolation) async throws(DBusError) {
         guard startFollowing(name) else { return }
-        _ = try await call(
-            destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-            member: "AddMatch", arguments: [.string(Self.ownerMatchRule(name))])
+        _ = try await call(Self.busDriverCall("AddMatch", Self.ownerMatchRule(name))).result()
         let seen = state.withLock { $0.ownerChanges[name] ?? 0 }
-        let owner: String?
-        do {
-            owner = try await call(
-                destination: Self.busDriver, path: "/org/freedesktop/DBus", interface: Self.busDriver,
-                member: "GetNameOwner", arguments: [.string(name)]
-            ).first?.string
-        } catch  where error.name == .nameHasNoOwner {
-            owner = nil
-        }
+        let owner = try Self.owner(in: await call(Self.busDriverCall("GetNameOwner", name)))
         applyOwner(owner, of: name, ifNoChangeSince: seen)
+    }
+
+    /// A call of the bus driver's `member` with one string argument.
+    private static func busDriverCall(_ member: String, _ argument: String) throws(DBusError) -> Message {
+        try Message.methodCall(
+            destination: busDriver, path: "/org/freedesktop/DBus", interface: busDriver, member: member,
+            arguments: [.string(argument)])
+    }
+
+    /// GetNameOwner's reply: the owner, or nil when nobody owns the name.
+    private static func owner(in reply: Message) throws(DBusError) -> String? {
+        do {
+            return try reply.result().first?.string
+        } catch where error.name == .nameHasNoOwner {
+            return nil
+        }
     }
 
     /// The unique name that owns `name` now, if it is followed and owned.

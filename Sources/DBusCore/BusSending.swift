@@ -63,10 +63,16 @@ extension BusConnection {
         destination: String, path: ObjectPath, interface: String, member: String,
         arguments: [DBusValue] = [], timeout: Double? = nil
     ) throws(DBusError) -> [DBusValue] {
-        precondition(!loop.isCurrent, "a blocking call on the event loop's thread would deadlock")
         let message = try Message.methodCall(
             destination: destination, path: path, interface: interface,
             member: member, arguments: arguments)
+        return try callBlocking(message, timeout: timeout).result()
+    }
+
+    /// The synchronous form of `call(_:timeout:)`: the reply message (which
+    /// may be an error reply). Never call it on the loop's own thread.
+    public func callBlocking(_ message: Message, timeout: Double? = nil) throws(DBusError) -> Message {
+        precondition(!loop.isCurrent, "a blocking call on the event loop's thread would deadlock")
         let outcome = BlockingOutcome()
         loop.post {
             self.sendWithReply(message, timeout: timeout) { result in
@@ -75,7 +81,7 @@ extension BusConnection {
             }
         }
         outcome.done.wait()
-        return try outcome.result!.get().result()
+        return try outcome.result!.get()
     }
 
     /// On the loop's thread: sends and arranges for `completion` to run there with the reply.

@@ -148,7 +148,7 @@ public final class LocalAuthService {
                     readers: readers, gate: readerGate, prints: prints, readerChoice: readerChoice, verifier: verifier,
                     environment: environment, callers: callers, duplicateChecks: duplicateChecks, enrollment: enrollment,
                     bus: bus, loginSecrets: loginSecrets),
-                router: router, bus: bus, queue: queue, scanTimeout: configuration.fprintdScanTimeout, events: events,
+                router: router, bus: bus, scanTimeout: configuration.fprintdScanTimeout, events: events,
                 spawn: { [work] body in work.yield(.task(body)) })
             : nil
     }

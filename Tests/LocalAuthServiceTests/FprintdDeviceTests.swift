@@ -37,7 +37,7 @@ final class FprintdDeviceTests: XCTestCase {
             seams = FakeFprintdSeams(rig: evaluation)
             reader = FakeFprintdReader(evaluation.reader.identity)
             device = FprintdDevice(
-                id: 0, reader: reader, seams: seams, queue: evaluation.queue, scanTimeout: 30,
+                id: 0, reader: reader, seams: seams, scanTimeout: 30,
                 spawn: { [tasks] body in tasks.all.append(Task { @ServiceActor in await body() }) })
             router.callers.uids = [claimer: uid, other: uid]
             for action in [FprintdBus.Action.verify, .enroll] { router.polkit.verdicts[action.rawValue] = .authorized }

@@ -29,8 +29,8 @@ final class FprintdDevice {
     var identity: Readers.Identity { reader.identity }
     let path: String
     let seams: any FprintdSeams
-    /// The reader queue every operation of the service takes its turn in.
-    let queue: SensorQueue
+    /// The reader queue every operation of the service takes its turn in (the gate's).
+    var queue: SensorQueue { seams.gate.queue }
     /// How long a verify or enroll waits for a finger (`--scan-timeout`).
     let scanTimeout: Double
     /// Runs work as a task of the service's group (SIGTERM waits for it).
@@ -62,13 +62,12 @@ final class FprintdDevice {
     private var fingerNeeded = false
 
     init(
-        id: Int, reader: any FprintdReader, seams: any FprintdSeams, queue: SensorQueue, scanTimeout: Double,
+        id: Int, reader: any FprintdReader, seams: any FprintdSeams, scanTimeout: Double,
         spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     ) {
         self.id = id
         self.reader = reader
         self.seams = seams
-        self.queue = queue
         self.scanTimeout = scanTimeout
         self.spawn = spawn
         path = FprintdBus.devicePath(id)

@@ -16,7 +16,6 @@ final class FprintdServer {
     private let seams: ServiceFprintdWiring
     private let router: CallRouter
     private let bus: BusConnection
-    private let queue: SensorQueue
     private let scanTimeout: Double
     private let spawn: @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     private(set) var devices: [FprintdDevice] = []
@@ -28,13 +27,12 @@ final class FprintdServer {
     nonisolated static let deviceXML = Interfaces.fprintdDevice
 
     init(
-        seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, queue: SensorQueue, scanTimeout: Double,
+        seams: ServiceFprintdWiring, router: CallRouter, bus: BusConnection, scanTimeout: Double,
         events: ServiceEvents, spawn: @escaping @ServiceActor (@escaping @Sendable @ServiceActor () async -> Void) -> Void
     ) {
         self.seams = seams
         self.router = router
         self.bus = bus
-        self.queue = queue
         self.scanTimeout = scanTimeout
         self.spawn = spawn
         // Claims keep their reader open: sleep takes it back, resume gives it again.
@@ -78,7 +76,7 @@ final class FprintdServer {
         }
         devices.removeAll { $0.isGone }
         for reader in present where !behind.values.contains(where: { $0 === reader }) {
-            let device = FprintdDevice(id: nextID, reader: LibfprintFprintdReader(reader), seams: seams, queue: queue,
+            let device = FprintdDevice(id: nextID, reader: LibfprintFprintdReader(reader), seams: seams,
                                        scanTimeout: scanTimeout, spawn: spawn)
             nextID += 1
             devices.append(device)

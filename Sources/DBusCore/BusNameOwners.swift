@@ -32,7 +32,7 @@ extension BusConnection {
     private static func owner(in reply: Message) throws(DBusError) -> String? {
         do {
             return try reply.result().first?.string
-        } catch where error.name == .nameHasNoOwner {
+        } catch  where error.name == .nameHasNoOwner {
             return nil
         }
     }

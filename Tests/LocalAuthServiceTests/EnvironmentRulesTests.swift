@@ -35,9 +35,9 @@ final class EnvironmentRulesTests: XCTestCase {
     }
 
     func testAClosedLidLeavesOnlyExternalReaders() {
-        XCTAssertEqual(ReaderPlacement.reachable([inside, outside], builtIn: [inside], lidClosed: false), [inside, outside])
-        XCTAssertEqual(ReaderPlacement.reachable([inside, outside], builtIn: [inside], lidClosed: true), [outside])
-        XCTAssertEqual(ReaderPlacement.reachable([inside], builtIn: [inside], lidClosed: true), [])
+        XCTAssertEqual(ReaderChoice.reachable([inside, outside], builtIn: [inside], lidClosed: false), [inside, outside])
+        XCTAssertEqual(ReaderChoice.reachable([inside, outside], builtIn: [inside], lidClosed: true), [outside])
+        XCTAssertEqual(ReaderChoice.reachable([inside], builtIn: [inside], lidClosed: true), [])
         // With no reader left, policy 1 fails at once and policy 2 asks the password alone.
         let none = ServiceErrors.la(.biometryNotAvailable, "the lid is closed")
         XCTAssertEqual(EvaluationPlan.decide(policy: .deviceOwnerAuthentication, biometrics: none, enrolledSet: [],

@@ -26,7 +26,7 @@ final class ReaderChoice {
     /// sleeps; while the lid is closed, only external ones.
     var reachableReaders: [Readers.Identity] {
         guard !seams.asleep else { return [] }
-        return ReaderPlacement.reachable(seams.usableReaders, builtIn: seams.builtInReaders, lidClosed: seams.lidClosed)
+        return Self.reachable(seams.usableReaders, builtIn: seams.builtInReaders, lidClosed: seams.lidClosed)
     }
 
     /// The reader that serves `uid`: the configured one (`--reader`), else the
@@ -122,6 +122,14 @@ final class ReaderChoice {
 }
 
 extension ReaderChoice {
+    /// The readers that may be used: while the lid is closed, none built in.
+    nonisolated static func reachable(
+        _ usable: [Readers.Identity], builtIn: Set<Readers.Identity>,
+        lidClosed: Bool
+    ) -> [Readers.Identity] {
+        lidClosed ? usable.filter { !builtIn.contains($0) } : usable
+    }
+
     /// Apple's stateHash differs per app: ours is the user's enrolled-set hash
     /// keyed with the app (the executable the service sees), so two apps
     /// cannot compare hashes to follow a person, and each changes exactly

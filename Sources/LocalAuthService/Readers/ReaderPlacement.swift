@@ -1,10 +1,9 @@
 import LocalAuthShared
 
-/// Where a reader sits, built in (under the lid) or external, and which
-/// readers a closed lid leaves: pure rules with unit tests
+/// Where a reader sits, built in (under the lid) or external: pure rules with unit tests
 /// (Tests/LocalAuthServiceTests/EnvironmentRulesTests.swift). Readers.swift
 /// places each reader as it comes; the reader choice leaves out the built-in
-/// ones while the lid is closed.
+/// ones while the lid is closed (`ReaderChoice.reachable`).
 enum ReaderPlacement: String, Sendable, Equatable {
     case builtIn = "built-in"
     case external
@@ -35,13 +34,5 @@ enum ReaderPlacement: String, Sendable, Equatable {
         case "removable": return .external
         default: return .builtIn
         }
-    }
-
-    /// The readers that may be used: while the lid is closed, none built in.
-    static func reachable(
-        _ usable: [Readers.Identity], builtIn: Set<Readers.Identity>,
-        lidClosed: Bool
-    ) -> [Readers.Identity] {
-        lidClosed ? usable.filter { !builtIn.contains($0) } : usable
     }
 }

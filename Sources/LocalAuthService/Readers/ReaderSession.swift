@@ -4,7 +4,7 @@ import LocalAuthShared
 // A reader held for one operation, as every operation uses it: a verify's
 // scans (the Verifier), an enrollment (Enrollment), a chip's maintenance
 // (the Enroller, fprintd's Devices). ReaderGate.begin hands one out; the
-// service's is libfprint's (LibfprintReaderSession.swift), the unit tests'
+// service's is libfprint's (ReaderOperations.swift), the unit tests'
 // are fakes.
 
 /// One reader, opened for one operation until `release` (ReaderGate.begin):

@@ -66,16 +66,10 @@ enum LocalAuthContract {
                 handler: { object, call throws(ServiceError) in try object.readerChoice.domainState(of: call.caller) }),
             LocalAuthBus.Method.enroll: MethodSpec(
                 signature: "s", action: .enroll, interactive: true, scans: true, EnrollArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.enroll(call.arguments, caller: call.caller, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.enroll(call.arguments, caller: call.caller, record: call.record) }),
             LocalAuthBus.Method.enrollWithOptions: MethodSpec(
                 signature: "sa{sv}", action: .enroll, interactive: true, scans: true, EnrollWithOptionsArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.enroll(call.arguments, caller: call.caller, target: call.target, record: call.record) }),
             LocalAuthBus.Method.listEnrolledFingers: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
                 handler: { object, call throws(ServiceError) in try object.enroller.listEnrolledFingers(uid: call.uid) }),
@@ -84,28 +78,16 @@ enum LocalAuthContract {
                 handler: { object, call throws(ServiceError) in object.enroller.listEnrolledPrints(call.arguments, target: call.target) }),
             LocalAuthBus.Method.deleteEnrolledFinger: MethodSpec(
                 signature: "s", action: .enroll, interactive: true, DeleteEnrolledFingerArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record) }),
             LocalAuthBus.Method.deleteEnrolledFingerWithOptions: MethodSpec(
                 signature: "sa{sv}", action: .enroll, interactive: true, DeleteEnrolledFingerWithOptionsArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.deleteFinger(call.arguments, target: call.target, record: call.record) }),
             LocalAuthBus.Method.deleteEnrolledFingers: MethodSpec(
                 signature: "", action: .enroll, interactive: true, NoArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.deleteAll(target: call.target, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.deleteAll(target: call.target, record: call.record) }),
             LocalAuthBus.Method.deleteEnrolledFingersWithOptions: MethodSpec(
                 signature: "a{sv}", action: .enroll, interactive: true, DeleteEnrolledFingersWithOptionsArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.enroller.deleteAll(call.arguments, target: call.target, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.enroller.deleteAll(call.arguments, target: call.target, record: call.record) }),
             LocalAuthBus.Method.listReaderPrints: MethodSpec(
                 signature: "a{sv}", action: .manage, interactive: true, ListReaderPrintsArguments.self,
                 handler: { object, call throws(ServiceError) in try await object.enroller.listReaderPrints(call.arguments, uid: call.uid, record: call.record)
@@ -117,22 +99,13 @@ enum LocalAuthContract {
                 }),
             LocalAuthPrompt.ServiceMethod.registerPromptAgent: MethodSpec(
                 signature: "o", action: nil, interactive: false, RegisterPromptAgentArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try await object.promptAgents.register(call.arguments, caller: call.caller, record: call.record)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try await object.promptAgents.register(call.arguments, caller: call.caller, record: call.record) }),
             LocalAuthPrompt.ServiceMethod.unregisterPromptAgent: MethodSpec(
                 signature: "o", action: nil, interactive: false, UnregisterPromptAgentArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    object.promptAgents.unregister(call.arguments, sender: call.sender)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in object.promptAgents.unregister(call.arguments, sender: call.sender) }),
             LocalAuthPrompt.ServiceMethod.promptAnswer: MethodSpec(
                 signature: "ss", action: nil, interactive: false, PromptAnswerArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    try object.promptAgents.answer(call.arguments, caller: call.caller)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in try object.promptAgents.answer(call.arguments, caller: call.caller) }),
             LocalAuthBus.Method.getEnvironment: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
                 handler: { object, call throws(ServiceError) in try await object.environment.getEnvironment(caller: call.caller, record: call.record) }),
@@ -141,10 +114,7 @@ enum LocalAuthContract {
                 handler: { object, call throws(ServiceError) in try await object.environment.subscribe(caller: call.caller, record: call.record) }),
             LocalAuthBus.Method.unsubscribeEnvironment: MethodSpec(
                 signature: "", action: nil, interactive: false, NoArguments.self,
-                handler: { object, call throws(ServiceError) in
-                    object.environment.unsubscribe(call.sender)
-                    return []
-                }),
+                answersNothing: { object, call throws(ServiceError) in object.environment.unsubscribe(call.sender) }),
         ], uniquingKeysWith: { rights, _ in rights })
 }
 

@@ -27,4 +27,18 @@ extension MethodSpec {
             signature: signature, authorization: .localAuth(action, interactive: interactive), scans: scans, arguments,
             maximumBodyBytes: maximumBodyBytes, handler: handler)
     }
+
+    /// An org.example.LocalAuth row whose method answers nothing: its handler
+    /// returns when it is done, and the reply is empty.
+    init<Arguments: CallArguments>(
+        signature: String, action: PolkitAction?, interactive: Bool, scans: Bool = false, _ arguments: Arguments.Type,
+        answersNothing handler: @escaping @ServiceActor @Sendable (Target, Call<Arguments>) async throws(ServiceError) -> Void
+    ) {
+        self.init(
+            signature: signature, action: action, interactive: interactive, scans: scans, arguments,
+            handler: { target, call throws(ServiceError) in
+                try await handler(target, call)
+                return []
+            })
+    }
 }

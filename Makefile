@@ -161,7 +161,7 @@ e2e: deps pam clientlib examples
 test: deps pam clientlib examples
 	$(SWIFT) build --build-tests
 	$(MAKE) --no-print-directory run-check
-	$(MAKE) --no-print-directory distro-build SUITE=trixie
+	$(MAKE) --no-print-directory distro-build SUITE=trixie DISTRO_ARGS=--test
 	$(MAKE) --no-print-directory run-e2e
 	$(MAKE) --no-print-directory system-test SUITE=bookworm
 	$(MAKE) --no-print-directory system-test SUITE=trixie

@@ -44,5 +44,12 @@ const gchar *la_right_get_handle (LaRight *right);
 /* After an error of a call with the handle: NotAuthorized and
  * RightInvalidated end the authorization. */
 void la_right_forget_authorization_after (LaRight *right, const GError *error);
+/* ListRights's answer, one right at a time (LaRightStore, LaQuickUnlock):
+ * the next entry of @entries (an iterator over the reply's `aa{sv}`, from
+ * la_right_list_entries()) as a dictionary the caller unrefs, and its
+ * identifier in @identifier (NULL if absent; owned by the dictionary).
+ * NULL after the last. */
+GVariantIter *la_right_list_entries (GVariant *reply);
+GVariantDict *la_right_list_next (GVariantIter *entries, const gchar **identifier);
 
 G_END_DECLS

@@ -327,17 +327,13 @@ static GPtrArray *
 quick_unlock_identifiers (GVariant *reply)
 {
   GPtrArray *identifiers = g_ptr_array_new_with_free_func (g_free);
-  g_autoptr (GVariant) entries = g_variant_get_child_value (reply, 0);
-  GVariantIter iter;
-  GVariant *entry;
-  g_variant_iter_init (&iter, entries);
-  while ((entry = g_variant_iter_next_value (&iter)) != NULL)
+  g_autoptr (GVariantIter) entries = la_right_list_entries (reply);
+  GVariantDict *next;
+  const gchar *identifier;
+  while ((next = la_right_list_next (entries, &identifier)) != NULL)
     {
-      g_autoptr (GVariantDict) fields = g_variant_dict_new (entry);
-      g_variant_unref (entry);
-      const gchar *identifier = NULL;
-      if (g_variant_dict_lookup (fields, "identifier", "&s", &identifier)
-          && g_str_has_prefix (identifier, LA_QUICK_UNLOCK_RIGHT_PREFIX))
+      g_autoptr (GVariantDict) fields = next;
+      if (identifier != NULL && g_str_has_prefix (identifier, LA_QUICK_UNLOCK_RIGHT_PREFIX))
         g_ptr_array_add (identifiers, g_strdup (identifier));
     }
   return identifiers;

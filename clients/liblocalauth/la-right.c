@@ -751,6 +751,25 @@ la_right_store_right_for_identifier (LaRightStore *self, const gchar *identifier
   la_client_call ("ListRights", g_variant_new ("(@a{sv})", la_client_rights_options ()), -1, task);
 }
 
+GVariantIter *
+la_right_list_entries (GVariant *reply)
+{
+  g_autoptr (GVariant) entries = g_variant_get_child_value (reply, 0);
+  return g_variant_iter_new (entries);
+}
+
+GVariantDict *
+la_right_list_next (GVariantIter *entries, const gchar **identifier)
+{
+  g_autoptr (GVariant) entry = g_variant_iter_next_value (entries);
+  if (entry == NULL)
+    return NULL;
+  GVariantDict *fields = g_variant_dict_new (entry);
+  *identifier = NULL;
+  g_variant_dict_lookup (fields, "identifier", "&s", identifier);
+  return fields;
+}
+
 /**
  * la_right_store_right_for_identifier_finish:
  * @self: the store
@@ -767,17 +786,15 @@ la_right_store_right_for_identifier_finish (LaRightStore *self, GAsyncResult *re
   if (reply == NULL)
     return NULL;
   const gchar *wanted = g_task_get_task_data (G_TASK (result));
-  g_autoptr (GVariant) entries = g_variant_get_child_value (reply, 0);
-  GVariantIter iter;
-  GVariant *entry;
-  g_variant_iter_init (&iter, entries);
-  while ((entry = g_variant_iter_next_value (&iter)) != NULL)
+  g_autoptr (GVariantIter) entries = la_right_list_entries (reply);
+  GVariantDict *next;
+  const gchar *identifier;
+  while ((next = la_right_list_next (entries, &identifier)) != NULL)
     {
-      g_autoptr (GVariantDict) fields = g_variant_dict_new (entry);
-      g_variant_unref (entry);
-      const gchar *identifier = NULL, *requirement = NULL;
-      if (!g_variant_dict_lookup (fields, "identifier", "&s", &identifier) || g_strcmp0 (identifier, wanted) != 0)
+      g_autoptr (GVariantDict) fields = next;
+      if (g_strcmp0 (identifier, wanted) != 0)
         continue;
+      const gchar *requirement = NULL;
       g_variant_dict_lookup (fields, "requirement", "&s", &requirement);
       g_autoptr (GVariant) key = g_variant_dict_lookup_value (fields, "public-key", G_VARIANT_TYPE_BYTESTRING);
       g_autoptr (GBytes) public_key = key ? g_variant_get_data_as_bytes (key) : NULL;
